@@ -1,0 +1,17 @@
+#include "core/catalog.h"
+
+namespace commtune {
+
+Catalog& catalog() {
+  static Catalog instance = [] {
+    Catalog c;
+    register_builtin_models(c.models);
+    register_builtin_datasets(c.datasets);
+    register_builtin_optimizers(c.optimizers);
+    register_default_hooks(c.hooks);
+    return c;
+  }();
+  return instance;
+}
+
+}  // namespace commtune

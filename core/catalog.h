@@ -1,0 +1,23 @@
+// Every registered component by section: the built-ins, and whatever plugins
+// add. The config, the CLI and the GUI all read their choices from here.
+#pragma once
+
+#include "core/data/data_loader.h"
+#include "core/data/dataset.h"
+#include "core/hooks/default_hooks.h"
+#include "core/models/model.h"
+#include "core/optim/optimizer.h"
+
+namespace commtune {
+
+struct Catalog {
+  ModelRegistry models{"model", "mlp"};
+  DatasetRegistry datasets{"data", "synthetic", LoaderOptions::schema().erase()};
+  OptimizerRegistry optimizers{"optimizer", "sgd", OptimizerCommon::schema().erase()};
+  HookRegistry hooks{"hook", "allreduce", HookCommonOptions::schema().erase()};
+};
+
+// The process-wide catalog, with the built-ins registered on first use.
+Catalog& catalog();
+
+}  // namespace commtune

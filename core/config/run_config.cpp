@@ -1,0 +1,186 @@
+#include "core/config/run_config.h"
+
+#include <fstream>
+
+#include "core/catalog.h"
+
+namespace commtune {
+
+Schema<RunOptions> RunOptions::schema() {
+  return Schema<RunOptions>()
+      .integer("world_size", &RunOptions::world_size, {0, 4096}, "ranks",
+               "number of ranks (0: one per visible GPU, or 2 on CPU)")
+      .choice("device", &RunOptions::device, {"auto", "cpu", "cuda"},
+              "where ranks train: cuda with NCCL, cpu with Gloo; auto picks cuda when a GPU is visible")
+      .integer("steps", &RunOptions::steps, {1, 1LL << 40}, "steps", "optimizer steps to run")
+      .integer("seed", &RunOptions::seed, {0, (1LL << 53)}, "",
+               "seed for model initialisation, synthetic data and shuffling")
+      .integer("threads", &RunOptions::threads, {0, 1024}, "threads",
+               "intra-op CPU threads per rank (0: cores divided among the local ranks)")
+      .real("timeout_s", &RunOptions::timeout_s, {0, 3600, true}, "s",
+            "rendezvous and collective timeout: a rank that stops answering fails the run after this long");
+}
+
+Schema<WeightsOptions> WeightsOptions::schema() {
+  return Schema<WeightsOptions>()
+      .text("init", &WeightsOptions::init, "start from the weights in this file (name -> tensor dict, torch.load-able)")
+      .text("save_initial", &WeightsOptions::save_initial,
+            "write the initial weights here (rank 0), so PyTorch can replay the run from the same start")
+      .text("save_final", &WeightsOptions::save_final, "write the final weights here (rank 0)");
+}
+
+Schema<DebugOptions> DebugOptions::schema() {
+  return Schema<DebugOptions>()
+      .integer("dump_grads_steps", &DebugOptions::dump_grads_steps, Range::at_least(0), "steps",
+               "for the first N steps, write each rank's local and reduced gradients to dump_dir")
+      .text("dump_dir", &DebugOptions::dump_dir, "folder for gradient dumps (grads-rank<r>-step<s>.pt)");
+}
+
+namespace {
+
+struct PlainSection {
+  const char* key;
+  ParamSet params;
+};
+
+const std::vector<PlainSection>& plain_sections() {
+  static const std::vector<PlainSection> sections = {
+      {"ddp", ReducerOptions::schema().erase()},
+      {"weights", WeightsOptions::schema().erase()},
+      {"debug", DebugOptions::schema().erase()},
+  };
+  return sections;
+}
+
+const ParamSet& root_params() {
+  static const ParamSet set = RunOptions::schema().erase();
+  return set;
+}
+
+// Visits the catalog's four registries with their section keys.
+template <class Fn>
+void for_each_registry(Fn fn) {
+  auto& c = catalog();
+  fn(c.models);
+  fn(c.datasets);
+  fn(c.optimizers);
+  fn(c.hooks);
+}
+
+std::vector<std::string> section_keys() {
+  std::vector<std::string> keys;
+  for_each_registry([&](const auto& r) { keys.push_back(r.section()); });
+  for (const auto& s : plain_sections()) keys.push_back(s.key);
+  return keys;
+}
+
+const nlohmann::json& section_or_empty(const nlohmann::json& raw, const std::string& key) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  auto it = raw.find(key);
+  return it == raw.end() ? empty : *it;
+}
+
+}  // namespace
+
+RunConfig RunConfig::parse(const nlohmann::json& raw) {
+  if (!raw.is_object()) throw ConfigError("", "a configuration must be a JSON object");
+  check_known_keys(raw, "", {&root_params()}, section_keys());
+  RunConfig c;
+  c.run = RunOptions::schema().read(raw, "");
+  for (const auto& s : plain_sections()) check_known_keys(section_or_empty(raw, s.key), s.key, {&s.params});
+  c.ddp = ReducerOptions::schema().read(section_or_empty(raw, "ddp"), "ddp");
+  c.weights = WeightsOptions::schema().read(section_or_empty(raw, "weights"), "weights");
+  c.debug = DebugOptions::schema().read(section_or_empty(raw, "debug"), "debug");
+  if (c.debug.dump_grads_steps > 0 && c.debug.dump_dir.empty())
+    throw ConfigError("debug.dump_dir", "set a folder for the gradient dumps that debug.dump_grads_steps asks for");
+  auto& cat = catalog();
+  c.model = cat.models.normalize(section_or_empty(raw, "model"));
+  c.data = cat.datasets.normalize(section_or_empty(raw, "data"));
+  c.optimizer = cat.optimizers.normalize(section_or_empty(raw, "optimizer"));
+  c.hook = cat.hooks.normalize(section_or_empty(raw, "hook"));
+  return c;
+}
+
+RunConfig RunConfig::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("", "cannot read the configuration file " + path);
+  auto raw = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (raw.is_discarded()) throw ConfigError("", path + " is not valid JSON");
+  return parse(raw);
+}
+
+nlohmann::json RunConfig::to_json() const {
+  auto j = RunOptions::schema().write(run);
+  j["model"] = model;
+  j["data"] = data;
+  j["optimizer"] = optimizer;
+  j["hook"] = hook;
+  j["ddp"] = ReducerOptions::schema().write(ddp);
+  j["weights"] = WeightsOptions::schema().write(weights);
+  j["debug"] = DebugOptions::schema().write(debug);
+  return j;
+}
+
+void apply_override(nlohmann::json& raw, std::string_view assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    throw ConfigError("", "an override reads path=value (e.g. hook.name=fp16_compress), got '" +
+                              std::string(assignment) + "'");
+  const std::string path(assignment.substr(0, eq));
+  const auto text = assignment.substr(eq + 1);
+  if (!raw.is_object()) raw = nlohmann::json::object();
+
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) {
+    const auto* spec = root_params().find(path);
+    if (!spec) check_known_keys({{path, nullptr}}, "", {&root_params()}, section_keys());  // throws with a hint
+    if (!spec) throw ConfigError(path, "is a section, not a parameter");
+    raw[path] = parse_param_text(*spec, text, path);
+    return;
+  }
+  const auto section = path.substr(0, dot), key = path.substr(dot + 1);
+  auto& target = raw[section];
+  if (!target.is_object()) target = nlohmann::json::object();
+  const ParamSpec* spec = nullptr;
+  ParamSpec name_spec;
+  bool known_section = false;
+  for_each_registry([&](const auto& r) {
+    if (r.section() != section) return;
+    known_section = true;
+    if (key == "name") {
+      name_spec = r.name_spec();
+      spec = &name_spec;
+    } else {
+      spec = r.find_spec(target, key);
+      if (!spec) {
+        auto probe = target;
+        probe[key] = nullptr;
+        r.normalize(probe);  // throws: unknown parameter, with the allowed names
+      }
+    }
+  });
+  for (const auto& s : plain_sections()) {
+    if (section != s.key) continue;
+    known_section = true;
+    spec = s.params.find(key);
+    if (!spec) check_known_keys({{key, nullptr}}, section, {&s.params});
+  }
+  if (!known_section) check_known_keys({{section, nullptr}}, "", {&root_params()}, section_keys());
+  target[key] = parse_param_text(*spec, text, path);
+}
+
+nlohmann::json describe_schema() {
+  nlohmann::json j;
+  j["root"] = nlohmann::json::array();
+  for (const auto& s : root_params().specs) j["root"].push_back(s.to_json());
+  j["sections"] = nlohmann::json::array();
+  for_each_registry([&](const auto& r) { j["sections"].push_back(r.describe()); });
+  for (const auto& s : plain_sections()) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& spec : s.params.specs) params.push_back(spec.to_json());
+    j["sections"].push_back({{"section", s.key}, {"params", params}});
+  }
+  return j;
+}
+
+}  // namespace commtune

@@ -1,0 +1,71 @@
+// CIFAR-10 in its binary format: records of 1 label byte + 3x32x32 pixel bytes.
+#include <ATen/ATen.h>
+
+#include <filesystem>
+
+#include "core/data/builtin_datasets.h"
+#include "core/data/file_reader.h"
+
+namespace commtune {
+
+namespace {
+
+struct CifarOptions {
+  std::string path;
+  std::string split = "train";
+  std::int64_t limit = 0;
+  bool normalize = true;
+  static Schema<CifarOptions> schema() {
+    return Schema<CifarOptions>()
+        .text("path", &CifarOptions::path, "folder holding data_batch_1.bin ... and test_batch.bin")
+        .choice("split", &CifarOptions::split, {"train", "test"}, "data_batch_1..5 (50k) or test_batch (10k)")
+        .integer("limit", &CifarOptions::limit, Range::at_least(0), "samples", "use only the first N samples (0: all)")
+        .flag("normalize", &CifarOptions::normalize, "scale to [0,1], then standardise per channel");
+  }
+};
+
+constexpr std::int64_t kRecord = 1 + 3 * 32 * 32;
+
+std::unique_ptr<Dataset> make_cifar10(const CifarOptions& o, const DataContext&) {
+  if (o.path.empty()) throw ConfigError("data.path", "set the folder holding the CIFAR-10 .bin files");
+  namespace fs = std::filesystem;
+  fs::path dir(o.path);
+  if (fs::exists(dir / "cifar-10-batches-bin")) dir /= "cifar-10-batches-bin";
+  std::vector<std::string> files;
+  if (o.split == "test") {
+    files.push_back((dir / "test_batch.bin").string());
+  } else {
+    for (int i = 1; i <= 5; ++i) {
+      const auto f = dir / ("data_batch_" + std::to_string(i) + ".bin");
+      if (fs::exists(f) || fs::exists(f.string() + ".gz") || i == 1) files.push_back(f.string());
+    }
+  }
+  std::vector<unsigned char> all;
+  for (const auto& f : files) {
+    auto bytes = read_data_file(f, "data.path");
+    if (bytes.size() % kRecord != 0)
+      throw ConfigError("data.path", f + " is not a CIFAR-10 binary file (size not a multiple of 3073 bytes)");
+    all.insert(all.end(), bytes.begin(), bytes.end());
+  }
+  std::int64_t count = static_cast<std::int64_t>(all.size()) / kRecord;
+  if (o.limit > 0) count = std::min(count, o.limit);
+  auto raw = at::from_blob(all.data(), {count, kRecord}, at::TensorOptions().dtype(at::kByte)).clone();
+  auto labels = raw.select(1, 0).to(at::kLong);
+  if (labels.max().item<std::int64_t>() > 9) throw ConfigError("data.path", "CIFAR-10 labels must be 0..9");
+  auto inputs = raw.narrow(1, 1, kRecord - 1).reshape({count, 3, 32, 32}).to(at::kFloat).div_(255.0);
+  if (o.normalize) {
+    const auto mean = at::tensor({0.4914f, 0.4822f, 0.4465f}).view({1, 3, 1, 1});
+    const auto stddev = at::tensor({0.2470f, 0.2435f, 0.2616f}).view({1, 3, 1, 1});
+    inputs.sub_(mean).div_(stddev);
+  }
+  return std::make_unique<TensorDataset>(inputs.contiguous(), labels,
+                                         DataSpec{{3, 32, 32}, false, 10, Task::Classification});
+}
+
+}  // namespace
+
+void register_cifar10_dataset(DatasetRegistry& registry) {
+  registry.add<CifarOptions>("cifar10", "CIFAR-10 images from the binary batches in a local folder", make_cifar10);
+}
+
+}  // namespace commtune

@@ -1,0 +1,33 @@
+#include "core/data/file_reader.h"
+
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/schema/param_schema.h"
+
+namespace commtune {
+
+std::vector<unsigned char> read_data_file(const std::string& path, const std::string& field) {
+  namespace fs = std::filesystem;
+  if (fs::exists(path)) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ConfigError(field, "cannot read " + path);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  const auto gz = path + ".gz";
+  if (!fs::exists(gz)) throw ConfigError(field, "neither " + path + " nor " + gz + " exists");
+  gzFile file = gzopen(gz.c_str(), "rb");
+  if (!file) throw ConfigError(field, "cannot open " + gz);
+  std::vector<unsigned char> out;
+  unsigned char chunk[1 << 16];
+  int n;
+  while ((n = gzread(file, chunk, sizeof chunk)) > 0) out.insert(out.end(), chunk, chunk + n);
+  const bool failed = n < 0;
+  gzclose(file);
+  if (failed) throw ConfigError(field, gz + " is not a valid gzip file");
+  return out;
+}
+
+}  // namespace commtune

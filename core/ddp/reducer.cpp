@@ -1,0 +1,265 @@
+#include "core/ddp/reducer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <chrono>
+
+namespace commtune {
+
+namespace {
+using steady = std::chrono::steady_clock;
+double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
+constexpr double kMiB = 1024.0 * 1024.0;
+}  // namespace
+
+Schema<ReducerOptions> ReducerOptions::schema() {
+  return Schema<ReducerOptions>()
+      .real("bucket_cap_mb", &ReducerOptions::bucket_cap_mb, Range::above(0), "MiB",
+            "gradient bucket size limit (DDP's bucket_cap_mb)", true)
+      .real("first_bucket_cap_mb", &ReducerOptions::first_bucket_cap_mb, Range::above(0), "MiB",
+            "size limit of the first bucket once buckets are rebuilt (DDP uses 1 MiB)", true)
+      .flag("rebuild_buckets", &ReducerOptions::rebuild_buckets,
+            "as DDP: step 0 reduces one bucket in parameter order, then buckets are rebuilt in the order gradients "
+            "became ready; off: fixed buckets over the parameters in reverse order");
+}
+
+struct Reducer::GradientReadyHook final : torch::autograd::FunctionPostHook {
+  GradientReadyHook(Reducer* reducer, std::size_t index) : reducer(reducer), index(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    reducer->on_gradient_ready(index);
+    return outputs;
+  }
+  Reducer* reducer;
+  std::size_t index;
+};
+
+Reducer::Reducer(FlatParameters& params, Communicator& comm, CommHook& hook, HookClock& clock, ReducerOptions options)
+    : params_(params), comm_(comm), hook_(hook), clock_(clock), options_(options), copy_scale_(hook.gradient_copy_scale()) {
+  const auto n = params_.count();
+  std::vector<std::size_t> forward(n);
+  for (std::size_t i = 0; i < n; ++i) forward[i] = i;
+  if (options_.rebuild_buckets) {
+    set_buckets({forward});  // DDP's first iteration: one bucket, parameter order
+  } else {
+    std::vector<std::int64_t> bytes(n);
+    for (std::size_t i = 0; i < n; ++i) bytes[i] = params_.numel(i) * 4;
+    auto buckets = assign_buckets(forward, bytes,
+                                  {static_cast<std::int64_t>(options_.first_bucket_cap_mb * kMiB),
+                                   static_cast<std::int64_t>(options_.bucket_cap_mb * kMiB)});
+    std::reverse(buckets.begin(), buckets.end());  // the last layers' gradients are ready first
+    set_buckets(std::move(buckets));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(params_.parameter(i));
+    if (!accumulator) throw std::invalid_argument("parameter '" + params_.name(i) + "' does not require gradients");
+    const auto key = accumulator->add_post_hook(std::make_unique<GradientReadyHook>(this, i));
+    autograd_hooks_.emplace_back(std::move(accumulator), key);
+  }
+  hook_thread_ = std::thread([this] { hook_thread_main(); });
+}
+
+Reducer::~Reducer() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    armed_ = false;
+  }
+  cv_.notify_all();
+  hook_thread_.join();
+  for (auto& [node, key] : autograd_hooks_) node->del_post_hook(key);
+}
+
+void Reducer::set_buckets(std::vector<std::vector<std::size_t>> buckets) {
+  std::vector<std::size_t> order;
+  for (const auto& b : buckets) order.insert(order.end(), b.begin(), b.end());
+  if (order != params_.order()) params_.relayout(order);
+  buckets_ = std::move(buckets);
+  bucket_of_.assign(params_.count(), 0);
+  bucket_start_.clear();
+  bucket_numel_.clear();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    bucket_start_.push_back(params_.offset(buckets_[b].front()));
+    std::int64_t numel = 0;
+    for (auto i : buckets_[b]) {
+      bucket_of_[i] = b;
+      numel += params_.numel(i);
+    }
+    bucket_numel_.push_back(numel);
+  }
+  grad_views_.clear();
+  for (std::size_t i = 0; i < params_.count(); ++i) grad_views_.push_back(params_.grad_view(i));
+  if (options_.capture_local_gradients) local_grads_ = at::zeros_like(params_.grads());
+}
+
+bool Reducer::begin_step() {
+  const bool rebuild = step_ == 1 && options_.rebuild_buckets;
+  if (rebuild) rebuild_buckets();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t i = 0; i < params_.count(); ++i) params_.parameter(i).mutable_grad().reset();
+  pending_.assign(buckets_.size(), 0);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].size();
+  param_ready_.assign(params_.count(), false);
+  futures_.assign(buckets_.size(), Future());
+  errors_.assign(buckets_.size(), nullptr);
+  next_launch_ = 0;
+  runs_done_ = 0;
+  compute_ns_at_start_ = clock_.compute_ns();
+  armed_ = true;
+  return rebuild;
+}
+
+void Reducer::on_gradient_ready(std::size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!armed_) return;  // a backward pass the reducer was not prepared for
+  if (param_ready_[index])
+    throw std::runtime_error("parameter '" + params_.name(index) +
+                             "' received its gradient twice in one backward pass (reentrant backward or "
+                             "checkpointing is not supported)");
+  param_ready_[index] = true;
+  auto& grad = params_.parameter(index).mutable_grad();
+  const auto& view = grad_views_[index];
+  if (!grad.is_alias_of(view)) {
+    if (copy_scale_ != 1.0)
+      at::mul_out(const_cast<at::Tensor&>(view), grad, at::native::wrapped_scalar_tensor(copy_scale_));
+    else
+      view.copy_(grad);
+    grad = view;
+  }
+  if (step_ == 0) ready_order_.push_back(index);
+  if (--pending_[bucket_of_[index]] == 0) launch_ready_buckets();
+}
+
+void Reducer::launch_ready_buckets() {
+  bool launched = false;
+  while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
+    queue_.push_back(next_launch_++);
+    launched = true;
+  }
+  if (launched) cv_.notify_all();
+}
+
+GradBucket Reducer::make_bucket(std::size_t b) const {
+  std::vector<std::int64_t> offsets, lengths;
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<at::Tensor> parameters;
+  for (auto i : buckets_[b]) {
+    offsets.push_back(params_.offset(i) - bucket_start_[b]);
+    lengths.push_back(params_.numel(i));
+    shapes.push_back(params_.shape(i));
+    parameters.push_back(params_.parameter(i));
+  }
+  return GradBucket(b, b + 1 == buckets_.size(), params_.grads().narrow(0, bucket_start_[b], bucket_numel_[b]),
+                    std::move(offsets), std::move(lengths), std::move(shapes), std::move(parameters));
+}
+
+void Reducer::hook_thread_main() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    const auto b = queue_.front();
+    queue_.pop_front();
+    auto bucket = make_bucket(b);
+    lock.unlock();
+
+    Future future;
+    std::exception_ptr error;
+    try {
+      if (options_.capture_local_gradients) local_grads_.narrow(0, bucket_start_[b], bucket_numel_[b]).copy_(bucket.buffer());
+      const auto blocked_before = Communicator::thread_blocked_ns();
+      const auto start = steady::now();
+      future = hook_.run(bucket);
+      const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - start).count();
+      clock_.add_compute_ns(elapsed - (Communicator::thread_blocked_ns() - blocked_before));
+    } catch (...) {
+      error = std::current_exception();
+    }
+
+    lock.lock();
+    futures_[b] = std::move(future);
+    errors_[b] = error;
+    ++runs_done_;
+    cv_.notify_all();
+  }
+}
+
+void Reducer::throw_missing_gradients() const {
+  std::string names;
+  std::size_t missing = 0;
+  for (std::size_t i = 0; i < params_.count(); ++i) {
+    if (param_ready_[i]) continue;
+    if (missing++ < 8) names += (names.empty() ? "" : ", ") + params_.name(i);
+  }
+  throw std::runtime_error(std::to_string(missing) + " parameter(s) received no gradient in this step (" + names +
+                           (missing > 8 ? ", ..." : "") +
+                           "): every trainable parameter must contribute to the loss, as in DDP without "
+                           "find_unused_parameters");
+}
+
+BackwardReport Reducer::finish_backward() {
+  const auto start = steady::now();
+  BackwardReport report;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    armed_ = false;
+    if (next_launch_ < buckets_.size()) {
+      // Let launched hooks return before unwinding, so none runs into a destroyed step.
+      cv_.wait(lock, [this] { return runs_done_ == next_launch_; });
+      throw_missing_gradients();
+    }
+    cv_.wait(lock, [this] { return runs_done_ == buckets_.size(); });
+  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (errors_[b]) std::rethrow_exception(errors_[b]);
+    const auto result = Communicator::wait(futures_[b]);
+    auto buffer = params_.grads().narrow(0, bucket_start_[b], bucket_numel_[b]);
+    if (result.numel() != buffer.numel())
+      throw std::runtime_error("communication hook returned " + std::to_string(result.numel()) + " elements for bucket " +
+                               std::to_string(b) + " of " + std::to_string(buffer.numel()));
+    if (!result.is_same(buffer) || result.data_ptr() != buffer.data_ptr()) buffer.copy_(result.reshape({-1}));
+  }
+  report.comm_wait_s = seconds_since(start);
+  report.hook_compute_s = static_cast<double>(clock_.compute_ns() - compute_ns_at_start_) * 1e-9;
+  const double share = 2.0 * (comm_.size() - 1) / comm_.size();
+  report.uncompressed_wire_bytes = static_cast<std::uint64_t>(share * 4.0 * static_cast<double>(params_.total_numel()));
+  ++step_;
+  return report;
+}
+
+void Reducer::rebuild_buckets() {
+  // Every rank must agree on the layout: take rank 0's observed order.
+  std::vector<std::int64_t> order(ready_order_.begin(), ready_order_.end());
+  auto order_tensor = at::tensor(order, at::TensorOptions().dtype(at::kLong)).to(params_.values().device());
+  Communicator::wait(comm_.broadcast(order_tensor, 0));
+  order_tensor = order_tensor.cpu();
+  std::vector<std::size_t> ready(params_.count());
+  std::vector<std::int64_t> bytes(params_.count());
+  const auto* rank0_order = order_tensor.data_ptr<std::int64_t>();
+  for (std::size_t k = 0; k < ready.size(); ++k) ready[k] = static_cast<std::size_t>(rank0_order[k]);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = params_.numel(i) * 4;
+  set_buckets(assign_buckets(ready, bytes,
+                             {static_cast<std::int64_t>(options_.first_bucket_cap_mb * kMiB),
+                              static_cast<std::int64_t>(options_.bucket_cap_mb * kMiB)}));
+}
+
+nlohmann::json Reducer::layout_json() const {
+  auto out = nlohmann::json::array();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    nlohmann::json names = nlohmann::json::array();
+    for (auto i : buckets_[b]) names.push_back(params_.name(i));
+    out.push_back({{"index", b}, {"numel", bucket_numel_[b]}, {"bytes", bucket_numel_[b] * 4}, {"parameters", names}});
+  }
+  return out;
+}
+
+NamedTensors Reducer::local_gradients() const {
+  if (!local_grads_.defined()) throw std::logic_error("local gradients were not captured (capture_local_gradients)");
+  return params_.unflatten(local_grads_);
+}
+
+}  // namespace commtune

@@ -1,0 +1,114 @@
+// A bucketed gradient reducer like DDP's. Autograd hooks copy each fresh
+// gradient into its bucket slice (scaled, when the hook asks); a bucket whose
+// gradients are all in is handed to the communication hook at once, so
+// communication overlaps the rest of backward. Buckets are reduced in index
+// order on one hook thread: every rank issues its collectives in the same
+// order, and no communication thread is ever blocked.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ddp/flat_parameters.h"
+#include "core/hooks/comm_hook.h"
+
+namespace torch::autograd {
+struct Node;
+}
+
+namespace commtune {
+
+struct ReducerOptions {
+  double bucket_cap_mb = 25;
+  double first_bucket_cap_mb = 1;
+  bool rebuild_buckets = true;
+  bool capture_local_gradients = false;  // keep a copy of each step's pre-reduction gradients
+
+  static Schema<ReducerOptions> schema();
+};
+
+struct BackwardReport {
+  double comm_wait_s = 0;     // time finish_backward waited for the last buckets
+  double hook_compute_s = 0;  // hook compute time of this step (overlaps backward)
+  std::uint64_t uncompressed_wire_bytes = 0;  // fp32 ring allreduce of every bucket
+  bool rebuilt_buckets = false;
+};
+
+class Reducer {
+ public:
+  Reducer(FlatParameters& params, Communicator& comm, CommHook& hook, HookClock& clock, ReducerOptions options);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Call before a step's forward pass. Arms the reducer for the backward pass
+  // and clears the gradients, so autograd hands over fresh ones. Before the
+  // second step it rebuilds the buckets in the order gradients became ready
+  // in the first (rank 0's), as DDP does; returns true when it did. (The
+  // rebuild moves parameter storage, so it must not fall between a forward
+  // pass and its backward.)
+  bool begin_step();
+  // Waits until every bucket is reduced: the averaged gradients are then in
+  // the gradient buffer and in each parameter's .grad.
+  BackwardReport finish_backward();
+
+  // Parameter indices per bucket, bucket 0 first.
+  const std::vector<std::vector<std::size_t>>& buckets() const { return buckets_; }
+  nlohmann::json layout_json() const;
+  // The last step's gradients before reduction, by parameter name; needs
+  // capture_local_gradients.
+  NamedTensors local_gradients() const;
+
+ private:
+  struct GradientReadyHook;
+
+  void on_gradient_ready(std::size_t index);
+  void launch_ready_buckets();  // with mutex_ held
+  void hook_thread_main();
+  void set_buckets(std::vector<std::vector<std::size_t>> buckets);
+  void rebuild_buckets();
+  GradBucket make_bucket(std::size_t b) const;
+  [[noreturn]] void throw_missing_gradients() const;  // with mutex_ held
+
+  FlatParameters& params_;
+  Communicator& comm_;
+  CommHook& hook_;
+  HookClock& clock_;
+  ReducerOptions options_;
+  double copy_scale_;
+
+  std::vector<std::vector<std::size_t>> buckets_;
+  std::vector<std::size_t> bucket_of_;
+  std::vector<std::int64_t> bucket_start_;
+  std::vector<std::int64_t> bucket_numel_;
+  std::vector<at::Tensor> grad_views_;
+  at::Tensor local_grads_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool armed_ = false;
+  bool stopping_ = false;
+  std::vector<std::size_t> pending_;
+  std::vector<bool> param_ready_;
+  std::size_t next_launch_ = 0;
+  std::size_t runs_done_ = 0;
+  std::deque<std::size_t> queue_;
+  std::vector<Future> futures_;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::size_t> ready_order_;  // of the first step: the rebuilt layout
+  std::int64_t step_ = 0;
+  std::int64_t compute_ns_at_start_ = 0;
+
+  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> autograd_hooks_;
+  std::thread hook_thread_;
+};
+
+}  // namespace commtune

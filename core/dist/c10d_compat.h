@@ -1,0 +1,27 @@
+// The c10d surface commtune uses, across Debian's libtorch 1.13 and the
+// libtorch of PyTorch 2.x wheels. Include only from .cpp files: it pulls in
+// Gloo (and NCCL) headers.
+#pragma once
+
+#include <torch/version.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if defined(COMMTUNE_WITH_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace commtune::compat {
+
+// 1.13: ProcessGroupGloo/NCCL derive from ProcessGroup. 2.x: they derive from
+// Backend, and ProcessGroup became a dispatching wrapper around backends. The
+// collectives commtune calls have the same signatures on both bases.
+#if TORCH_VERSION_MAJOR >= 2
+using ProcessGroupBase = c10d::Backend;
+#else
+using ProcessGroupBase = c10d::ProcessGroup;
+#endif
+
+inline constexpr const char* kTorchVersion = TORCH_VERSION;
+
+}  // namespace commtune::compat

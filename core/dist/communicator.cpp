@@ -1,0 +1,206 @@
+#include "core/dist/communicator.h"
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+
+#include "core/dist/c10d_compat.h"
+#include "kernels/kernels.h"
+
+namespace commtune {
+
+namespace {
+
+std::uint64_t bytes_of(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
+
+thread_local std::int64_t blocked_ns = 0;
+
+}  // namespace
+
+struct Communicator::Impl {
+  DistEnv env;
+  CommBackend backend;
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<compat::ProcessGroupBase> group;
+  std::atomic<std::uint64_t> wire_bytes{0};
+  std::atomic<std::uint64_t> collectives{0};
+
+  void count(double bytes) {
+    wire_bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
+    collectives.fetch_add(1, std::memory_order_relaxed);
+  }
+  double share() const { return static_cast<double>(env.world_size - 1) / env.world_size; }
+
+  // Work futures hold a list of tensors; ours hold the one tensor.
+  static Future to_tensor_future(const c10::intrusive_ptr<c10d::Work>& work, at::Tensor result) {
+    return work->getFuture()->then([result = std::move(result)](c10::ivalue::Future&) -> c10::IValue { return result; },
+                                   c10::TensorType::get());
+  }
+
+  Future emulated_bf16_allreduce(at::Tensor tensor);
+};
+
+Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono::milliseconds timeout)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->env = env;
+  impl_->backend = backend;
+
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(env.master_port);
+  store_options.isServer = env.rank == 0 && !env.agent_hosts_store;
+  store_options.numWorkers = env.world_size;
+  store_options.waitWorkers = false;
+  store_options.timeout = timeout;
+  try {
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    throw CommunicationError("rank " + std::to_string(env.rank) + " could not join the store at " + env.master_addr +
+                             ":" + std::to_string(env.master_port) + ": " + e.what());
+  }
+
+  try {
+    if (backend == CommBackend::Gloo) {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+      else if (env.is_loopback())
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, options);
+    } else {
+#if defined(COMMTUNE_WITH_NCCL)
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env.rank, env.world_size, options);
+#else
+      throw std::runtime_error("this build of commtune has no NCCL support (libtorch without CUDA)");
+#endif
+    }
+  } catch (const CommunicationError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CommunicationError("rank " + std::to_string(env.rank) + " could not build the process group: " + e.what());
+  }
+}
+
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return impl_->env.rank; }
+int Communicator::size() const { return impl_->env.world_size; }
+CommBackend Communicator::backend() const { return impl_->backend; }
+
+Future Communicator::allreduce_sum(at::Tensor tensor) {
+  if (size() == 1) return completed(tensor);
+  if (tensor.scalar_type() == at::kBFloat16 && impl_->backend == CommBackend::Gloo)
+    return impl_->emulated_bf16_allreduce(std::move(tensor));
+  impl_->count(2.0 * impl_->share() * bytes_of(tensor));
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  return Impl::to_tensor_future(impl_->group->allreduce(tensors, options), tensor);
+}
+
+Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
+  // Gloo moves the bytes (viewed as fp16, which it supports) and never does
+  // arithmetic on them; the sum happens here, in float32, in rank order.
+  const int p = env.world_size;
+  const int64_t n = tensor.numel();
+  const int64_t chunk = (n + p - 1) / p;
+  auto padded = at::zeros({chunk * p}, tensor.options());
+  padded.narrow(0, 0, n).copy_(tensor.reshape({-1}));
+  auto received = at::empty_like(padded);
+  {
+    auto in = padded.view(at::kHalf), out = received.view(at::kHalf);
+    std::vector<int64_t> equal_splits;
+    count(share() * bytes_of(padded));
+    Communicator::wait(to_tensor_future(group->alltoall_base(out, in, equal_splits, equal_splits), received));
+  }
+  auto mine = at::empty({chunk}, tensor.options());
+  const auto device = tensor.is_cuda() ? kernels::Device::Cuda : kernels::Device::Cpu;
+  kernels::sum_bf16_rows(device, reinterpret_cast<const std::uint16_t*>(received.data_ptr()), p, chunk,
+                         reinterpret_cast<std::uint16_t*>(mine.data_ptr()));
+  auto gathered = at::empty_like(padded);
+  std::vector<std::vector<at::Tensor>> outputs{gathered.view(at::kHalf).chunk(p)};
+  std::vector<at::Tensor> inputs{mine.view(at::kHalf)};
+  count((p - 1) * static_cast<double>(bytes_of(mine)));
+  auto work = group->allgather(outputs, inputs);
+  return work->getFuture()->then(
+      [tensor, gathered, n](c10::ivalue::Future&) -> c10::IValue {
+        tensor.reshape({-1}).copy_(gathered.narrow(0, 0, n));
+        return tensor;
+      },
+      c10::TensorType::get());
+}
+
+Future Communicator::allgather(at::Tensor input, at::Tensor output) {
+  if (output.numel() != input.numel() * size())
+    throw std::invalid_argument("allgather: output must hold world_size * input.numel() elements");
+  if (size() == 1) {
+    output.copy_(input.reshape(output.sizes()));
+    return completed(output);
+  }
+  impl_->count((size() - 1) * static_cast<double>(bytes_of(input)));
+  std::vector<std::vector<at::Tensor>> outputs{output.reshape({-1}).chunk(size())};
+  std::vector<at::Tensor> inputs{input.reshape({-1})};
+  return Impl::to_tensor_future(impl_->group->allgather(outputs, inputs), output);
+}
+
+Future Communicator::alltoall(at::Tensor input, at::Tensor output) {
+  if (input.numel() % size() != 0 || output.numel() != input.numel())
+    throw std::invalid_argument("alltoall: input and output must have equal sizes divisible by world_size");
+  if (size() == 1) {
+    output.copy_(input);
+    return completed(output);
+  }
+  impl_->count(impl_->share() * bytes_of(input));
+  std::vector<int64_t> equal_splits;
+  return Impl::to_tensor_future(impl_->group->alltoall_base(output, input, equal_splits, equal_splits), output);
+}
+
+Future Communicator::broadcast(at::Tensor tensor, int root) {
+  if (size() == 1) return completed(tensor);
+  impl_->count(impl_->share() * bytes_of(tensor));
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  return Impl::to_tensor_future(impl_->group->broadcast(tensors, options), tensor);
+}
+
+void Communicator::barrier() {
+  if (size() == 1) return;
+  try {
+    impl_->group->barrier()->wait();
+  } catch (const std::exception& e) {
+    throw CommunicationError(std::string("barrier failed: ") + e.what());
+  }
+}
+
+Traffic Communicator::traffic() const {
+  return {impl_->wire_bytes.load(std::memory_order_relaxed), impl_->collectives.load(std::memory_order_relaxed)};
+}
+
+Future Communicator::completed(const at::Tensor& value) {
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::TensorType::get());
+  future->markCompleted(value);
+  return future;
+}
+
+std::int64_t Communicator::thread_blocked_ns() { return blocked_ns; }
+
+at::Tensor Communicator::wait(const Future& future) {
+  const auto start = std::chrono::steady_clock::now();
+  future->wait();  // c10 futures do not throw here; the error is inspected below
+  blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  if (future->hasError()) throw CommunicationError(future->tryRetrieveErrorMessage());
+  return future_tensor(future->value());
+}
+
+at::Tensor future_tensor(const c10::IValue& value) {
+  if (value.isTensor()) return value.toTensor();
+  if (value.isTensorList()) return value.toTensorList().get(0);
+  if (value.isList()) return value.toList().get(0).toTensor();
+  throw std::runtime_error("a communication hook's future must hold a tensor, got " + value.tagKind());
+}
+
+}  // namespace commtune

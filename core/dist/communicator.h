@@ -1,0 +1,95 @@
+// One rank's connection to the job: the rendezvous store, the process group
+// (Gloo on CPU, NCCL on CUDA), and the collectives hooks use. Keeps c10d and
+// Gloo headers out of everything else, and counts the bytes each collective
+// puts on the wire.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include "core/dist/dist_env.h"
+
+namespace commtune {
+
+using Future = c10::intrusive_ptr<c10::ivalue::Future>;
+
+enum class CommBackend { Gloo, Nccl };
+
+// A failure of communication itself (a peer died, a collective timed out).
+// The launcher uses the distinction to blame the rank that failed first, not
+// the ranks that noticed it.
+class CommunicationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Bytes this rank sent, under the bandwidth-optimal algorithms documented in
+// docs/events.md: ring allreduce 2(p-1)/p*n, allgather (p-1)*n_in,
+// alltoall (p-1)/p*n_in, broadcast (p-1)/p*n.
+struct Traffic {
+  std::uint64_t wire_bytes = 0;
+  std::uint64_t collectives = 0;
+};
+
+class Communicator {
+ public:
+  // Joins the store at MASTER_ADDR:MASTER_PORT and builds the process group.
+  // Every blocking step gives up after `timeout`.
+  Communicator(const DistEnv& env, CommBackend backend, std::chrono::milliseconds timeout);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  CommBackend backend() const;
+
+  // Sums `tensor` across ranks in place; the future's value is `tensor`.
+  // bf16 on Gloo (which lacks bf16 arithmetic) runs as alltoall, a local
+  // float32 sum in rank order, and allgather; the caller blocks through the
+  // alltoall. Every rank receives bit-identical results.
+  Future allreduce_sum(at::Tensor tensor);
+  // Concatenates every rank's `input` into `output` (rank-major). Value: output.
+  Future allgather(at::Tensor input, at::Tensor output);
+  // Sends chunk r of `input` to rank r; `output` receives one chunk from every
+  // rank, rank-major. Chunks are equal. Value: output.
+  Future alltoall(at::Tensor input, at::Tensor output);
+  Future broadcast(at::Tensor tensor, int root);
+  void barrier();
+
+  Traffic traffic() const;
+
+  // An already completed future holding `value`.
+  static Future completed(const at::Tensor& value);
+  // Waits for a future; failures become CommunicationError. Returns its tensor.
+  // The time spent blocked is added to the calling thread's blocked_ns().
+  static at::Tensor wait(const Future& future);
+  // Nanoseconds the calling thread has spent blocked in wait() (and inside
+  // collectives that block their caller) since it started.
+  static std::int64_t thread_blocked_ns();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The tensor a collective or hook future carries: a tensor, or the first
+// tensor of a list (what c10d work futures hold).
+at::Tensor future_tensor(const c10::IValue& value);
+
+// Chains `fn(tensor) -> tensor` after `future`, like torch.futures.Future.then.
+// The callback runs on whichever thread completes `future`: it must not block.
+template <class Fn>
+Future then(const Future& future, Fn fn) {
+  return future->then([fn = std::move(fn)](c10::ivalue::Future& done) -> c10::IValue {
+    return fn(future_tensor(done.value()));
+  }, c10::TensorType::get());
+}
+
+}  // namespace commtune

@@ -1,0 +1,40 @@
+#include "core/dist/devices.h"
+
+#include "core/schema/param_schema.h"
+
+#if defined(COMMTUNE_TORCH_HAS_CUDA)
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+namespace commtune {
+
+int cuda_device_count() {
+#if defined(COMMTUNE_TORCH_HAS_CUDA)
+  return static_cast<int>(c10::cuda::device_count());
+#else
+  return 0;
+#endif
+}
+
+c10::Device device_for_rank(const std::string& choice, int local_rank) {
+  const int gpus = cuda_device_count();
+  if (choice == "cpu" || (choice == "auto" && gpus == 0)) return c10::Device(c10::kCPU);
+  if (gpus == 0) throw ConfigError("device", "cuda was asked for, but this build or machine has no CUDA device");
+  if (local_rank >= gpus)
+    throw ConfigError("world_size", "local rank " + std::to_string(local_rank) + " has no GPU of its own (" +
+                                        std::to_string(gpus) + " visible)");
+#if defined(COMMTUNE_TORCH_HAS_CUDA)
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(local_rank));
+#endif
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+int resolve_world_size(std::int64_t world_size, const std::string& device) {
+  if (world_size > 0) return static_cast<int>(world_size);
+  const int gpus = cuda_device_count();
+  if (device != "cpu" && gpus > 0) return gpus;
+  if (device == "cuda") throw ConfigError("device", "cuda was asked for, but no CUDA device is visible");
+  return 2;
+}
+
+}  // namespace commtune

@@ -1,0 +1,36 @@
+#include "core/hooks/comm_hook.h"
+
+namespace commtune {
+
+void HookStats::set(const std::string& name, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  step_[name] = value;
+}
+
+void HookStats::add(const std::string& name, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  step_[name] += value;
+}
+
+void HookStats::set_bucket(std::size_t bucket, const std::string& name, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  buckets_[{bucket, name}] = value;
+}
+
+void HookStats::take(std::vector<std::pair<std::string, double>>& step,
+                     std::vector<std::tuple<std::size_t, std::string, double>>& buckets) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, value] : step_) step.emplace_back(name, value);
+  for (auto& [key, value] : buckets_) buckets.emplace_back(key.first, key.second, value);
+  step_.clear();
+  buckets_.clear();
+}
+
+Schema<HookCommonOptions> HookCommonOptions::schema() {
+  return Schema<HookCommonOptions>().choice(
+      "wrapper", &HookCommonOptions::wrapper, {"none", "fp16", "bf16"},
+      "wrap the hook in fp16_compress_wrapper or bf16_compress_wrapper: the hook sees a half-precision "
+      "copy of the bucket and its result is cast back");
+}
+
+}  // namespace commtune

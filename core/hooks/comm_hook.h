@@ -1,0 +1,97 @@
+// The communication hook interface: a bucket in, a future of the reduced
+// buffer out, as in PyTorch's register_comm_hook. The hook object is the state.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/ddp/grad_bucket.h"
+#include "core/dist/communicator.h"
+#include "core/schema/param_schema.h"
+
+namespace commtune {
+
+// Statistics a hook reports for the current step (compression numel, rate,
+// residual norms, ...), whole-step and per bucket. Streamed with the step.
+class HookStats {
+ public:
+  void set(const std::string& name, double value);
+  void add(const std::string& name, double value);
+  void set_bucket(std::size_t bucket, const std::string& name, double value);
+  // Moves out everything recorded since the last call.
+  void take(std::vector<std::pair<std::string, double>>& step,
+            std::vector<std::tuple<std::size_t, std::string, double>>& buckets);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, double> step_;
+  std::map<std::pair<std::size_t, std::string>, double> buckets_;
+};
+
+// Time spent computing inside hooks (compression, decompression), excluding
+// waits on collectives. The reducer times `run` on the hook thread; callbacks
+// on communication threads add in through HookEnv::timed_then.
+class HookClock {
+ public:
+  using clock = std::chrono::steady_clock;
+  void add_compute_ns(std::int64_t ns) { compute_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  void add_compute(clock::duration d) {
+    add_compute_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  }
+  std::int64_t compute_ns() const { return compute_ns_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::int64_t> compute_ns_{0};
+};
+
+// What a hook is given when it is built: the communicator and the sinks for
+// its statistics and timings.
+struct HookEnv {
+  Communicator& comm;
+  HookStats& stats;
+  HookClock& clock;
+
+  int rank() const { return comm.rank(); }
+  int world_size() const { return comm.size(); }
+
+  // `then`, with the callback's time counted as hook compute.
+  template <class Fn>
+  Future timed_then(const Future& future, Fn fn) const {
+    return then(future, [fn = std::move(fn), &clock = clock](at::Tensor t) {
+      const auto start = HookClock::clock::now();
+      auto out = fn(std::move(t));
+      clock.add_compute(HookClock::clock::now() - start);
+      return out;
+    });
+  }
+};
+
+class CommHook {
+ public:
+  virtual ~CommHook() = default;
+
+  // Reduces one bucket. Called on the reducer's hook thread, once per bucket,
+  // in bucket index order: the same order on every rank, so a hook may issue
+  // several collectives and wait on them (Communicator::wait) between stages. Callbacks
+  // chained on futures run on communication threads and must never block.
+  // The future's value is the averaged gradient buffer (any tensor with the
+  // bucket's numel; the reducer copies it into the bucket if it is another).
+  virtual Future run(GradBucket& bucket) = 0;
+
+  // A factor the reducer applies while copying gradients into the bucket
+  // (fused with the copy, saving a pass). Only the built-in reduction uses it.
+  virtual double gradient_copy_scale() const { return 1.0; }
+};
+
+// Parameters every hook has: an optional compression wrapper around it.
+struct HookCommonOptions {
+  std::string wrapper = "none";
+  static Schema<HookCommonOptions> schema();
+};
+
+}  // namespace commtune

@@ -1,0 +1,114 @@
+#include "core/hooks/default_hooks.h"
+
+#include <ATen/ATen.h>
+
+namespace commtune {
+
+namespace {
+
+struct NoOptions {
+  static Schema<NoOptions> schema() { return {}; }
+};
+
+// allreduce_hook: divide by the world size, then sum.
+class AllreduceHook final : public CommHook {
+ public:
+  explicit AllreduceHook(HookEnv& env) : env_(env) {}
+  Future run(GradBucket& bucket) override {
+    auto buffer = bucket.buffer();
+    buffer.div_(env_.world_size());
+    return env_.comm.allreduce_sum(buffer);
+  }
+
+ private:
+  HookEnv& env_;
+};
+
+// DDP without a hook: the reducer scales by 1/world_size while copying the
+// gradients into the bucket, and the bucket is summed.
+class BuiltinReduction final : public CommHook {
+ public:
+  explicit BuiltinReduction(HookEnv& env) : env_(env) {}
+  Future run(GradBucket& bucket) override { return env_.comm.allreduce_sum(bucket.buffer()); }
+  double gradient_copy_scale() const override { return 1.0 / env_.world_size(); }
+
+ private:
+  HookEnv& env_;
+};
+
+// fp16_compress_hook / bf16_compress_hook: cast, divide, sum, cast back.
+class CompressHook final : public CommHook {
+ public:
+  CompressHook(at::ScalarType dtype, HookEnv& env) : dtype_(dtype), env_(env) {}
+  Future run(GradBucket& bucket) override {
+    auto compressed = bucket.buffer().to(dtype_).div_(env_.world_size());
+    auto buffer = bucket.buffer();
+    return env_.timed_then(env_.comm.allreduce_sum(compressed), [buffer](at::Tensor reduced) {
+      buffer.copy_(reduced);
+      return buffer;
+    });
+  }
+
+ private:
+  at::ScalarType dtype_;
+  HookEnv& env_;
+};
+
+class CompressWrapper final : public CommHook {
+ public:
+  CompressWrapper(at::ScalarType dtype, std::unique_ptr<CommHook> inner, HookEnv& env)
+      : dtype_(dtype), inner_(std::move(inner)), env_(env) {}
+  Future run(GradBucket& bucket) override {
+    auto original = bucket.buffer();
+    bucket.set_buffer(original.to(dtype_));
+    return env_.timed_then(inner_->run(bucket), [original](at::Tensor reduced) {
+      original.copy_(reduced);
+      return original;
+    });
+  }
+
+ private:
+  at::ScalarType dtype_;
+  std::unique_ptr<CommHook> inner_;
+  HookEnv& env_;
+};
+
+// noop_hook: no communication; every rank keeps its own gradients.
+class NoopHook final : public CommHook {
+ public:
+  Future run(GradBucket& bucket) override { return Communicator::completed(bucket.buffer()); }
+};
+
+}  // namespace
+
+std::unique_ptr<CommHook> make_compress_wrapper(at::ScalarType dtype, std::unique_ptr<CommHook> inner, HookEnv& env) {
+  return std::make_unique<CompressWrapper>(dtype, std::move(inner), env);
+}
+
+void register_default_hooks(HookRegistry& registry) {
+  registry.add<NoOptions>("allreduce", "average gradients with one allreduce per bucket (allreduce_hook)",
+                          [](const NoOptions&, HookEnv& env) { return std::make_unique<AllreduceHook>(env); });
+  registry.add<NoOptions>(
+      "none",
+      "no hook: DDP's built-in reduction (gradients scaled by 1/world_size while copied into the bucket, then summed)",
+      [](const NoOptions&, HookEnv& env) { return std::make_unique<BuiltinReduction>(env); });
+  registry.add<NoOptions>("fp16_compress", "cast to float16, divide by world size, allreduce, cast back (fp16_compress_hook)",
+                          [](const NoOptions&, HookEnv& env) { return std::make_unique<CompressHook>(at::kHalf, env); });
+  registry.add<NoOptions>(
+      "bf16_compress",
+      "cast to bfloat16, divide by world size, allreduce, cast back (bf16_compress_hook; on Gloo the bf16 sum runs as "
+      "alltoall + float32 sum + allgather)",
+      [](const NoOptions&, HookEnv& env) { return std::make_unique<CompressHook>(at::kBFloat16, env); });
+  registry.add<NoOptions>("noop", "no communication at all: each rank trains on its own gradients (noop_hook)",
+                          [](const NoOptions&, HookEnv&) { return std::make_unique<NoopHook>(); });
+}
+
+std::unique_ptr<CommHook> make_hook(const HookRegistry& registry, const nlohmann::json& section, HookEnv& env) {
+  auto hook = registry.create(section, env);
+  const auto common = HookCommonOptions::schema().read(section, registry.section());
+  if (common.wrapper == "fp16") return make_compress_wrapper(at::kHalf, std::move(hook), env);
+  if (common.wrapper == "bf16") return make_compress_wrapper(at::kBFloat16, std::move(hook), env);
+  return hook;
+}
+
+}  // namespace commtune

@@ -1,0 +1,413 @@
+#include "core/launch/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "core/dist/c10d_compat.h"
+
+extern char** environ;
+
+namespace commtune {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+constexpr std::size_t kTailLines = 40;
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+
+struct Worker {
+  RankOutcome outcome;
+  int event_fd = -1;
+  int output_fd = -1;
+  events::Decoder decoder;
+  std::string partial_line;
+  std::deque<std::string> tail;
+  bool exited = false;
+  bool failure_noted = false;
+  int signal_sent = 0;  // the last signal the launcher sent it
+};
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
+}
+
+// A private folder for the run's config file, removed with the object.
+class RunDirectory {
+ public:
+  RunDirectory() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/commtune-run-XXXXXX";
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a run folder: " + std::string(std::strerror(errno)));
+    path_ = pattern;
+  }
+  ~RunDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class Job {
+ public:
+  Job(const LaunchOptions& options, const std::vector<EventSubscriber*>& subscribers)
+      : options_(options), subscribers_(subscribers) {}
+
+  RunOutcome run(const std::atomic<bool>* cancel);
+
+ private:
+  void spawn(int rank, const std::string& config_path, int store_port);
+  void pump(Worker& w, bool events, int fd);
+  void take_output(Worker& w, const char* data, std::size_t n);
+  void reap();
+  void note_failures();
+  void stop_all(int sig);
+  bool all_exited() const;
+  void decide(RunOutcome& outcome, bool cancelled) const;
+
+  const LaunchOptions& options_;
+  const std::vector<EventSubscriber*>& subscribers_;
+  std::vector<Worker> workers_;
+  std::vector<int> failure_order_;  // ranks in the order their failures were seen
+};
+
+void Job::spawn(int rank, const std::string& config_path, int store_port) {
+  int events[2], output[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, events) != 0 || ::pipe2(output, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("cannot create worker pipes: ") + std::strerror(errno));
+
+  // Everything the child needs is built before fork: after it, only
+  // async-signal-safe calls are allowed.
+  std::vector<std::string> env_strings;
+  const std::vector<std::pair<std::string, std::string>> job_env = {
+      {"RANK", std::to_string(rank)},
+      {"LOCAL_RANK", std::to_string(rank)},
+      {"WORLD_SIZE", std::to_string(options_.world_size)},
+      {"LOCAL_WORLD_SIZE", std::to_string(options_.world_size)},
+      {"GROUP_RANK", "0"},
+      {"MASTER_ADDR", "127.0.0.1"},
+      {"MASTER_PORT", std::to_string(store_port)},
+      {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+      {"COMMTUNE_EVENT_FD", "3"},
+  };
+  auto overridden = [&](const std::string& entry) {
+    const auto key = entry.substr(0, entry.find('='));
+    for (const auto& [k, v] : job_env)
+      if (k == key) return true;
+    for (const auto& [k, v] : options_.env)
+      if (k == key) return true;
+    return key == "COMMTUNE_EVENT_FILE";
+  };
+  for (char** e = environ; *e; ++e)
+    if (!overridden(*e)) env_strings.emplace_back(*e);
+  for (const auto& [k, v] : job_env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : options_.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> arg_strings = {options_.worker_path, "--config", config_path};
+  std::vector<char*> argv;
+  for (auto& s : arg_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);                      // terminal signals go to the launcher, which stops workers cleanly
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);   // and if the launcher dies, so do they
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (events[1] == 3) ::fcntl(3, F_SETFD, 0);
+    else ::dup2(events[1], 3);
+    ::dup2(output[1], 1);
+    ::dup2(output[1], 2);
+    ::execve(argv[0], argv.data(), envp.data());
+    static const char msg[] = "commtune-launcher: cannot execute the worker binary\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(events[1]);
+  ::close(output[1]);
+  set_nonblocking(events[0]);
+  set_nonblocking(output[0]);
+  Worker& w = workers_[rank];
+  w.outcome.rank = rank;
+  w.outcome.pid = pid;
+  w.event_fd = events[0];
+  w.output_fd = output[0];
+  w.decoder = events::Decoder(rank);
+}
+
+void Job::take_output(Worker& w, const char* data, std::size_t n) {
+  w.partial_line.append(data, n);
+  std::size_t start = 0, end;
+  while ((end = w.partial_line.find('\n', start)) != std::string::npos) {
+    auto line = w.partial_line.substr(start, end - start);
+    if (options_.echo_worker_output) std::fprintf(stderr, "[rank %d] %s\n", w.outcome.rank, line.c_str());
+    w.tail.push_back(std::move(line));
+    if (w.tail.size() > kTailLines) w.tail.pop_front();
+    start = end + 1;
+  }
+  w.partial_line.erase(0, start);
+}
+
+void Job::pump(Worker& w, bool events, int fd) {
+  char buffer[1 << 16];
+  while (true) {
+    const auto n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {  // end of stream
+      ::close(fd);
+      (events ? w.event_fd : w.output_fd) = -1;
+      if (!events && !w.partial_line.empty()) take_output(w, "\n", 1);
+      return;
+    }
+    if (!events) {
+      take_output(w, buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    std::vector<events::Event> decoded;
+    try {
+      decoded = w.decoder.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+    } catch (const events::ProtocolError& e) {
+      w.outcome.error_kind = "runtime";
+      w.outcome.error = std::string("garbled event stream: ") + e.what();
+      ::close(fd);
+      w.event_fd = -1;
+      return;
+    }
+    for (const auto& event : decoded) {
+      const auto kind = event.kind();
+      if (kind == "run_end") w.outcome.reported_end = true;
+      if (kind == "error") {
+        const auto& m = *event.message();
+        w.outcome.error_kind = m.value("error_kind", "runtime");
+        w.outcome.error = m.value("message", "");
+      }
+      for (auto* s : subscribers_) s->on_event(event);
+    }
+  }
+}
+
+void Job::reap() {
+  for (auto& w : workers_) {
+    if (w.exited) continue;
+    int status = 0;
+    const pid_t r = ::waitpid(w.outcome.pid, &status, WNOHANG);
+    if (r != w.outcome.pid) continue;
+    w.exited = true;
+    if (WIFEXITED(status)) w.outcome.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) w.outcome.signal = WTERMSIG(status);
+    // Ours only if our signal ended it: a rank SIGKILLed by someone else
+    // while we were stopping the job is still a failure.
+    w.outcome.stopped_by_launcher = w.signal_sent != 0 && (w.outcome.signal == 0 || w.outcome.signal == w.signal_sent ||
+                                                           w.outcome.signal == SIGTERM);
+  }
+}
+
+void Job::note_failures() {
+  for (auto& w : workers_) {
+    if (w.failure_noted) continue;
+    bool failed = !w.outcome.error.empty();
+    if (!failed && w.exited && !w.outcome.stopped_by_launcher)
+      failed = w.outcome.signal != 0 || w.outcome.exit_code != 0 || !w.outcome.reported_end;
+    if (failed) {
+      w.failure_noted = true;
+      failure_order_.push_back(w.outcome.rank);
+    }
+  }
+}
+
+void Job::stop_all(int sig) {
+  for (auto& w : workers_) {
+    if (w.exited) continue;
+    w.signal_sent = sig;
+    ::kill(-w.outcome.pid, sig);  // the worker's process group
+    ::kill(w.outcome.pid, sig);
+  }
+}
+
+bool Job::all_exited() const {
+  for (const auto& w : workers_)
+    if (!w.exited) return false;
+  return true;
+}
+
+void Job::decide(RunOutcome& outcome, bool cancelled) const {
+  // The root cause is the first failure that is not a communication error:
+  // the others are ranks noticing that a peer went away.
+  const Worker* culprit = nullptr;
+  for (int rank : failure_order_) {
+    const auto& w = workers_[rank];
+    if (w.outcome.error_kind != "communication") {
+      culprit = &w;
+      break;
+    }
+  }
+  if (!culprit && !failure_order_.empty()) culprit = &workers_[failure_order_.front()];
+  if (!culprit) {
+    outcome.status = cancelled ? RunStatus::Cancelled : RunStatus::Succeeded;
+    if (cancelled) outcome.reason = "cancelled";
+    return;
+  }
+  outcome.status = RunStatus::Failed;
+  outcome.failed_rank = culprit->outcome.rank;
+  const auto& o = culprit->outcome;
+  std::string why;
+  if (!o.error.empty()) why = o.error;
+  else if (o.signal) why = "killed by signal " + signal_name(o.signal);
+  else if (o.exit_code > 0) why = "exited with code " + std::to_string(o.exit_code) + " without reporting an error";
+  else why = "exited before finishing its run";
+  if (o.error.empty() && !culprit->tail.empty()) why += "; its last output: " + culprit->tail.back();
+  outcome.reason = "rank " + std::to_string(o.rank) + " failed: " + why;
+}
+
+RunOutcome Job::run(const std::atomic<bool>* cancel) {
+  const auto started = steady::now();
+  RunDirectory dir;
+  const auto config_path = dir.path() + "/config.json";
+  std::ofstream(config_path) << options_.config.dump(2) << "\n";
+
+  // The launcher hosts the rendezvous store, as torchrun's agent does: the
+  // port is free by construction, and no worker has to outlive the others.
+  c10d::TCPStoreOptions store_options;
+  store_options.port = 0;
+  store_options.isServer = true;
+  store_options.waitWorkers = false;
+  store_options.timeout = std::chrono::seconds(30);
+  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
+
+  workers_.resize(options_.world_size);
+  try {
+    for (int rank = 0; rank < options_.world_size; ++rank) spawn(rank, config_path, store->getPort());
+  } catch (...) {
+    stop_all(SIGKILL);
+    for (auto& w : workers_)
+      if (w.outcome.pid > 0) ::waitpid(w.outcome.pid, nullptr, 0);
+    throw;
+  }
+
+  bool stopping = false, cancelled = false;
+  steady::time_point kill_at;
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Worker*, bool>> owners;
+    for (auto& w : workers_) {
+      if (w.event_fd >= 0) {
+        fds.push_back({w.event_fd, POLLIN, 0});
+        owners.emplace_back(&w, true);
+      }
+      if (w.output_fd >= 0) {
+        fds.push_back({w.output_fd, POLLIN, 0});
+        owners.emplace_back(&w, false);
+      }
+    }
+    if (fds.empty() && all_exited()) break;
+    const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(kPollInterval.count()));
+    if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("poll failed: ") + std::strerror(errno));
+    for (std::size_t i = 0; ready > 0 && i < fds.size(); ++i)
+      if (fds[i].revents) pump(*owners[i].first, owners[i].second, fds[i].fd);
+    reap();
+    note_failures();
+
+    if (!stopping && (!failure_order_.empty() || (cancel && cancel->load()))) {
+      cancelled = failure_order_.empty();
+      stopping = true;
+      stop_all(SIGTERM);
+      kill_at = steady::now() + options_.kill_grace;
+    } else if (stopping && steady::now() >= kill_at) {
+      stop_all(SIGKILL);
+      kill_at = steady::now() + std::chrono::hours(1);
+    }
+    // Once every worker is gone, stop waiting on pipes a grandchild might hold open.
+    if (all_exited()) {
+      for (auto& w : workers_) {
+        if (w.event_fd >= 0) pump(w, true, w.event_fd);
+        if (w.output_fd >= 0) pump(w, false, w.output_fd);
+        for (int* fd : {&w.event_fd, &w.output_fd})
+          if (*fd >= 0) {
+            ::close(*fd);
+            *fd = -1;
+          }
+      }
+      note_failures();
+      break;
+    }
+  }
+
+  RunOutcome outcome;
+  for (auto& w : workers_) {
+    w.outcome.output_tail.assign(w.tail.begin(), w.tail.end());
+    outcome.ranks.push_back(w.outcome);
+  }
+  decide(outcome, cancelled);
+  outcome.wall_s = std::chrono::duration<double>(steady::now() - started).count();
+  return outcome;
+}
+
+}  // namespace
+
+const char* to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::Succeeded: return "succeeded";
+    case RunStatus::Failed: return "failed";
+    case RunStatus::Cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+nlohmann::json RunOutcome::to_json() const {
+  nlohmann::json ranks_json = nlohmann::json::array();
+  for (const auto& r : ranks) {
+    nlohmann::json j{{"rank", r.rank}, {"pid", r.pid}, {"reported_end", r.reported_end},
+                     {"stopped_by_launcher", r.stopped_by_launcher}};
+    if (r.signal) j["signal"] = r.signal;
+    else j["exit_code"] = r.exit_code;
+    if (!r.error.empty()) j["error"] = {{"kind", r.error_kind}, {"message", r.error}};
+    if (!r.output_tail.empty() && (r.signal || r.exit_code != 0)) j["output_tail"] = r.output_tail;
+    ranks_json.push_back(std::move(j));
+  }
+  nlohmann::json j{{"status", to_string(status)}, {"wall_s", wall_s}, {"ranks", ranks_json}};
+  if (failed_rank) j["failed_rank"] = *failed_rank;
+  if (!reason.empty()) j["reason"] = reason;
+  return j;
+}
+
+RunOutcome launch(const LaunchOptions& options, const std::vector<EventSubscriber*>& subscribers,
+                  const std::atomic<bool>* cancel) {
+  if (options.world_size < 1) throw std::invalid_argument("world_size must be at least 1");
+  if (::access(options.worker_path.c_str(), X_OK) != 0)
+    throw std::runtime_error("the worker binary " + options.worker_path + " is missing or not executable");
+  Job job(options, subscribers);
+  return job.run(cancel);
+}
+
+std::string default_worker_path() {
+  if (const char* env = std::getenv("COMMTUNE_WORKER"); env && *env) return env;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "commtune-worker";
+  return (self.parent_path() / "commtune-worker").string();
+}
+
+}  // namespace commtune

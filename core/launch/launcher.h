@@ -1,0 +1,67 @@
+// Runs one job on this machine: hosts the rendezvous store, spawns one
+// commtune-worker per rank with torchrun's environment, streams their events
+// to subscribers, and on any rank's failure stops the others and reports which
+// rank failed and why. Workers die with the launcher, even on SIGKILL.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/events/event_codec.h"
+
+namespace commtune {
+
+class EventSubscriber {
+ public:
+  virtual ~EventSubscriber() = default;
+  // Called on the launcher's thread, in arrival order per rank.
+  virtual void on_event(const events::Event& event) = 0;
+};
+
+struct LaunchOptions {
+  nlohmann::json config;  // a validated configuration (RunConfig::to_json())
+  int world_size = 2;
+  std::string worker_path;                             // commtune-worker
+  std::chrono::milliseconds kill_grace{2000};          // SIGTERM -> SIGKILL
+  bool echo_worker_output = false;                     // copy workers' output to stderr, prefixed
+  std::vector<std::pair<std::string, std::string>> env;  // extra environment for the workers
+};
+
+enum class RunStatus { Succeeded, Failed, Cancelled };
+const char* to_string(RunStatus status);
+
+struct RankOutcome {
+  int rank = 0;
+  int pid = 0;
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it
+  bool stopped_by_launcher = false;
+  bool reported_end = false;
+  std::string error_kind;  // from its error event: config, communication, runtime
+  std::string error;
+  std::vector<std::string> output_tail;  // its last lines of stdout/stderr
+};
+
+struct RunOutcome {
+  RunStatus status = RunStatus::Failed;
+  std::optional<int> failed_rank;
+  std::string reason;  // one line for humans
+  std::vector<RankOutcome> ranks;
+  double wall_s = 0;
+
+  nlohmann::json to_json() const;
+};
+
+// Blocks until every worker has exited. Setting `*cancel` stops the run.
+RunOutcome launch(const LaunchOptions& options, const std::vector<EventSubscriber*>& subscribers,
+                  const std::atomic<bool>* cancel = nullptr);
+
+// commtune-worker beside the running executable, or $COMMTUNE_WORKER.
+std::string default_worker_path();
+
+}  // namespace commtune

@@ -1,0 +1,123 @@
+#include "core/optim/optimizer.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/kernel_bridge.h"
+
+namespace commtune {
+
+Schema<OptimizerCommon> OptimizerCommon::schema() {
+  return Schema<OptimizerCommon>()
+      .real("lr", &OptimizerCommon::lr, {0, 10, true}, "", "learning rate", true)
+      .real("weight_decay", &OptimizerCommon::weight_decay, {0, 1}, "", "L2 penalty added to the gradient")
+      .integer("warmup_steps", &OptimizerCommon::warmup_steps, Range::at_least(0), "steps",
+               "linear learning-rate warm-up length (0: none)");
+}
+
+double OptimizerCommon::lr_at(std::int64_t step) const {
+  if (warmup_steps <= 0) return lr;
+  return lr * std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(warmup_steps));
+}
+
+namespace {
+
+struct SgdOptions {
+  double momentum = 0.9;
+  double dampening = 0;
+  bool nesterov = false;
+  static Schema<SgdOptions> schema() {
+    return Schema<SgdOptions>()
+        .real("momentum", &SgdOptions::momentum, {0, 1, false, true}, "", "momentum factor")
+        .real("dampening", &SgdOptions::dampening, {0, 1}, "", "dampening for momentum")
+        .flag("nesterov", &SgdOptions::nesterov, "Nesterov momentum");
+  }
+};
+
+// torch.optim.SGD (foreach off): momentum buffer starts as the first gradient.
+class Sgd final : public Optimizer {
+ public:
+  Sgd(FlatParameters& params, const OptimizerCommon& common, const SgdOptions& o)
+      : params_(params), common_(common), options_(o) {
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      throw ConfigError("optimizer.nesterov", "Nesterov momentum requires a momentum > 0 and zero dampening");
+  }
+  void step(double lr) override {
+    kernels::SgdStep h;
+    h.lr = static_cast<float>(lr);
+    h.momentum = static_cast<float>(options_.momentum);
+    h.one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
+    h.weight_decay = static_cast<float>(common_.weight_decay);
+    h.nesterov = options_.nesterov;
+    h.first_step = !params_.has_state("momentum_buffer");
+    float* buffer = options_.momentum != 0 ? params_.state("momentum_buffer").data_ptr<float>() : nullptr;
+    const auto& values = params_.values();
+    kernels::sgd_step(kernel_device(values), values.data_ptr<float>(), params_.grads().data_ptr<float>(), buffer,
+                      params_.total_numel(), h, kernel_stream(values));
+  }
+
+ private:
+  FlatParameters& params_;
+  OptimizerCommon common_;
+  SgdOptions options_;
+};
+
+struct AdamOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  static Schema<AdamOptions> schema() {
+    return Schema<AdamOptions>()
+        .real("beta1", &AdamOptions::beta1, {0, 1, false, true}, "", "decay of the first moment")
+        .real("beta2", &AdamOptions::beta2, {0, 1, false, true}, "", "decay of the second moment")
+        .real("eps", &AdamOptions::eps, {0, 1, true}, "", "added to the denominator", true);
+  }
+};
+
+// torch.optim.Adam (amsgrad off, foreach off), bias-corrected.
+class Adam final : public Optimizer {
+ public:
+  Adam(FlatParameters& params, const OptimizerCommon& common, const AdamOptions& o)
+      : params_(params), common_(common), options_(o) {}
+  void step(double lr) override {
+    const double t = static_cast<double>(++steps_);
+    const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
+    kernels::AdamStep h;
+    h.beta1 = static_cast<float>(options_.beta1);
+    h.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
+    h.beta2 = static_cast<float>(options_.beta2);
+    h.one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
+    h.weight_decay = static_cast<float>(common_.weight_decay);
+    h.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+    h.eps = static_cast<float>(options_.eps);
+    h.neg_step_size = static_cast<float>(-(lr / bias_correction1));
+    const auto& values = params_.values();
+    kernels::adam_step(kernel_device(values), values.data_ptr<float>(), params_.grads().data_ptr<float>(),
+                       params_.state("exp_avg").data_ptr<float>(), params_.state("exp_avg_sq").data_ptr<float>(),
+                       params_.total_numel(), h, kernel_stream(values));
+  }
+
+ private:
+  FlatParameters& params_;
+  OptimizerCommon common_;
+  AdamOptions options_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace
+
+void register_builtin_optimizers(OptimizerRegistry& registry) {
+  registry.add<SgdOptions>("sgd", "stochastic gradient descent with momentum (torch.optim.SGD)",
+                           [](const SgdOptions& o, FlatParameters& params, const OptimizerCommon& common) {
+                             return std::make_unique<Sgd>(params, common, o);
+                           });
+  registry.add<AdamOptions>("adam", "Adam (torch.optim.Adam, amsgrad off)",
+                            [](const AdamOptions& o, FlatParameters& params, const OptimizerCommon& common) {
+                              return std::make_unique<Adam>(params, common, o);
+                            });
+}
+
+}  // namespace commtune

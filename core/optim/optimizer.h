@@ -1,0 +1,35 @@
+// Optimizers over the flat parameter and gradient buffers: one fused pass per
+// step with torch.optim's arithmetic. Learning-rate warm-up is common to all.
+#pragma once
+
+#include <cstdint>
+
+#include "core/ddp/flat_parameters.h"
+#include "core/schema/component_registry.h"
+
+namespace commtune {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // Updates the parameters from the (averaged) gradients in the flat buffers.
+  virtual void step(double lr) = 0;
+};
+
+struct OptimizerCommon {
+  double lr = 0.05;
+  double weight_decay = 0;
+  std::int64_t warmup_steps = 0;
+
+  static Schema<OptimizerCommon> schema();
+  // The learning rate of step `step` (0-based): linear warm-up from lr/warmup
+  // to lr over warmup_steps steps, then constant. The same values as
+  // LambdaLR(lambda t: min(1, (t + 1) / warmup_steps)).
+  double lr_at(std::int64_t step) const;
+};
+
+using OptimizerRegistry = ComponentRegistry<Optimizer, FlatParameters&, const OptimizerCommon&>;
+
+void register_builtin_optimizers(OptimizerRegistry& registry);
+
+}  // namespace commtune

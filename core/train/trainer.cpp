@@ -1,0 +1,218 @@
+#include "core/train/trainer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "core/catalog.h"
+#include "core/dist/devices.h"
+#include "core/models/weights_file.h"
+
+
+namespace commtune {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+double seconds_between(steady::time_point a, steady::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// DDP's broadcast_buffers: rank 0's buffers (e.g. BatchNorm statistics) before every forward.
+class BufferSync {
+ public:
+  explicit BufferSync(NamedTensors buffers) : buffers_(std::move(buffers)) {}
+  void run(Communicator& comm) {
+    if (buffers_.empty() || comm.size() == 1) return;
+    std::vector<at::Tensor> flat;
+    for (const auto& [name, b] : buffers_) flat.push_back(b.reshape({-1}).to(at::kFloat));
+    auto packed = at::cat(flat);
+    Communicator::wait(comm.broadcast(packed, 0));
+    std::int64_t offset = 0;
+    for (auto& [name, b] : buffers_) {
+      b.copy_(packed.narrow(0, offset, b.numel()).view(b.sizes()));
+      offset += b.numel();
+    }
+  }
+
+ private:
+  NamedTensors buffers_;
+};
+
+void dump_gradients(const DebugOptions& debug, int rank, std::int64_t step, const Reducer& reducer,
+                    const FlatParameters& flat) {
+  std::filesystem::create_directories(debug.dump_dir);
+  NamedTensors out;
+  for (auto& [name, t] : reducer.local_gradients()) out.emplace_back("local/" + name, std::move(t));
+  for (auto& [name, t] : flat.unflatten(flat.grads())) out.emplace_back("reduced/" + name, std::move(t));
+  const auto file = std::filesystem::path(debug.dump_dir) /
+                    ("grads-rank" + std::to_string(rank) + "-step" + std::to_string(step) + ".pt");
+  save_weights(file.string(), out);
+}
+
+nlohmann::json parameter_list(const FlatParameters& flat) {
+  auto list = nlohmann::json::array();
+  for (std::size_t i = 0; i < flat.count(); ++i) list.push_back({{"name", flat.name(i)}, {"shape", flat.shape(i)}});
+  return list;
+}
+
+}  // namespace
+
+void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events) {
+  const auto run_start = steady::now();
+  const auto device = device_for_rank(config.run.device, env.local_rank);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      config.run.threads > 0 ? static_cast<int>(config.run.threads) : std::max(1, cores / env.local_world_size);
+  at::set_num_threads(threads);
+
+  Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
+                    std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));
+
+  auto& cat = catalog();
+  auto dataset = cat.datasets.create(config.data, DataContext{config.run.seed});
+  ShardedLoader loader(*dataset, LoaderOptions::schema().read(config.data, "data"), env.rank, env.world_size,
+                       config.run.seed);
+
+  at::manual_seed(static_cast<std::uint64_t>(config.run.seed));
+  auto model = cat.models.create(config.model, dataset->spec());
+  model->to(device);
+  model->train(true);
+  if (!config.weights.init.empty())
+    load_weights_into(model->named_parameters(), read_weights(config.weights.init), config.weights.init,
+                      "weights.init");
+
+  FlatParameters flat(model->named_parameters());
+  Communicator::wait(comm.broadcast(flat.values(), 0));  // DDP starts every rank from rank 0's weights
+  BufferSync buffers(model->named_buffers());
+  if (env.rank == 0 && !config.weights.save_initial.empty())
+    save_weights(config.weights.save_initial, flat.unflatten(flat.values()));
+
+  HookStats stats;
+  HookClock clock;
+  HookEnv hook_env{comm, stats, clock};
+  auto hook = make_hook(cat.hooks, config.hook, hook_env);
+  ReducerOptions reducer_options = config.ddp;
+  reducer_options.capture_local_gradients = config.debug.dump_grads_steps > 0;
+  Reducer reducer(flat, comm, *hook, clock, reducer_options);
+  const auto optimizer_common = OptimizerCommon::schema().read(config.optimizer, "optimizer");
+  auto optimizer = cat.optimizers.create(config.optimizer, flat, optimizer_common);
+
+  if (events) {
+    events->message({{"kind", "run_start"},
+                     {"rank", env.rank},
+                     {"world_size", env.world_size},
+                     {"local_rank", env.local_rank},
+                     {"device", device.str()},
+                     {"backend", device.is_cuda() ? "nccl" : "gloo"},
+                     {"threads", threads},
+                     {"torch_version", TORCH_VERSION},
+                     {"parameter_count", flat.total_numel()},
+                     {"parameters", parameter_list(flat)},
+                     {"dataset_size", dataset->size()},
+                     {"dataset", dataset->spec().describe()},
+                     {"batches_per_epoch", loader.batches_per_epoch()},
+                     {"config", config.to_json()}});
+    events->message({{"kind", "buckets"}, {"step", 0}, {"buckets", reducer.layout_json()}});
+  }
+
+  const bool print_progress = !events && env.rank == 0;
+  const std::int64_t print_every = std::max<std::int64_t>(1, config.run.steps / 20);
+  double last_loss = NAN;
+  std::vector<std::pair<std::string, double>> step_stats;
+  std::vector<std::tuple<std::size_t, std::string, double>> bucket_stats;
+
+  for (std::int64_t step = 0; step < config.run.steps; ++step) {
+    const auto t0 = steady::now();
+    const auto traffic_before = comm.traffic();
+    auto batch = loader.next();
+    auto input = batch.input.to(device, /*non_blocking=*/true);
+    auto target = batch.target.to(device, /*non_blocking=*/true);
+    buffers.run(comm);
+    const bool rebuilt = reducer.begin_step();
+    const auto t1 = steady::now();
+
+    auto loss = cross_entropy(model->forward(input), target);
+    const auto t2 = steady::now();
+
+    loss.backward();
+    const auto t3 = steady::now();
+
+    const auto report = reducer.finish_backward();
+    const auto t4 = steady::now();
+
+    const double lr = optimizer_common.lr_at(step);
+    optimizer->step(lr);
+    last_loss = loss.item<double>();  // also waits for the device
+    const auto t5 = steady::now();
+
+    if (step < config.debug.dump_grads_steps) dump_gradients(config.debug, env.rank, step, reducer, flat);
+
+    if (events) {
+      if (rebuilt) events->message({{"kind", "buckets"}, {"step", step}, {"buckets", reducer.layout_json()}});
+      events::StepRecord record;
+      record.step = step;
+      record.loss = last_loss;
+      record.lr = lr;
+      record.times = {seconds_between(t0, t1), seconds_between(t1, t2), seconds_between(t2, t3),
+                      seconds_between(t3, t4), report.hook_compute_s,   seconds_between(t4, t5),
+                      seconds_between(t0, t5)};
+      record.wire_bytes = comm.traffic().wire_bytes - traffic_before.wire_bytes;
+      record.uncompressed_bytes = report.uncompressed_wire_bytes;
+      step_stats.clear();
+      bucket_stats.clear();
+      stats.take(step_stats, bucket_stats);
+      for (auto& [name, value] : step_stats) record.stats.push_back({std::move(name), value});
+      for (auto& [bucket, name, value] : bucket_stats)
+        record.bucket_stats.push_back({static_cast<std::uint32_t>(bucket), std::move(name), value});
+      events->step(record);
+    } else if (print_progress && ((step + 1) % print_every == 0 || step + 1 == config.run.steps)) {
+      std::printf("step %lld/%lld  loss %.6f  %.2f ms/step\n", static_cast<long long>(step + 1),
+                  static_cast<long long>(config.run.steps), last_loss, 1e3 * seconds_between(t0, t5));
+      std::fflush(stdout);
+    }
+  }
+
+  const auto digest = tensor_digest(flat.unflatten(flat.values()));
+  if (env.rank == 0 && !config.weights.save_final.empty())
+    save_weights(config.weights.save_final, flat.unflatten(flat.values()));
+  comm.barrier();  // rank 0 may host the store: nobody leaves before everyone is done
+  if (events) {
+    events->message({{"kind", "run_end"},
+                     {"rank", env.rank},
+                     {"steps", config.run.steps},
+                     {"final_loss", last_loss},
+                     {"param_digest", digest},
+                     {"wall_s", seconds_between(run_start, steady::now())}});
+    events->flush();
+  } else if (env.rank == 0) {
+    std::printf("done: %lld steps, final loss %.6f, parameters %s\n", static_cast<long long>(config.run.steps),
+                last_loss, digest.c_str());
+  }
+}
+
+std::string failure_kind(const std::exception& error) {
+  if (dynamic_cast<const ConfigError*>(&error)) return "config";
+  if (dynamic_cast<const CommunicationError*>(&error)) return "communication";
+  return "runtime";
+}
+
+std::string tensor_digest(const NamedTensors& tensors) {
+  std::uint64_t hash = 1469598103934665603ull;
+  for (const auto& [name, t] : tensors) {
+    const auto cpu = t.detach().cpu().contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(cpu.data_ptr());
+    const auto n = static_cast<std::size_t>(cpu.numel()) * cpu.element_size();
+    for (std::size_t i = 0; i < n; ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+}  // namespace commtune

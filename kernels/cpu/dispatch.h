@@ -1,0 +1,30 @@
+// Declarations of the CPU implementations and the function-multiversioning
+// attribute: an AVX2/FMA clone and a portable one, picked at load time.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define COMMTUNE_CPU_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define COMMTUNE_CPU_CLONES
+#endif
+
+namespace commtune::kernels::cpu {
+void sgd_step(float* param, const float* grad, float* buf, std::int64_t n, const SgdStep& h);
+void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, const AdamStep& h);
+void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out);
+}  // namespace commtune::kernels::cpu
+
+#if defined(COMMTUNE_HAVE_CUDA_KERNELS)
+namespace commtune::kernels::cuda {
+void sgd_step(float* param, const float* grad, float* buf, std::int64_t n, const SgdStep& h, void* stream);
+void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, const AdamStep& h,
+               void* stream);
+void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out,
+                   void* stream);
+}  // namespace commtune::kernels::cuda
+#endif

@@ -1,0 +1,51 @@
+#include <stdexcept>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/kernels.h"
+
+namespace commtune::kernels {
+
+#if !defined(COMMTUNE_HAVE_CUDA_KERNELS)
+namespace {
+[[noreturn]] void no_cuda() {
+  throw std::runtime_error("commtune was built without CUDA kernels (configure with the CUDA toolkit present)");
+}
+}  // namespace
+#endif
+
+bool cuda_compiled() {
+#if defined(COMMTUNE_HAVE_CUDA_KERNELS)
+  return true;
+#else
+  return false;
+#endif
+}
+
+#if defined(COMMTUNE_HAVE_CUDA_KERNELS)
+#define COMMTUNE_DISPATCH(name, ...)                                  \
+  if (device == Device::Cuda) return cuda::name(__VA_ARGS__, stream); \
+  return cpu::name(__VA_ARGS__)
+#else
+#define COMMTUNE_DISPATCH(name, ...)          \
+  if (device == Device::Cuda) no_cuda();      \
+  (void)stream;                               \
+  return cpu::name(__VA_ARGS__)
+#endif
+
+void sgd_step(Device device, float* param, const float* grad, float* momentum_buffer, std::int64_t n,
+              const SgdStep& h, void* stream) {
+  if (h.momentum != 0.0f && !momentum_buffer) throw std::invalid_argument("sgd_step: momentum needs a buffer");
+  COMMTUNE_DISPATCH(sgd_step, param, grad, momentum_buffer, n, h);
+}
+
+void adam_step(Device device, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n,
+               const AdamStep& h, void* stream) {
+  COMMTUNE_DISPATCH(adam_step, param, grad, exp_avg, exp_avg_sq, n, h);
+}
+
+void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n,
+                   std::uint16_t* out, void* stream) {
+  COMMTUNE_DISPATCH(sum_bf16_rows, rows, row_count, n, out);
+}
+
+}  // namespace commtune::kernels

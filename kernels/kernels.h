@@ -1,0 +1,56 @@
+// Compute kernels behind one small dispatch API. Raw pointers and sizes only:
+// no torch, no Qt; core/ hands in tensor storage. Every kernel has a CPU and a
+// CUDA implementation that produce the same bits (tests compare them).
+#pragma once
+
+#include <cstdint>
+
+namespace commtune::kernels {
+
+enum class Device { Cpu, Cuda };
+
+// True when this build carries the CUDA implementations.
+bool cuda_compiled();
+
+// Hyperparameters already converted to float the way PyTorch converts a Python
+// scalar for a float32 tensor op (double -> float).
+struct SgdStep {
+  float lr = 0;
+  float momentum = 0;
+  float one_minus_dampening = 1;
+  float weight_decay = 0;
+  bool nesterov = false;
+  bool first_step = false;  // momentum buffer is initialised from the gradient
+};
+
+// One fused pass of torch.optim.SGD over n elements, rounding exactly like the
+// vectorised ATen op sequence of `_single_tensor_sgd`:
+//   d = fma(p, wd, g); b = first ? d : fma(d, 1 - dampening, b * m);
+//   d = nesterov ? fma(b, m, d) : b;  p = fma(d, -lr, p)
+// `momentum_buffer` may be null when momentum == 0.
+void sgd_step(Device device, float* param, const float* grad, float* momentum_buffer, std::int64_t n,
+              const SgdStep& h, void* stream = nullptr);
+
+struct AdamStep {
+  float beta1 = 0.9f, one_minus_beta1 = 0.1f;
+  float beta2 = 0.999f, one_minus_beta2 = 0.001f;
+  float weight_decay = 0;
+  float bias_correction2_sqrt = 1;  // sqrt(1 - beta2^t), computed in double, then converted
+  float eps = 1e-8f;
+  float neg_step_size = 0;  // -lr / (1 - beta1^t), computed in double, then converted
+};
+
+// One fused pass of torch.optim.Adam (amsgrad off), rounding like the ATen
+// ops of `_single_tensor_adam` as built (addcmul's multiply-add is contracted
+// into an FMA there):
+//   g = fma(p, wd, g); m = fma(g, 1 - b1, m * b1); v = fma((1 - b2) * g, g, v * b2);
+//   p = p + (-step_size * m) / (sqrt(v) / bc2_sqrt + eps)
+void adam_step(Device device, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n,
+               const AdamStep& h, void* stream = nullptr);
+
+// out[i] = bf16(sum over r of float(rows[r * n + i])), summed in row order in
+// float32 and rounded once (round to nearest even). bf16 values are raw bits.
+void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n,
+                   std::uint16_t* out, void* stream = nullptr);
+
+}  // namespace commtune::kernels

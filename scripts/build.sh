@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Configures and builds commtune into ./build (Release with debug info by default).
+# Extra arguments are passed to the CMake configure step.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${COMMTUNE_BUILD_DIR:-$root/build}
+jobs=${COMMTUNE_JOBS:-$(nproc)}
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+elif (($#)); then
+  cmake "$build_dir" "$@"
+fi
+cmake --build "$build_dir" --parallel "$jobs"

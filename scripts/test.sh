@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine to the whole test suite:
+# installs what is missing, builds, and runs every test with ctest.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup-deps.sh"
+"$root/scripts/build.sh"
+cd "${COMMTUNE_BUILD_DIR:-$root/build}"
+exec ctest --output-on-failure --timeout 900 "$@"

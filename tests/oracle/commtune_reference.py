@@ -1,0 +1,344 @@
+"""Replays a commtune run in plain PyTorch DDP: the reference oracle.
+
+The models below mirror commtune's built-ins parameter for parameter and op
+for op, and the synthetic datasets draw the same tensors with the same
+generator calls, so a run replayed from commtune's initial weights
+(weights.save_initial) sees the same numbers as commtune did.
+
+    /usr/bin/python3 commtune_reference.py --config summary.json --init init.pt --out ref.json
+
+--config takes commtune's normalised configuration (the "config" of a run
+summary, or a summary itself). The output holds every rank's loss per step.
+"""
+import argparse
+import json
+import math
+import os
+import socket
+import sys
+import tempfile
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+# --- models (names and arithmetic as in core/models/*.cpp) -----------------
+
+class MLP(nn.Module):
+    def __init__(self, inputs, hidden, layers, outputs):
+        super().__init__()
+        self.hidden = nn.ModuleList()
+        width = inputs
+        for _ in range(layers):
+            self.hidden.append(nn.Linear(width, hidden))
+            width = hidden
+        self.output = nn.Linear(width, outputs)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        for layer in self.hidden:
+            x = layer(x).relu_()
+        return self.output(x)
+
+
+class CNN(nn.Module):
+    def __init__(self, shape, width, hidden, classes):
+        super().__init__()
+        channels, height, w = shape
+        self.conv1 = nn.Conv2d(channels, width, 3, padding=1)
+        self.conv2 = nn.Conv2d(width, 2 * width, 3, padding=1)
+        self.fc1 = nn.Linear(2 * width * (height // 4) * (w // 4), hidden)
+        self.fc2 = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(self.conv1(x).relu_(), 2)
+        x = F.max_pool2d(self.conv2(x).relu_(), 2)
+        return self.fc2(self.fc1(x.flatten(1)).relu_())
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, mlp_ratio):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, mlp_ratio * d)
+        self.fc2 = nn.Linear(mlp_ratio * d, d)
+
+    def forward(self, x, mask):
+        batch, time, d = x.shape
+        head_dim = d // self.heads
+        qkv = self.qkv(self.ln1(x)).view(batch, time, 3, self.heads, head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        scores = torch.matmul(q, k.transpose(-2, -1)).mul(1.0 / math.sqrt(head_dim))
+        attention = torch.softmax(scores.masked_fill(mask, float("-inf")), -1)
+        y = torch.matmul(attention, v).transpose(1, 2).reshape(batch, time, d)
+        h = x + self.proj(y)
+        return h + self.fc2(F.gelu(self.fc1(self.ln2(h))))
+
+
+class TransformerLM(nn.Module):
+    def __init__(self, vocab, seq_len, d_model, heads, layers, mlp_ratio):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab, d_model)
+        self.pos_emb = nn.Parameter(torch.randn(seq_len, d_model) * 0.02)
+        self.blocks = nn.ModuleList([Block(d_model, heads, mlp_ratio) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, ids):
+        time = ids.size(1)
+        mask = torch.ones(time, time, dtype=torch.bool, device=ids.device).triu(1)
+        x = self.tok_emb(ids) + self.pos_emb.narrow(0, 0, time)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.head(self.ln_f(x))
+
+
+def make_model(cfg, spec):
+    name = cfg["name"]
+    if name == "mlp":
+        inputs = math.prod(spec["input_shape"])
+        return MLP(inputs, cfg["hidden"], cfg["layers"], spec["classes"])
+    if name == "cnn":
+        return CNN(spec["input_shape"], cfg["width"], cfg["hidden"], spec["classes"])
+    if name == "transformer_lm":
+        return TransformerLM(spec["classes"], spec["input_shape"][0], cfg["d_model"], cfg["heads"], cfg["layers"],
+                             cfg["mlp_ratio"])
+    if name == "torchscript":
+        return torch.jit.load(cfg["path"])
+    raise ValueError(f"no reference for model {name}")
+
+
+# --- data (the same generator calls as core/data/*.cpp) --------------------
+
+def make_dataset(cfg, seed):
+    """Returns (inputs, targets, spec)."""
+    name = cfg["name"]
+    g = torch.Generator().manual_seed(seed)
+    if name == "synthetic":
+        x = torch.randn(cfg["samples"], cfg["features"], generator=g)
+        teacher = torch.randn(cfg["features"], cfg["classes"], generator=g)
+        return x, x.matmul(teacher).argmax(1), {"input_shape": [cfg["features"]], "classes": cfg["classes"]}
+    if name == "synthetic_images":
+        c, s = cfg["channels"], cfg["size"]
+        x = torch.randn(cfg["samples"], c, s, s, generator=g)
+        teacher = torch.randn(c * (s // 4) * (s // 4), cfg["classes"], generator=g)
+        y = F.avg_pool2d(x, 4).flatten(1).matmul(teacher).argmax(1)
+        return x, y, {"input_shape": [c, s, s], "classes": cfg["classes"]}
+    if name == "synthetic_tokens":
+        vocab, length, n = cfg["vocab"], cfg["seq_len"], cfg["samples"]
+        transition = torch.softmax(torch.randn(vocab, vocab, generator=g).mul_(3.0), 1)
+        tokens = torch.empty(n, length + 1, dtype=torch.long)
+        current = torch.randint(vocab, (n,), generator=g)
+        tokens[:, 0] = current
+        for t in range(1, length + 1):
+            current = torch.multinomial(transition.index_select(0, current), 1, True, generator=g).squeeze(1)
+            tokens[:, t] = current
+        return (tokens[:, :length].contiguous(), tokens[:, 1:].contiguous(),
+                {"input_shape": [length], "classes": vocab})
+    if name == "mnist":
+        prefix = "train" if cfg["split"] == "train" else "t10k"
+        images = read_idx(os.path.join(cfg["path"], f"{prefix}-images-idx3-ubyte"))
+        labels = read_idx(os.path.join(cfg["path"], f"{prefix}-labels-idx1-ubyte"))
+        if cfg["limit"] > 0:
+            images, labels = images[:cfg["limit"]], labels[:cfg["limit"]]
+        x = images.unsqueeze(1).to(torch.float).div_(255.0)
+        if cfg["normalize"]:
+            x.sub_(0.1307).div_(0.3081)
+        return x.contiguous(), labels.long(), {"input_shape": [1, images.size(1), images.size(2)], "classes": 10}
+    if name == "cifar10":
+        files = ["test_batch.bin"] if cfg["split"] == "test" else [
+            f"data_batch_{i}.bin" for i in range(1, 6) if i == 1 or os.path.exists(os.path.join(cfg["path"], f"data_batch_{i}.bin"))]
+        raw = b"".join(open(os.path.join(cfg["path"], f), "rb").read() for f in files)
+        records = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(-1, 3073)
+        if cfg["limit"] > 0:
+            records = records[:cfg["limit"]]
+        y = records[:, 0].long()
+        x = records[:, 1:].reshape(-1, 3, 32, 32).to(torch.float).div_(255.0)
+        if cfg["normalize"]:
+            x.sub_(torch.tensor([0.4914, 0.4822, 0.4465]).view(1, 3, 1, 1))
+            x.div_(torch.tensor([0.2470, 0.2435, 0.2616]).view(1, 3, 1, 1))
+        return x.contiguous(), y, {"input_shape": [3, 32, 32], "classes": 10}
+    raise ValueError(f"no reference for dataset {name}")
+
+
+def read_idx(path):
+    data = open(path, "rb").read()
+    rank = data[3]
+    sizes = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank)]
+    return torch.frombuffer(bytearray(data[4 + 4 * rank:]), dtype=torch.uint8).view(*sizes)
+
+
+def loss_fn(logits, target):
+    if logits.dim() == 3:
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1))
+    return F.cross_entropy(logits, target)
+
+
+# --- hooks -------------------------------------------------------------------
+
+def bf16_allreduce_fut(tensor):
+    """commtune's bf16 sum on Gloo (which lacks bf16), written independently:
+    gather every rank's bf16 values, sum them in float32 in rank order, round
+    once. Returns a completed future holding the summed bf16 tensor."""
+    world = dist.get_world_size()
+    gathered = [torch.empty_like(tensor).view(torch.float16) for _ in range(world)]
+    dist.all_gather(gathered, tensor.view(torch.float16))
+    total = gathered[0].view(torch.bfloat16).float()
+    for g in gathered[1:]:
+        total = total + g.view(torch.bfloat16).float()
+    fut = torch.futures.Future()
+    fut.set_result(total.to(torch.bfloat16))
+    return fut
+
+
+def emulated_bf16_compress_hook(state, bucket):
+    buffer = bucket.buffer()
+    compressed = buffer.to(torch.bfloat16).div_(dist.get_world_size())
+    return bf16_allreduce_fut(compressed).then(lambda fut: buffer.copy_(fut.value()))
+
+
+def allreduce_hook_any_dtype(state, bucket):
+    """allreduce_hook, routing bf16 through the emulation above."""
+    tensor = bucket.buffer()
+    if tensor.dtype == torch.bfloat16:
+        tensor.div_(dist.get_world_size())
+        return bf16_allreduce_fut(tensor)
+    return default_hooks.allreduce_hook(state, bucket)
+
+
+# (PyTorch refuses to register hooks named bf16_compress_hook or
+# bf16_compress_wrapper_hook without CUDA, hence the names.)
+def emulated_bf16_compress_wrapper(hook):
+    def emulated_bf16_wrapper_hook(state, bucket):
+        original = bucket.buffer()
+        bucket.set_buffer(original.to(torch.bfloat16))
+        return hook(state, bucket).then(lambda fut: original.copy_(fut.value()))
+    return emulated_bf16_wrapper_hook
+
+
+def make_hook(cfg):
+    """Returns (state, hook) or None for "none". PyTorch's own hooks where 1.13
+    has them on Gloo; the bf16 ones use the emulation above."""
+    name = cfg["name"]
+    hooks = {
+        "allreduce": allreduce_hook_any_dtype,
+        "fp16_compress": default_hooks.fp16_compress_hook,
+        "bf16_compress": emulated_bf16_compress_hook,
+        "noop": debugging_hooks.noop_hook,
+    }
+    if name == "none":
+        if cfg.get("wrapper", "none") != "none":
+            raise ValueError("a wrapper needs a hook to wrap")
+        return None
+    if name not in hooks:
+        raise ValueError(f"no reference for hook {name}")
+    hook = hooks[name]
+    wrapper = cfg.get("wrapper", "none")
+    if wrapper == "fp16":
+        hook = default_hooks.fp16_compress_wrapper(hook)
+    elif wrapper == "bf16":
+        hook = emulated_bf16_compress_wrapper(hook)
+    return None, hook
+
+
+# --- the run -------------------------------------------------------------------
+
+def make_optimizer(cfg, params):
+    if cfg["name"] == "sgd":
+        return torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg["momentum"], dampening=cfg["dampening"],
+                               weight_decay=cfg["weight_decay"], nesterov=cfg["nesterov"])
+    if cfg["name"] == "adam":
+        return torch.optim.Adam(params, lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"],
+                                weight_decay=cfg["weight_decay"])
+    raise ValueError(f"no reference for optimizer {cfg['name']}")
+
+
+def run_rank(rank, world, port, config, init_path, out_dir, final_path):
+    threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=timedelta(seconds=config["timeout_s"]))
+    x, y, spec = make_dataset(config["data"], config["seed"])
+    model = make_model(config["model"], spec)
+    model.load_state_dict(torch.load(init_path), strict=True)
+    ddp = DDP(model, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
+    hook = make_hook(config["hook"])
+    if hook is not None:
+        ddp.register_comm_hook(*hook)
+    data = config["data"]
+    sampler = DistributedSampler(TensorDataset(x, y), num_replicas=world, rank=rank, shuffle=data["shuffle"],
+                                 seed=config["seed"])
+    loader = DataLoader(TensorDataset(x, y), batch_size=data["batch_size"], sampler=sampler,
+                        drop_last=data["drop_last"])
+    opt_cfg = config["optimizer"]
+    optimizer = make_optimizer(opt_cfg, ddp.parameters())
+    scheduler = None
+    if opt_cfg["warmup_steps"] > 0:
+        warmup = opt_cfg["warmup_steps"]
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup))
+    losses, step, epoch = [], 0, 0
+    while step < config["steps"]:
+        sampler.set_epoch(epoch)
+        for inputs, targets in loader:
+            if step >= config["steps"]:
+                break
+            loss = loss_fn(ddp(inputs), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            losses.append(loss.item())
+            step += 1
+        epoch += 1
+    with open(os.path.join(out_dir, f"losses-{rank}.json"), "w") as f:
+        json.dump(losses, f)
+    if rank == 0 and final_path:
+        torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, final_path)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def replay(config, init_path, final_path=None, world_size=None):
+    """Runs the reference and returns every rank's per-step losses."""
+    world = world_size or config["world_size"] or 2
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path), nprocs=world, join=True)
+        return [json.load(open(os.path.join(out_dir, f"losses-{r}.json"))) for r in range(world)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="normalised config, or a commtune run summary")
+    parser.add_argument("--init", required=True, help="initial weights (commtune's weights.save_initial)")
+    parser.add_argument("--out", required=True, help="where to write {'losses': [[rank 0], [rank 1], ...]}")
+    parser.add_argument("--final", help="also save rank 0's final weights here")
+    parser.add_argument("--world-size", type=int, help="ranks (default: the config's, or 2)")
+    args = parser.parse_args()
+    config = json.load(open(args.config))
+    config = config.get("config", config)
+    losses = replay(config, args.init, args.final, args.world_size)
+    with open(args.out, "w") as f:
+        json.dump({"losses": losses}, f)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
