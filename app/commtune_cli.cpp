@@ -1,5 +1,6 @@
 // commtune-cli: the headless front end. `run` launches a job on this machine
-// and reports it live; `params` lists every configurable parameter.
+// and reports it live; `summarize` turns event files from torchrun/srun jobs
+// into the same report; `params` lists every configurable parameter.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -122,6 +123,65 @@ int run_command(const std::string& config_path, const std::vector<std::string>& 
   return kExitFailed;
 }
 
+// Rebuilds a run's summary from event files that workers wrote under
+// torchrun or srun (COMMTUNE_EVENT_FILE=dir/events-{rank}.ctev).
+int summarize_command(const std::vector<std::string>& files, const std::string& summary_path,
+                      const std::string& metrics_path) {
+  std::vector<commtune::events::Event> all;
+  int world_size = 0;
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + file);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    commtune::events::Decoder decoder;
+    auto events = decoder.feed(bytes);
+    if (events.empty()) throw std::runtime_error(file + " holds no events");
+    world_size = std::max<int>(world_size, static_cast<int>(std::get<commtune::events::Hello>(events.front().payload).world_size));
+    for (auto& e : events) all.push_back(std::move(e));
+  }
+  commtune::RunSummary summary(world_size);
+  std::unique_ptr<commtune::MetricsFile> metrics;
+  if (!metrics_path.empty()) metrics = std::make_unique<commtune::MetricsFile>(metrics_path);
+  commtune::RunOutcome outcome;
+  outcome.ranks.resize(world_size);
+  nlohmann::json config;
+  for (const auto& e : all) {
+    summary.on_event(e);
+    if (metrics) metrics->on_event(e);
+    auto& rank = outcome.ranks.at(e.rank);
+    rank.rank = e.rank;
+    if (const auto* hello = std::get_if<commtune::events::Hello>(&e.payload)) rank.pid = static_cast<int>(hello->pid);
+    const auto kind = e.kind();
+    if (kind == "run_start" && config.is_null()) config = e.message()->value("config", nlohmann::json::object());
+    if (kind == "run_end") {
+      rank.reported_end = true;
+      rank.exit_code = 0;
+      outcome.wall_s = std::max(outcome.wall_s, e.message()->value("wall_s", 0.0));
+    }
+    if (kind == "error") {
+      rank.error_kind = e.message()->value("error_kind", "runtime");
+      rank.error = e.message()->value("message", "");
+    }
+  }
+  outcome.status = commtune::RunStatus::Succeeded;
+  for (const auto& r : outcome.ranks) {
+    if (r.reported_end) continue;
+    outcome.status = commtune::RunStatus::Failed;
+    const bool blame = !outcome.failed_rank || (!r.error.empty() && r.error_kind != "communication" &&
+                                                outcome.ranks[*outcome.failed_rank].error_kind == "communication");
+    if (blame) {
+      outcome.failed_rank = r.rank;
+      outcome.reason = "rank " + std::to_string(r.rank) + " failed: " +
+                       (r.error.empty() ? std::string("its events end before the run does") : r.error);
+    }
+  }
+  const auto result = summary.to_json(outcome, config);
+  if (!summary_path.empty()) std::ofstream(summary_path) << result.dump(2) << '\n';
+  else std::cout << result.dump(2) << std::endl;
+  print_conclusion(result);
+  return outcome.status == commtune::RunStatus::Succeeded ? 0 : kExitFailed;
+}
+
 void print_param(const nlohmann::json& p, const std::string& prefix) {
   std::string line = "  " + prefix + p["name"].get<std::string>() + " (" + p["type"].get<std::string>() +
                      ", default " + p["default"].dump() + "): " + p["doc"].get<std::string>();
@@ -205,9 +265,17 @@ int main(int argc, char** argv) {
   params->add_flag("--json", as_json, "machine-readable");
   params->add_flag("--markdown", as_markdown, "as Markdown tables (docs/config.md)");
 
+  auto* summarize = app.add_subcommand(
+      "summarize", "summarize a run from the event files its workers wrote (COMMTUNE_EVENT_FILE, e.g. under torchrun)");
+  std::vector<std::string> event_files;
+  summarize->add_option("files", event_files, "event files, one per rank")->required()->check(CLI::ExistingFile);
+  summarize->add_option("--summary", summary_path, "write the summary (JSON) here instead of to stdout");
+  summarize->add_option("--metrics", metrics_path, "write every rank's per-step metrics here (JSON Lines)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run) return run_command(config_path, overrides, summary_path, metrics_path, quiet, verbose);
+    if (*summarize) return summarize_command(event_files, summary_path, metrics_path);
     if (*params) return params_command(section, as_json, as_markdown);
   } catch (const commtune::ConfigError& e) {
     std::fprintf(stderr, "commtune: configuration error: %s\n", e.what());

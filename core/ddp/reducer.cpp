@@ -215,8 +215,14 @@ BackwardReport Reducer::finish_backward() {
     cv_.wait(lock, [this] { return runs_done_ == buckets_.size(); });
   }
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    if (errors_[b]) std::rethrow_exception(errors_[b]);
-    const auto result = Communicator::wait(futures_[b]);
+    at::Tensor result;
+    try {
+      if (errors_[b]) std::rethrow_exception(errors_[b]);
+      result = Communicator::wait(futures_[b]);
+    } catch (const CommunicationError& e) {
+      throw CommunicationError("reducing bucket " + std::to_string(b) + " of step " + std::to_string(step_) + ": " +
+                               e.what());
+    }
     auto buffer = params_.grads().narrow(0, bucket_start_[b], bucket_numel_[b]);
     if (result.numel() != buffer.numel())
       throw std::runtime_error("communication hook returned " + std::to_string(result.numel()) + " elements for bucket " +

@@ -31,10 +31,16 @@ struct Communicator::Impl {
   }
   double share() const { return static_cast<double>(env.world_size - 1) / env.world_size; }
 
-  // Work futures hold a list of tensors; ours hold the one tensor.
+  // Work futures hold a list of tensors; ours hold the one tensor. c10's
+  // then() runs the callback on failure too: value() rethrows the failure
+  // into the child future, so a failed collective never looks like a result.
   static Future to_tensor_future(const c10::intrusive_ptr<c10d::Work>& work, at::Tensor result) {
-    return work->getFuture()->then([result = std::move(result)](c10::ivalue::Future&) -> c10::IValue { return result; },
-                                   c10::TensorType::get());
+    return work->getFuture()->then(
+        [result = std::move(result)](c10::ivalue::Future& done) -> c10::IValue {
+          done.value();
+          return result;
+        },
+        c10::TensorType::get());
   }
 
   Future emulated_bf16_allreduce(at::Tensor tensor);
@@ -126,7 +132,8 @@ Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
   count((p - 1) * static_cast<double>(bytes_of(mine)));
   auto work = group->allgather(outputs, inputs);
   return work->getFuture()->then(
-      [tensor, gathered, n](c10::ivalue::Future&) -> c10::IValue {
+      [tensor, gathered, n](c10::ivalue::Future& done) -> c10::IValue {
+        done.value();  // rethrows a failed allgather
         tensor.reshape({-1}).copy_(gathered.narrow(0, 0, n));
         return tensor;
       },

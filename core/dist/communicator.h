@@ -85,6 +85,7 @@ at::Tensor future_tensor(const c10::IValue& value);
 
 // Chains `fn(tensor) -> tensor` after `future`, like torch.futures.Future.then.
 // The callback runs on whichever thread completes `future`: it must not block.
+// A failed `future` skips `fn` and fails the result.
 template <class Fn>
 Future then(const Future& future, Fn fn) {
   return future->then([fn = std::move(fn)](c10::ivalue::Future& done) -> c10::IValue {

@@ -1,39 +1,27 @@
 #include "core/models/weights_file.h"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
-#include <filesystem>
-#include <fstream>
 #include <map>
+
+#include "core/io/pickle_file.h"
 
 #include "core/schema/param_schema.h"
 
 namespace commtune {
 
 void save_weights(const std::string& path, const NamedTensors& tensors) {
-  c10::Dict<std::string, at::Tensor> dict;
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
   for (const auto& [name, t] : tensors) dict.insert(name, t.detach().cpu().contiguous());
-  const auto bytes = torch::jit::pickle_save(dict);
-  const auto tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);  // a reader never sees half a file
+  write_pickle_file(path, dict);
 }
 
 NamedTensors read_weights(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<char> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   c10::IValue value;
   try {
-    value = torch::jit::pickle_load(bytes);
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(path + " is not a weights file this libtorch reads (" + e.what_without_backtrace() +
-                             "); save it with torch.save(dict(model.state_dict()), path)");
+    value = read_pickle_file(path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string(e.what()) + "; save weights with torch.save(dict(model.state_dict()), path)");
   }
   if (!value.isGenericDict())
     throw std::runtime_error(path + " does not hold a dict of tensors; save it with torch.save(dict(model.state_dict()), path)");

@@ -83,9 +83,15 @@ void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
   auto model = cat.models.create(config.model, dataset->spec());
   model->to(device);
   model->train(true);
-  if (!config.weights.init.empty())
-    load_weights_into(model->named_parameters(), read_weights(config.weights.init), config.weights.init,
-                      "weights.init");
+  if (!config.weights.init.empty()) {
+    NamedTensors weights;
+    try {
+      weights = read_weights(config.weights.init);
+    } catch (const std::runtime_error& e) {
+      throw ConfigError("weights.init", e.what());
+    }
+    load_weights_into(model->named_parameters(), weights, config.weights.init, "weights.init");
+  }
 
   FlatParameters flat(model->named_parameters());
   Communicator::wait(comm.broadcast(flat.values(), 0));  // DDP starts every rank from rank 0's weights

@@ -1,0 +1,48 @@
+#include "core/io/pickle_file.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace commtune {
+
+void write_pickle_file(const std::string& path, const c10::IValue& value) {
+  std::vector<char> pickle_bytes;
+  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickle_bytes.insert(pickle_bytes.end(), data, data + size); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+
+  const auto tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) -> size_t {
+      out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+      return out ? size : 0;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickle_bytes.data(), pickle_bytes.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);  // a reader never sees half a file
+}
+
+c10::IValue read_pickle_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::vector<char> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  try {
+    return torch::jit::pickle_load(bytes);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(path + " is not a pickle file this libtorch reads: " + e.what_without_backtrace());
+  }
+}
+
+}  // namespace commtune

@@ -1,0 +1,121 @@
+"""Helpers shared by the Python tests: locate the build, run commtune, read
+its summaries and metrics, and inspect processes through /proc."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("COMMTUNE_BUILD_DIR", os.path.join(REPO, "build"))
+CLI = os.path.join(BUILD, "app", "commtune-cli")
+WORKER = os.path.join(BUILD, "app", "commtune-worker")
+ORACLE_PYTHON = "/usr/bin/python3"  # Debian's python3-torch: the reference
+
+sys.path.insert(0, os.path.join(REPO, "tests", "oracle"))
+
+
+class Run:
+    def __init__(self, returncode, stderr, summary, metrics_path):
+        self.returncode = returncode
+        self.stderr = stderr
+        self.summary = summary
+        self.metrics_path = metrics_path
+
+    def losses(self):
+        """Per rank, the loss of every step."""
+        rows = [json.loads(line) for line in open(self.metrics_path)]
+        world = 1 + max(r["rank"] for r in rows)
+        out = [[] for _ in range(world)]
+        for r in sorted(rows, key=lambda r: (r["rank"], r["step"])):
+            out[r["rank"]].append(r["loss"])
+        return out
+
+
+def overrides_to_args(overrides):
+    args = []
+    for key, value in overrides.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        args += ["--set", f"{key}={value}"]
+    return args
+
+
+def run_commtune(workdir, overrides, check=True, timeout=600, extra_args=()):
+    """Runs `commtune-cli run` with `--set` overrides; returns a Run."""
+    summary_path = os.path.join(workdir, "summary.json")
+    metrics_path = os.path.join(workdir, "metrics.jsonl")
+    args = [CLI, "run", "--quiet", "--summary", summary_path, "--metrics", metrics_path]
+    args += overrides_to_args(overrides) + list(extra_args)
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    summary = json.load(open(summary_path)) if os.path.exists(summary_path) else None
+    if check and proc.returncode != 0:
+        raise AssertionError(f"commtune failed ({proc.returncode}):\n{proc.stderr}\n{json.dumps(summary, indent=1)}")
+    return Run(proc.returncode, proc.stderr, summary, metrics_path)
+
+
+def process_state(pid):
+    """The state letter of a process (R, S, Z, ...), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def is_running(pid):
+    """True while the process exists and is not a zombie (a dead process its parent has not reaped)."""
+    return process_state(pid) not in (None, "Z", "X")
+
+
+def children_of(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def wait_for(predicate, timeout, interval=0.05):
+    """Polls until predicate() is true; returns the seconds it took, or None on timeout."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if predicate():
+            return time.monotonic() - start
+        time.sleep(interval)
+    return None
+
+
+def start_commtune(workdir, overrides):
+    """Starts `commtune-cli run` in the background; returns (Popen, metrics path, summary path)."""
+    summary_path = os.path.join(workdir, "summary.json")
+    metrics_path = os.path.join(workdir, "metrics.jsonl")
+    args = [CLI, "run", "--quiet", "--summary", summary_path, "--metrics", metrics_path] + overrides_to_args(overrides)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return proc, metrics_path, summary_path
+
+
+def wait_until_training(proc, metrics_path, world_size, timeout=60):
+    """Waits until every rank has reported a few steps; returns the worker pids by rank."""
+    def training():
+        if not os.path.exists(metrics_path):
+            return False
+        ranks = {json.loads(line)["rank"] for line in open(metrics_path) if line.endswith("\n")}
+        return len(ranks) == world_size
+    if wait_for(training, timeout) is None:
+        raise AssertionError("the run did not start training in time")
+    return sorted(children_of(proc.pid), key=worker_rank)
+
+
+def worker_rank(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+    return int(env[b"RANK"])

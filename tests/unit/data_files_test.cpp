@@ -1,0 +1,115 @@
+// The MNIST and CIFAR-10 readers on small files written in those formats.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/catalog.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class DataFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("commtune-data-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static void put_be32(std::string& s, std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>((v >> shift) & 0xff));
+  }
+  static std::string idx(std::uint32_t rank, const std::vector<std::uint32_t>& sizes, const std::string& body) {
+    std::string s;
+    put_be32(s, 0x800 | rank);
+    for (auto n : sizes) put_be32(s, n);
+    return s + body;
+  }
+  void write(const std::string& name, const std::string& bytes, bool gzip = false) {
+    const auto path = (dir_ / name).string();
+    if (!gzip) {
+      std::ofstream(path, std::ios::binary) << bytes;
+      return;
+    }
+    gzFile f = gzopen((path + ".gz").c_str(), "wb");
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+  }
+  std::unique_ptr<commtune::Dataset> load(const nlohmann::json& section) {
+    auto& registry = commtune::catalog().datasets;
+    return registry.create(registry.normalize(section), commtune::DataContext{0});
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(DataFiles, ReadsMnistIdxPlainAndGzipped) {
+  const int n = 5;
+  std::string pixels(n * 28 * 28, '\0'), labels;
+  for (int i = 0; i < n; ++i) {
+    pixels[i * 784 + 7] = static_cast<char>(255);
+    labels.push_back(static_cast<char>(i * 2));
+  }
+  write("train-images-idx3-ubyte", idx(3, {n, 28, 28}, pixels), /*gzip=*/true);
+  write("train-labels-idx1-ubyte", idx(1, {n}, labels));
+  auto data = load({{"name", "mnist"}, {"path", dir_.string()}, {"normalize", false}});
+  EXPECT_EQ(data->size(), n);
+  EXPECT_EQ(data->spec().input_shape, (std::vector<std::int64_t>{1, 28, 28}));
+  const auto batch = data->gather({3, 4});
+  EXPECT_EQ(batch.target[1].item<std::int64_t>(), 8);
+  EXPECT_EQ(batch.input[0][0][0][7].item<float>(), 1.0f);
+  EXPECT_EQ(batch.input.sum().item<float>(), 2.0f);
+
+  auto normalized = load({{"name", "mnist"}, {"path", dir_.string()}, {"limit", 2}});
+  EXPECT_EQ(normalized->size(), 2);
+  EXPECT_NEAR(normalized->gather({0}).input[0][0][0][0].item<float>(), -0.1307 / 0.3081, 1e-6);
+}
+
+TEST_F(DataFiles, RejectsBrokenMnistFiles) {
+  write("train-images-idx3-ubyte", idx(3, {2, 28, 28}, std::string(100, '\0')));  // truncated
+  write("train-labels-idx1-ubyte", idx(1, {2}, "\x01\x02"));
+  try {
+    load({{"name", "mnist"}, {"path", dir_.string()}});
+    FAIL() << "a truncated file must be refused";
+  } catch (const commtune::ConfigError& e) {
+    EXPECT_EQ(e.field(), "data.path");
+    EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
+  }
+  try {
+    load({{"name", "mnist"}, {"path", (dir_ / "nowhere").string()}});
+    FAIL() << "a missing folder must be refused";
+  } catch (const commtune::ConfigError& e) {
+    EXPECT_EQ(e.field(), "data.path");
+  }
+}
+
+TEST_F(DataFiles, ReadsCifar10Batches) {
+  std::string records;
+  for (int i = 0; i < 4; ++i) {
+    records.push_back(static_cast<char>(i));
+    std::string image(3072, static_cast<char>(i * 10));
+    image[1024] = static_cast<char>(255);  // first green pixel
+    records += image;
+  }
+  write("data_batch_1.bin", records);
+  write("data_batch_2.bin", records.substr(0, 3073));
+  auto data = load({{"name", "cifar10"}, {"path", dir_.string()}, {"normalize", false}});
+  EXPECT_EQ(data->size(), 5);
+  EXPECT_EQ(data->spec().input_shape, (std::vector<std::int64_t>{3, 32, 32}));
+  const auto b = data->gather({2, 4});
+  EXPECT_EQ(b.target[0].item<std::int64_t>(), 2);
+  EXPECT_EQ(b.target[1].item<std::int64_t>(), 0);
+  EXPECT_FLOAT_EQ(b.input[0][1][0][0].item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(b.input[0][0][0][0].item<float>(), 20.0f / 255.0f);
+
+  write("data_batch_1.bin", records + "x");
+  EXPECT_THROW(load({{"name", "cifar10"}, {"path", dir_.string()}}), commtune::ConfigError);
+}
+
+}  // namespace

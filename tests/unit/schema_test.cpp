@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include "core/config/run_config.h"
+
+using commtune::ConfigError;
+using commtune::RunConfig;
+using nlohmann::json;
+
+namespace {
+
+// The message of the ConfigError `fn` throws, and its field.
+template <class Fn>
+std::pair<std::string, std::string> config_error(Fn fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return {e.field(), e.what()};
+  }
+  ADD_FAILURE() << "no ConfigError thrown";
+  return {};
+}
+
+TEST(Schema, EmptyConfigTakesEveryDefault) {
+  const auto c = RunConfig::parse(json::object());
+  EXPECT_EQ(c.run.steps, 200);
+  EXPECT_EQ(c.run.device, "auto");
+  EXPECT_DOUBLE_EQ(c.run.timeout_s, 30.0);
+  EXPECT_EQ(c.model["name"], "mlp");
+  EXPECT_EQ(c.model["hidden"], 1024);
+  EXPECT_EQ(c.data["batch_size"], 32);
+  EXPECT_EQ(c.optimizer["momentum"], 0.9);
+  EXPECT_EQ(c.hook["wrapper"], "none");
+  EXPECT_DOUBLE_EQ(c.ddp.bucket_cap_mb, 25.0);
+  // Normalisation is idempotent: a written config parses to itself.
+  EXPECT_EQ(RunConfig::parse(c.to_json()).to_json(), c.to_json());
+}
+
+TEST(Schema, OutOfRangeNamesTheFieldAndTheRange) {
+  auto [field, message] = config_error([] { RunConfig::parse({{"optimizer", {{"lr", -1}}}}); });
+  EXPECT_EQ(field, "optimizer.lr");
+  EXPECT_NE(message.find("out of range"), std::string::npos) << message;
+  EXPECT_NE(message.find("(0, 10]"), std::string::npos) << message;
+
+  std::tie(field, message) = config_error([] { RunConfig::parse({{"steps", 0}}); });
+  EXPECT_EQ(field, "steps");
+  EXPECT_NE(message.find("an integer from 1 to 1099511627776"), std::string::npos) << message;
+}
+
+TEST(Schema, WrongTypesAreRejected) {
+  EXPECT_EQ(config_error([] { RunConfig::parse({{"steps", 2.5}}); }).first, "steps");
+  EXPECT_EQ(config_error([] { RunConfig::parse({{"steps", "10"}}); }).first, "steps");
+  EXPECT_EQ(config_error([] { RunConfig::parse({{"data", {{"shuffle", 1}}}}); }).first, "data.shuffle");
+  EXPECT_EQ(config_error([] { RunConfig::parse({{"model", 3}}); }).first, "model");
+  // An integral float is an integer.
+  EXPECT_EQ(RunConfig::parse({{"steps", 12.0}}).run.steps, 12);
+}
+
+TEST(Schema, UnknownKeysGetASuggestion) {
+  auto [field, message] = config_error([] { RunConfig::parse({{"model", {{"hiden", 3}}}}); });
+  EXPECT_EQ(field, "model.hiden");
+  EXPECT_NE(message.find("did you mean 'hidden'"), std::string::npos) << message;
+
+  std::tie(field, message) = config_error([] { RunConfig::parse({{"stepz", 3}}); });
+  EXPECT_EQ(field, "stepz");
+  EXPECT_NE(message.find("'steps'"), std::string::npos) << message;
+}
+
+TEST(Schema, ComponentNamesAreChoices) {
+  auto [field, message] = config_error([] { RunConfig::parse({{"hook", {{"name", "fp16compress"}}}}); });
+  EXPECT_EQ(field, "hook.name");
+  EXPECT_NE(message.find("did you mean 'fp16_compress'"), std::string::npos) << message;
+  EXPECT_NE(message.find("allreduce"), std::string::npos) << message;
+}
+
+TEST(Schema, EntryParametersDependOnTheChosenEntry) {
+  // momentum belongs to sgd, not adam.
+  EXPECT_EQ(config_error([] { RunConfig::parse({{"optimizer", {{"name", "adam"}, {"momentum", 0.5}}}}); }).first,
+            "optimizer.momentum");
+  const auto c = RunConfig::parse({{"optimizer", {{"name", "adam"}, {"beta2", 0.99}}}});
+  EXPECT_EQ(c.optimizer["beta2"], 0.99);
+  EXPECT_EQ(c.optimizer["lr"], 0.05);  // common to every optimizer
+}
+
+TEST(Schema, OverridesParseTextAsTheParameterType) {
+  json raw = json::object();
+  commtune::apply_override(raw, "steps=17");
+  commtune::apply_override(raw, "data.shuffle=off");
+  commtune::apply_override(raw, "hook.name=fp16_compress");
+  commtune::apply_override(raw, "optimizer.name=adam");
+  commtune::apply_override(raw, "optimizer.eps=1e-6");
+  commtune::apply_override(raw, "weights.init=123");  // a path that looks like a number stays a string
+  const auto c = RunConfig::parse(raw);
+  EXPECT_EQ(c.run.steps, 17);
+  EXPECT_EQ(c.data["shuffle"], false);
+  EXPECT_EQ(c.hook["name"], "fp16_compress");
+  EXPECT_DOUBLE_EQ(c.optimizer["eps"].get<double>(), 1e-6);
+  EXPECT_EQ(c.weights.init, "123");
+}
+
+TEST(Schema, BadOverridesNameTheirPath) {
+  json raw = json::object();
+  EXPECT_EQ(config_error([&] { commtune::apply_override(raw, "steps=many"); }).first, "steps");
+  EXPECT_EQ(config_error([&] { commtune::apply_override(raw, "model.hidden=0"); }).first, "model.hidden");
+  EXPECT_EQ(config_error([&] { commtune::apply_override(raw, "model.width=3"); }).first, "model.width");
+  EXPECT_EQ(config_error([&] { commtune::apply_override(raw, "nosuch.x=3"); }).first, "nosuch");
+  EXPECT_EQ(config_error([&] { commtune::apply_override(raw, "ddp.bucket_cap=3"); }).first, "ddp.bucket_cap");
+  config_error([&] { commtune::apply_override(raw, "steps"); });
+}
+
+TEST(Schema, DumpDirIsRequiredForGradientDumps) {
+  EXPECT_EQ(config_error([] { RunConfig::parse({{"debug", {{"dump_grads_steps", 2}}}}); }).first, "debug.dump_dir");
+}
+
+TEST(Schema, DescribeListsEverySection) {
+  const auto d = commtune::describe_schema();
+  std::vector<std::string> sections;
+  for (const auto& s : d["sections"]) sections.push_back(s["section"]);
+  EXPECT_EQ(sections, (std::vector<std::string>{"model", "data", "optimizer", "hook", "ddp", "weights", "debug"}));
+  for (const auto& p : d["root"]) {
+    EXPECT_FALSE(p["doc"].get<std::string>().empty()) << p.dump();
+    EXPECT_FALSE(p["allowed"].get<std::string>().empty()) << p.dump();
+  }
+}
+
+}  // namespace
