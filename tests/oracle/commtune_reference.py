@@ -273,6 +273,8 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path):
     x, y, spec = make_dataset(config["data"], config["seed"])
     model = make_model(config["model"], spec)
     model.load_state_dict(torch.load(init_path), strict=True)
+    # DDP reads its first bucket's cap from this module global when built.
+    dist._DEFAULT_FIRST_BUCKET_BYTES = int(config["ddp"]["first_bucket_cap_mb"] * 1024 * 1024)
     ddp = DDP(model, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
     hook = make_hook(config["hook"])
     if hook is not None:
