@@ -79,6 +79,8 @@ int run_command(const std::string& config_path, const std::vector<std::string>& 
   }
   options.worker_path = commtune::default_worker_path();
   options.echo_worker_output = verbose;
+  if (config.run.cpu_affinity == "cores" && commtune::cuda_device_count() == 0)
+    options.rank_cpus = commtune::split_cores(options.world_size);
 
   commtune::RunSummary summary(options.world_size);
   commtune::ProgressLine progress(options.world_size, config.run.steps);
@@ -228,7 +230,7 @@ int params_command(const std::string& only, bool as_json, bool as_markdown) {
                                         e["doc"].get<std::string>() + "\n\n"
                                   : "  [" + e["name"].get<std::string>() + "] " + e["doc"].get<std::string>() + "\n");
         if (as_markdown && !e["params"].empty()) std::cout << header;
-        for (const auto& p : e["params"]) show(p, "  " + key + ".");
+        for (const auto& p : e["params"]) show(p, (as_markdown ? "" : "  ") + key + ".");
         if (as_markdown) std::cout << "\n";
       }
     } else {

@@ -18,6 +18,11 @@ std::string version_text() {
 #else
   text += "NCCL: no\n";
 #endif
+#if defined(COMMTUNE_WITH_GLOO)
+  text += "Gloo: yes\n";
+#else
+  text += "Gloo: no\n";
+#endif
   text += std::string("CUDA kernels: ") + (kernels::cuda_compiled() ? "built" : "not built");
   return text;
 }

@@ -17,6 +17,9 @@ Schema<RunOptions> RunOptions::schema() {
                "seed for model initialisation, synthetic data and shuffling")
       .integer("threads", &RunOptions::threads, {0, 1024}, "threads",
                "intra-op CPU threads per rank (0: cores divided among the local ranks)")
+      .choice("cpu_affinity", &RunOptions::cpu_affinity, {"none", "cores"},
+              "cores: on CPU, bind each rank to its own equal share of the cores; none: leave placement to the "
+              "OS (faster when a rank has one core: its communication threads can then use idle cores)")
       .real("timeout_s", &RunOptions::timeout_s, {0, 3600, true}, "s",
             "rendezvous and collective timeout: a rank that stops answering fails the run after this long");
 }

@@ -30,6 +30,7 @@ struct RunOptions {
   std::int64_t steps = 200;
   std::int64_t seed = 0;
   std::int64_t threads = 0;
+  std::string cpu_affinity = "none";
   double timeout_s = 30;
 
   static Schema<RunOptions> schema();

@@ -10,23 +10,9 @@ namespace commtune {
 
 namespace {
 
-struct CifarOptions {
-  std::string path;
-  std::string split = "train";
-  std::int64_t limit = 0;
-  bool normalize = true;
-  static Schema<CifarOptions> schema() {
-    return Schema<CifarOptions>()
-        .text("path", &CifarOptions::path, "folder holding data_batch_1.bin ... and test_batch.bin")
-        .choice("split", &CifarOptions::split, {"train", "test"}, "data_batch_1..5 (50k) or test_batch (10k)")
-        .integer("limit", &CifarOptions::limit, Range::at_least(0), "samples", "use only the first N samples (0: all)")
-        .flag("normalize", &CifarOptions::normalize, "scale to [0,1], then standardise per channel");
-  }
-};
-
 constexpr std::int64_t kRecord = 1 + 3 * 32 * 32;
 
-std::unique_ptr<Dataset> make_cifar10(const CifarOptions& o, const DataContext&) {
+std::unique_ptr<Dataset> make_cifar10(const FileDatasetOptions& o, const DataContext&) {
   if (o.path.empty()) throw ConfigError("data.path", "set the folder holding the CIFAR-10 .bin files");
   namespace fs = std::filesystem;
   fs::path dir(o.path);
@@ -65,7 +51,11 @@ std::unique_ptr<Dataset> make_cifar10(const CifarOptions& o, const DataContext&)
 }  // namespace
 
 void register_cifar10_dataset(DatasetRegistry& registry) {
-  registry.add<CifarOptions>("cifar10", "CIFAR-10 images from the binary batches in a local folder", make_cifar10);
+  registry.add<FileDatasetOptions>(
+      "cifar10",
+      "CIFAR-10 images from data_batch_1..5.bin (test_batch.bin for test) in data.path or its "
+      "cifar-10-batches-bin folder; normalised per channel",
+      make_cifar10);
 }
 
 }  // namespace commtune

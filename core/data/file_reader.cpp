@@ -9,6 +9,16 @@
 
 namespace commtune {
 
+Schema<FileDatasetOptions> FileDatasetOptions::schema() {
+  return Schema<FileDatasetOptions>()
+      .text("path", &FileDatasetOptions::path, "folder holding the dataset's files (plain or .gz)")
+      .choice("split", &FileDatasetOptions::split, {"train", "test"}, "the training or the test files")
+      .integer("limit", &FileDatasetOptions::limit, Range::at_least(0), "samples",
+               "use only the first N samples (0: all)")
+      .flag("normalize", &FileDatasetOptions::normalize,
+            "scale pixels to [0, 1], then standardise with the dataset's usual mean and deviation");
+}
+
 std::vector<unsigned char> read_data_file(const std::string& path, const std::string& field) {
   namespace fs = std::filesystem;
   if (fs::exists(path)) {

@@ -10,20 +10,6 @@ namespace commtune {
 
 namespace {
 
-struct MnistOptions {
-  std::string path;
-  std::string split = "train";
-  std::int64_t limit = 0;
-  bool normalize = true;
-  static Schema<MnistOptions> schema() {
-    return Schema<MnistOptions>()
-        .text("path", &MnistOptions::path, "folder holding train-images-idx3-ubyte etc. (plain or .gz)")
-        .choice("split", &MnistOptions::split, {"train", "test"}, "train (60k) or t10k (10k) files")
-        .integer("limit", &MnistOptions::limit, Range::at_least(0), "samples", "use only the first N samples (0: all)")
-        .flag("normalize", &MnistOptions::normalize, "scale to [0,1], then standardise with mean 0.1307, std 0.3081");
-  }
-};
-
 std::uint32_t big_endian(const std::vector<unsigned char>& b, std::size_t at) {
   return (std::uint32_t(b[at]) << 24) | (std::uint32_t(b[at + 1]) << 16) | (std::uint32_t(b[at + 2]) << 8) | b[at + 3];
 }
@@ -49,7 +35,7 @@ at::Tensor read_idx(const std::string& file, std::size_t expected_rank) {
   return out;
 }
 
-std::unique_ptr<Dataset> make_mnist(const MnistOptions& o, const DataContext&) {
+std::unique_ptr<Dataset> make_mnist(const FileDatasetOptions& o, const DataContext&) {
   if (o.path.empty()) throw ConfigError("data.path", "set the folder holding the MNIST idx files");
   const std::string prefix = o.split == "train" ? "train" : "t10k";
   const auto dir = std::filesystem::path(o.path);
@@ -71,7 +57,11 @@ std::unique_ptr<Dataset> make_mnist(const MnistOptions& o, const DataContext&) {
 }  // namespace
 
 void register_mnist_dataset(DatasetRegistry& registry) {
-  registry.add<MnistOptions>("mnist", "MNIST digits from the idx files in a local folder", make_mnist);
+  registry.add<FileDatasetOptions>(
+      "mnist",
+      "MNIST digits from train-images-idx3-ubyte, train-labels-idx1-ubyte (t10k-... for test) in data.path; "
+      "normalised with mean 0.1307 and deviation 0.3081",
+      make_mnist);
 }
 
 }  // namespace commtune

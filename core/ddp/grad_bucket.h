@@ -13,9 +13,10 @@ class GradBucket {
  public:
   GradBucket(std::size_t index, bool is_last, at::Tensor buffer, std::vector<std::int64_t> offsets,
              std::vector<std::int64_t> lengths, std::vector<std::vector<std::int64_t>> shapes,
-             std::vector<at::Tensor> parameters)
+             std::vector<at::Tensor> parameters, double gradient_scale = 1.0)
       : index_(index),
         is_last_(is_last),
+        gradient_scale_(gradient_scale),
         buffer_(std::move(buffer)),
         offsets_(std::move(offsets)),
         lengths_(std::move(lengths)),
@@ -25,6 +26,9 @@ class GradBucket {
   std::size_t index() const { return index_; }
   // True for the bucket reduced last in each step (stateful hooks advance their iteration on it).
   bool is_last() const { return is_last_; }
+  // The factor the reducer multiplied the gradients by while filling the
+  // buffer (the outermost hook's gradient_copy_scale; 1 when none).
+  double gradient_scale() const { return gradient_scale_; }
   // The flat 1-D gradients of this bucket, in the order of parameters().
   const at::Tensor& buffer() const { return buffer_; }
   // Replaces the buffer (compression wrappers hand their inner hook a cast copy).
@@ -45,6 +49,7 @@ class GradBucket {
  private:
   std::size_t index_;
   bool is_last_;
+  double gradient_scale_;
   at::Tensor buffer_;
   std::vector<std::int64_t> offsets_;
   std::vector<std::int64_t> lengths_;

@@ -60,7 +60,7 @@ Reducer::Reducer(FlatParameters& params, Communicator& comm, CommHook& hook, Hoo
     const auto key = accumulator->add_post_hook(std::make_unique<GradientReadyHook>(this, i));
     autograd_hooks_.emplace_back(std::move(accumulator), key);
   }
-  hook_thread_ = std::thread([this] { hook_thread_main(); });
+  if (hook_.may_block()) hook_thread_ = std::thread([this] { hook_thread_main(); });
 }
 
 Reducer::~Reducer() {
@@ -70,7 +70,7 @@ Reducer::~Reducer() {
     armed_ = false;
   }
   cv_.notify_all();
-  hook_thread_.join();
+  if (hook_thread_.joinable()) hook_thread_.join();
   for (auto& [node, key] : autograd_hooks_) node->del_post_hook(key);
 }
 
@@ -114,33 +114,62 @@ bool Reducer::begin_step() {
 }
 
 void Reducer::on_gradient_ready(std::size_t index) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!armed_) return;  // a backward pass the reducer was not prepared for
-  if (param_ready_[index])
-    throw std::runtime_error("parameter '" + params_.name(index) +
-                             "' received its gradient twice in one backward pass (reentrant backward or "
-                             "checkpointing is not supported)");
-  param_ready_[index] = true;
-  auto& grad = params_.parameter(index).mutable_grad();
-  const auto& view = grad_views_[index];
-  if (!grad.is_alias_of(view)) {
-    if (copy_scale_ != 1.0)
-      at::mul_out(const_cast<at::Tensor&>(view), grad, at::native::wrapped_scalar_tensor(copy_scale_));
-    else
-      view.copy_(grad);
-    grad = view;
+  std::vector<std::size_t> run_now;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!armed_) return;  // a backward pass the reducer was not prepared for
+    if (param_ready_[index])
+      throw std::runtime_error("parameter '" + params_.name(index) +
+                               "' received its gradient twice in one backward pass (reentrant backward or "
+                               "checkpointing is not supported)");
+    param_ready_[index] = true;
+    auto& grad = params_.parameter(index).mutable_grad();
+    const auto& view = grad_views_[index];
+    if (options_.capture_local_gradients)  // before any scaling on the way into the bucket
+      local_grads_.narrow(0, params_.offset(index), params_.numel(index)).copy_(grad.reshape({-1}));
+    if (!grad.is_alias_of(view)) {
+      if (copy_scale_ != 1.0)
+        at::mul_out(const_cast<at::Tensor&>(view), grad, at::native::wrapped_scalar_tensor(copy_scale_));
+      else
+        view.copy_(grad);
+      grad = view;
+    }
+    if (step_ == 0) ready_order_.push_back(index);
+    if (--pending_[bucket_of_[index]] == 0) run_now = launch_ready_buckets();
   }
-  if (step_ == 0) ready_order_.push_back(index);
-  if (--pending_[bucket_of_[index]] == 0) launch_ready_buckets();
+  for (auto b : run_now) run_bucket(b);
 }
 
-void Reducer::launch_ready_buckets() {
-  bool launched = false;
-  while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
-    queue_.push_back(next_launch_++);
-    launched = true;
+std::vector<std::size_t> Reducer::launch_ready_buckets() {
+  std::vector<std::size_t> ready;
+  while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) ready.push_back(next_launch_++);
+  if (!hook_thread_.joinable() || ready.empty()) return ready;
+  queue_.insert(queue_.end(), ready.begin(), ready.end());
+  cv_.notify_all();
+  return {};
+}
+
+void Reducer::run_bucket(std::size_t b) {
+  GradBucket bucket = [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return make_bucket(b);
+  }();
+  Future future;
+  std::exception_ptr error;
+  try {
+    const auto blocked_before = Communicator::thread_blocked_ns();
+    const auto start = steady::now();
+    future = hook_.run(bucket);
+    const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - start).count();
+    clock_.add_compute_ns(elapsed - (Communicator::thread_blocked_ns() - blocked_before));
+  } catch (...) {
+    error = std::current_exception();
   }
-  if (launched) cv_.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  futures_[b] = std::move(future);
+  errors_[b] = error;
+  ++runs_done_;
+  cv_.notify_all();
 }
 
 GradBucket Reducer::make_bucket(std::size_t b) const {
@@ -154,7 +183,7 @@ GradBucket Reducer::make_bucket(std::size_t b) const {
     parameters.push_back(params_.parameter(i));
   }
   return GradBucket(b, b + 1 == buckets_.size(), params_.grads().narrow(0, bucket_start_[b], bucket_numel_[b]),
-                    std::move(offsets), std::move(lengths), std::move(shapes), std::move(parameters));
+                    std::move(offsets), std::move(lengths), std::move(shapes), std::move(parameters), copy_scale_);
 }
 
 void Reducer::hook_thread_main() {
@@ -164,27 +193,9 @@ void Reducer::hook_thread_main() {
     if (stopping_) return;
     const auto b = queue_.front();
     queue_.pop_front();
-    auto bucket = make_bucket(b);
     lock.unlock();
-
-    Future future;
-    std::exception_ptr error;
-    try {
-      if (options_.capture_local_gradients) local_grads_.narrow(0, bucket_start_[b], bucket_numel_[b]).copy_(bucket.buffer());
-      const auto blocked_before = Communicator::thread_blocked_ns();
-      const auto start = steady::now();
-      future = hook_.run(bucket);
-      const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - start).count();
-      clock_.add_compute_ns(elapsed - (Communicator::thread_blocked_ns() - blocked_before));
-    } catch (...) {
-      error = std::current_exception();
-    }
-
+    run_bucket(b);
     lock.lock();
-    futures_[b] = std::move(future);
-    errors_[b] = error;
-    ++runs_done_;
-    cv_.notify_all();
   }
 }
 

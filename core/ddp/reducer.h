@@ -2,8 +2,9 @@
 // gradient into its bucket slice (scaled, when the hook asks); a bucket whose
 // gradients are all in is handed to the communication hook at once, so
 // communication overlaps the rest of backward. Buckets are reduced in index
-// order on one hook thread: every rank issues its collectives in the same
-// order, and no communication thread is ever blocked.
+// order from one thread, so every rank issues its collectives in the same
+// order and no communication thread is ever blocked: the autograd thread for
+// hooks that never wait, a dedicated hook thread for those that may.
 #pragma once
 
 #include <condition_variable>
@@ -71,7 +72,10 @@ class Reducer {
   struct GradientReadyHook;
 
   void on_gradient_ready(std::size_t index);
-  void launch_ready_buckets();  // with mutex_ held
+  // Takes the buckets that became ready, in order (with mutex_ held); hands
+  // them to the hook thread, or returns them to run inline.
+  std::vector<std::size_t> launch_ready_buckets();
+  void run_bucket(std::size_t b);  // without mutex_ held
   void hook_thread_main();
   void set_buckets(std::vector<std::vector<std::size_t>> buckets);
   void rebuild_buckets();
@@ -108,7 +112,7 @@ class Reducer {
   std::int64_t compute_ns_at_start_ = 0;
 
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> autograd_hooks_;
-  std::thread hook_thread_;
+  std::thread hook_thread_;  // only for hooks that may block
 };
 
 }  // namespace commtune

@@ -66,6 +66,7 @@ Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono:
 
   try {
     if (backend == CommBackend::Gloo) {
+#if defined(COMMTUNE_WITH_GLOO)
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
@@ -74,6 +75,9 @@ Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono:
       else
         options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, options);
+#else
+      throw std::runtime_error("this build of commtune has no Gloo support (built without gloo headers): use device=cuda");
+#endif
     } else {
 #if defined(COMMTUNE_WITH_NCCL)
       auto options = c10d::ProcessGroupNCCL::Options::create();

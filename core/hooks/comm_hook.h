@@ -75,16 +75,23 @@ class CommHook {
  public:
   virtual ~CommHook() = default;
 
-  // Reduces one bucket. Called on the reducer's hook thread, once per bucket,
-  // in bucket index order: the same order on every rank, so a hook may issue
-  // several collectives and wait on them (Communicator::wait) between stages. Callbacks
-  // chained on futures run on communication threads and must never block.
-  // The future's value is the averaged gradient buffer (any tensor with the
-  // bucket's numel; the reducer copies it into the bucket if it is another).
+  // Reduces one bucket. Called once per bucket, in bucket index order, from
+  // one thread: every rank issues its collectives in the same order, so a
+  // hook may issue several collectives and wait on them (Communicator::wait)
+  // between stages. Callbacks chained on futures run on communication
+  // threads and must never block. The future's value is the averaged
+  // gradient buffer (any tensor with the bucket's numel; the reducer copies
+  // it into the bucket if it is another).
   virtual Future run(GradBucket& bucket) = 0;
 
+  // True when run() may wait on collectives. Such hooks run on the reducer's
+  // hook thread, so backward keeps computing while they wait; the others run
+  // on the autograd thread as soon as their bucket is ready, as in DDP,
+  // sparing a thread hand-off per bucket.
+  virtual bool may_block() const { return false; }
+
   // A factor the reducer applies while copying gradients into the bucket
-  // (fused with the copy, saving a pass). Only the built-in reduction uses it.
+  // (fused with the copy, saving a pass over the gradients).
   virtual double gradient_copy_scale() const { return 1.0; }
 };
 

@@ -10,18 +10,25 @@ struct NoOptions {
   static Schema<NoOptions> schema() { return {}; }
 };
 
-// allreduce_hook: divide by the world size, then sum.
+bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// allreduce_hook: divide by the world size, then sum. For a power-of-two
+// world size, x / 2^k and x * 2^-k are the same exactly rounded value, so the
+// division rides along with the copy into the bucket and saves a pass; when
+// wrapped, the bucket arrives unscaled and the hook divides itself.
 class AllreduceHook final : public CommHook {
  public:
-  explicit AllreduceHook(HookEnv& env) : env_(env) {}
+  explicit AllreduceHook(HookEnv& env) : env_(env), fold_division_(is_power_of_two(env.world_size())) {}
   Future run(GradBucket& bucket) override {
     auto buffer = bucket.buffer();
-    buffer.div_(env_.world_size());
+    if (bucket.gradient_scale() == 1.0) buffer.div_(env_.world_size());
     return env_.comm.allreduce_sum(buffer);
   }
+  double gradient_copy_scale() const override { return fold_division_ ? 1.0 / env_.world_size() : 1.0; }
 
  private:
   HookEnv& env_;
+  bool fold_division_;
 };
 
 // DDP without a hook: the reducer scales by 1/world_size while copying the
@@ -37,9 +44,15 @@ class BuiltinReduction final : public CommHook {
 };
 
 // fp16_compress_hook / bf16_compress_hook: cast, divide, sum, cast back.
+// bf16 on Gloo runs its reduce-scatter phase synchronously (Communicator::allreduce_sum).
+bool sum_blocks(at::ScalarType dtype, const HookEnv& env) {
+  return dtype == at::kBFloat16 && env.comm.backend() == CommBackend::Gloo;
+}
+
 class CompressHook final : public CommHook {
  public:
   CompressHook(at::ScalarType dtype, HookEnv& env) : dtype_(dtype), env_(env) {}
+  bool may_block() const override { return sum_blocks(dtype_, env_); }
   Future run(GradBucket& bucket) override {
     auto compressed = bucket.buffer().to(dtype_).div_(env_.world_size());
     auto buffer = bucket.buffer();
@@ -58,6 +71,7 @@ class CompressWrapper final : public CommHook {
  public:
   CompressWrapper(at::ScalarType dtype, std::unique_ptr<CommHook> inner, HookEnv& env)
       : dtype_(dtype), inner_(std::move(inner)), env_(env) {}
+  bool may_block() const override { return inner_->may_block() || sum_blocks(dtype_, env_); }
   Future run(GradBucket& bucket) override {
     auto original = bucket.buffer();
     bucket.set_buffer(original.to(dtype_));

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -126,6 +127,12 @@ void Job::spawn(int rank, const std::string& config_path, int store_port) {
   for (auto& s : arg_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const bool pin = static_cast<std::size_t>(rank) < options_.rank_cpus.size() && !options_.rank_cpus[rank].empty();
+  if (pin)
+    for (int cpu : options_.rank_cpus[rank]) CPU_SET(cpu, &cpus);
+
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
@@ -136,6 +143,7 @@ void Job::spawn(int rank, const std::string& config_path, int store_port) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (pin) ::sched_setaffinity(0, sizeof cpus, &cpus);  // every thread the worker starts inherits it
     if (events[1] == 3) ::fcntl(3, F_SETFD, 0);
     else ::dup2(events[1], 3);
     ::dup2(output[1], 1);
@@ -400,6 +408,20 @@ RunOutcome launch(const LaunchOptions& options, const std::vector<EventSubscribe
     throw std::runtime_error("the worker binary " + options.worker_path + " is missing or not executable");
   Job job(options, subscribers);
   return job.run(cancel);
+}
+
+std::vector<std::vector<int>> split_cores(int world_size) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+  std::vector<int> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cores.push_back(cpu);
+  if (world_size < 1 || cores.size() < static_cast<std::size_t>(world_size)) return {};
+  const std::size_t share = cores.size() / static_cast<std::size_t>(world_size);
+  std::vector<std::vector<int>> out(world_size);
+  for (int r = 0; r < world_size; ++r) out[r].assign(cores.begin() + r * share, cores.begin() + (r + 1) * share);
+  return out;
 }
 
 std::string default_worker_path() {

@@ -29,6 +29,7 @@ struct LaunchOptions {
   std::string worker_path;                             // commtune-worker
   std::chrono::milliseconds kill_grace{2000};          // SIGTERM -> SIGKILL
   bool echo_worker_output = false;                     // copy workers' output to stderr, prefixed
+  std::vector<std::vector<int>> rank_cpus;               // per rank, the cores it may run on (empty: any)
   std::vector<std::pair<std::string, std::string>> env;  // extra environment for the workers
 };
 
@@ -63,5 +64,9 @@ RunOutcome launch(const LaunchOptions& options, const std::vector<EventSubscribe
 
 // commtune-worker beside the running executable, or $COMMTUNE_WORKER.
 std::string default_worker_path();
+
+// Splits the cores this process may use into world_size equal, disjoint
+// shares (rank r gets the r-th); empty when there are fewer cores than ranks.
+std::vector<std::vector<int>> split_cores(int world_size);
 
 }  // namespace commtune

@@ -10,7 +10,7 @@ namespace {
 
 std::string format_number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  if (std::floor(v) == v && std::fabs(v) < 1e16) return std::to_string(static_cast<long long>(v));
   std::ostringstream s;
   s.precision(12);
   s << v;

@@ -4,6 +4,8 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +22,16 @@ namespace commtune {
 namespace {
 
 using steady = std::chrono::steady_clock;
+
+// ATen's intra-op threads, and the BLAS library's own pool: OpenBLAS sizes
+// its pool to the machine regardless of ATen, so two ranks on two cores would
+// otherwise run four matrix-multiply threads.
+void set_compute_threads(int threads) {
+  at::set_num_threads(threads);
+  using SetThreads = void (*)(int);
+  if (auto set_blas = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    set_blas(threads);
+}
 
 double seconds_between(steady::time_point a, steady::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -69,7 +81,7 @@ void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
       config.run.threads > 0 ? static_cast<int>(config.run.threads) : std::max(1, cores / env.local_world_size);
-  at::set_num_threads(threads);
+  set_compute_threads(threads);
 
   Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
                     std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));

@@ -8,7 +8,7 @@
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define COMMTUNE_CPU_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define COMMTUNE_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define COMMTUNE_CPU_CLONES
 #endif

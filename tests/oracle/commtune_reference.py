@@ -17,6 +17,7 @@ import os
 import socket
 import sys
 import tempfile
+import time
 from datetime import timedelta
 
 import torch
@@ -26,7 +27,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 
@@ -228,14 +228,14 @@ def emulated_bf16_compress_wrapper(hook):
     return emulated_bf16_wrapper_hook
 
 
-def make_hook(cfg):
-    """Returns (state, hook) or None for "none". PyTorch's own hooks where 1.13
-    has them on Gloo; the bf16 ones use the emulation above."""
+def make_hook(cfg, on_cuda=False):
+    """Returns (state, hook) or None for "none". PyTorch's own hooks; on Gloo
+    (CPU), which lacks bf16, the bf16 ones use the emulation above."""
     name = cfg["name"]
     hooks = {
-        "allreduce": allreduce_hook_any_dtype,
+        "allreduce": default_hooks.allreduce_hook if on_cuda else allreduce_hook_any_dtype,
         "fp16_compress": default_hooks.fp16_compress_hook,
-        "bf16_compress": emulated_bf16_compress_hook,
+        "bf16_compress": default_hooks.bf16_compress_hook if on_cuda else emulated_bf16_compress_hook,
         "noop": debugging_hooks.noop_hook,
     }
     if name == "none":
@@ -249,7 +249,7 @@ def make_hook(cfg):
     if wrapper == "fp16":
         hook = default_hooks.fp16_compress_wrapper(hook)
     elif wrapper == "bf16":
-        hook = emulated_bf16_compress_wrapper(hook)
+        hook = default_hooks.bf16_compress_wrapper(hook) if on_cuda else emulated_bf16_compress_wrapper(hook)
     return None, hook
 
 
@@ -265,52 +265,85 @@ def make_optimizer(cfg, params):
     raise ValueError(f"no reference for optimizer {cfg['name']}")
 
 
+def batches(sampler, x, y, batch_size, drop_last):
+    """What DataLoader(batch_size, sampler, drop_last) yields, by index_select
+    (the same samples in the same order, without per-sample Python calls)."""
+    indices = list(sampler)
+    for start in range(0, len(indices), batch_size):
+        chunk = indices[start:start + batch_size]
+        if drop_last and len(chunk) < batch_size:
+            return
+        index = torch.tensor(chunk)
+        yield x.index_select(0, index), y.index_select(0, index)
+
+
+def pin_to_share_of_cores(rank, world):
+    """Binds this rank to its share of the allowed cores, as commtune's launcher does."""
+    cores = sorted(os.sched_getaffinity(0))
+    share = len(cores) // world
+    if share:
+        os.sched_setaffinity(0, cores[rank * share:(rank + 1) * share])
+
+
 def run_rank(rank, world, port, config, init_path, out_dir, final_path):
+    if os.environ.get("COMMTUNE_REFERENCE_PIN") == "1":  # benchmarks: the same placement as commtune
+        pin_to_share_of_cores(rank, world)
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
     torch.set_num_threads(threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=config["timeout_s"]))
+    on_cuda = config["device"] == "cuda" or (config["device"] == "auto" and torch.cuda.is_available())
+    device = torch.device("cuda", rank) if on_cuda else torch.device("cpu")
+    if on_cuda:
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if on_cuda else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=config["timeout_s"]))
     x, y, spec = make_dataset(config["data"], config["seed"])
     model = make_model(config["model"], spec)
     model.load_state_dict(torch.load(init_path), strict=True)
+    model.to(device)
     # DDP reads its first bucket's cap from this module global when built.
     dist._DEFAULT_FIRST_BUCKET_BYTES = int(config["ddp"]["first_bucket_cap_mb"] * 1024 * 1024)
-    ddp = DDP(model, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
-    hook = make_hook(config["hook"])
+    ddp = DDP(model, device_ids=[rank] if on_cuda else None, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
+    hook = make_hook(config["hook"], on_cuda)
     if hook is not None:
         ddp.register_comm_hook(*hook)
     data = config["data"]
-    sampler = DistributedSampler(TensorDataset(x, y), num_replicas=world, rank=rank, shuffle=data["shuffle"],
+    sampler = DistributedSampler(range(x.size(0)), num_replicas=world, rank=rank, shuffle=data["shuffle"],
                                  seed=config["seed"])
-    loader = DataLoader(TensorDataset(x, y), batch_size=data["batch_size"], sampler=sampler,
-                        drop_last=data["drop_last"])
     opt_cfg = config["optimizer"]
     optimizer = make_optimizer(opt_cfg, ddp.parameters())
     scheduler = None
     if opt_cfg["warmup_steps"] > 0:
         warmup = opt_cfg["warmup_steps"]
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup))
-    losses, step, epoch = [], 0, 0
+    losses, seconds, step, epoch = [], [], 0, 0
     while step < config["steps"]:
         sampler.set_epoch(epoch)
-        for inputs, targets in loader:
+        started = time.perf_counter()
+        for inputs, targets in batches(sampler, x, y, data["batch_size"], data["drop_last"]):
             if step >= config["steps"]:
                 break
-            loss = loss_fn(ddp(inputs), targets)
+            loss = loss_fn(ddp(inputs.to(device)), targets.to(device))
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()
             losses.append(loss.item())
+            now = time.perf_counter()
+            seconds.append(now - started)  # the whole step: batch, forward, backward, optimizer
+            started = now
             step += 1
         epoch += 1
     with open(os.path.join(out_dir, f"losses-{rank}.json"), "w") as f:
-        json.dump(losses, f)
+        json.dump({"losses": losses, "seconds": seconds}, f)
     if rank == 0 and final_path:
-        torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, final_path)
-    dist.barrier()
-    dist.destroy_process_group()
+        torch.save({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}, final_path)
+    dist.barrier()  # every rank's results are on disk
+    # PyTorch 1.13 sometimes deadlocks tearing down a process whose Gloo
+    # threads ran Python hook callbacks (seen here: one rank gone, the other
+    # waiting for the GIL forever). The work is done; leave without teardown.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def free_port():
@@ -320,26 +353,34 @@ def free_port():
 
 
 def replay(config, init_path, final_path=None, world_size=None):
-    """Runs the reference and returns every rank's per-step losses."""
+    """Runs the reference; returns per rank {"losses": [...], "seconds": [...]}."""
     world = world_size or config["world_size"] or 2
+    # Like commtune's `threads`, bound the BLAS pool too (read by each spawned rank at import).
+    threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path), nprocs=world, join=True)
-        return [json.load(open(os.path.join(out_dir, f"losses-{r}.json"))) for r in range(world)]
+        results = []
+        for r in range(world):
+            with open(os.path.join(out_dir, f"losses-{r}.json")) as f:
+                results.append(json.load(f))
+        return results
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True, help="normalised config, or a commtune run summary")
     parser.add_argument("--init", required=True, help="initial weights (commtune's weights.save_initial)")
-    parser.add_argument("--out", required=True, help="where to write {'losses': [[rank 0], [rank 1], ...]}")
+    parser.add_argument("--out", required=True,
+                        help="where to write {'losses': [[rank 0], ...], 'seconds': [[rank 0], ...]}")
     parser.add_argument("--final", help="also save rank 0's final weights here")
     parser.add_argument("--world-size", type=int, help="ranks (default: the config's, or 2)")
     args = parser.parse_args()
     config = json.load(open(args.config))
     config = config.get("config", config)
-    losses = replay(config, args.init, args.final, args.world_size)
+    ranks = replay(config, args.init, args.final, args.world_size)
     with open(args.out, "w") as f:
-        json.dump({"losses": losses}, f)
+        json.dump({"losses": [r["losses"] for r in ranks], "seconds": [r["seconds"] for r in ranks]}, f)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,24 @@
+# Third-party libraries. On Debian they come from the packages that
+# scripts/setup-deps.sh installs. Where no package manager reaches (the lent
+# GPU machines), the header-only ones are found in COMMTUNE_EXTRA_INCLUDE_DIRS,
+# which scripts/gpu-deps.sh fills from a Debian machine.
+set(COMMTUNE_EXTRA_INCLUDE_DIRS "" CACHE PATH "Extra folders to find third-party headers in")
+
+find_package(nlohmann_json 3.10 QUIET)
+if(NOT TARGET nlohmann_json::nlohmann_json)
+  find_path(COMMTUNE_JSON_INCLUDE nlohmann/json.hpp HINTS ${COMMTUNE_EXTRA_INCLUDE_DIRS} REQUIRED)
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+  target_include_directories(nlohmann_json::nlohmann_json SYSTEM INTERFACE ${COMMTUNE_JSON_INCLUDE})
+endif()
+
+find_package(CLI11 QUIET)
+if(NOT TARGET CLI11::CLI11)
+  find_path(COMMTUNE_CLI11_INCLUDE CLI/CLI.hpp HINTS ${COMMTUNE_EXTRA_INCLUDE_DIRS} REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 SYSTEM INTERFACE ${COMMTUNE_CLI11_INCLUDE})
+endif()
+
+find_path(ZLIB_INCLUDE_DIR zlib.h HINTS ${COMMTUNE_EXTRA_INCLUDE_DIRS})
+find_library(ZLIB_LIBRARY NAMES z libz.so.1)
+find_package(ZLIB REQUIRED)
+find_package(Threads REQUIRED)

@@ -1,0 +1,109 @@
+// The CUDA kernels must produce the CPU kernels' bits. Needs a GPU: exits 77
+// (ctest's "skipped") where there is none. scripts/gpu-check.sh runs it.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace {
+
+using commtune::kernels::Device;
+
+int failures = 0;
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(err));
+    std::exit(1);
+  }
+}
+
+template <class T>
+struct DeviceCopy {
+  explicit DeviceCopy(const std::vector<T>& host) : n(host.size()) {
+    check(cudaMalloc(&ptr, n * sizeof(T) + 1), "cudaMalloc");
+    check(cudaMemcpy(ptr, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), "to device");
+  }
+  ~DeviceCopy() { cudaFree(ptr); }
+  std::vector<T> back() const {
+    std::vector<T> out(n);
+    check(cudaMemcpy(out.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), "to host");
+    return out;
+  }
+  T* ptr = nullptr;
+  std::size_t n;
+};
+
+template <class T>
+void expect_same(const std::vector<T>& cpu, const DeviceCopy<T>& gpu, const char* what, std::size_t n) {
+  check(cudaDeviceSynchronize(), what);
+  const auto g = gpu.back();
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) differ += std::memcmp(&cpu[i], &g[i], sizeof(T)) != 0;
+  std::printf("%-28s n=%-9zu %s (%zu of %zu elements differ)\n", what, n, differ ? "DIFFERS" : "bit-identical", differ,
+              cpu.size());
+  failures += differ != 0;
+}
+
+std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float scale) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::puts("no CUDA device: skipped");
+    return 77;
+  }
+  std::mt19937 rng(7);
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{(1 << 20) + 3}}) {
+    auto p = random_floats(n, rng, 1.0f), g = random_floats(n, rng, 0.1f), b = random_floats(n, rng, 0.1f);
+    auto v = random_floats(n, rng, 0.01f);
+    for (auto& x : v) x = x * x;
+
+    DeviceCopy<float> dp(p), dg(g), db(b);
+    commtune::kernels::SgdStep sgd;
+    sgd.lr = 0.05f;
+    sgd.momentum = 0.9f;
+    sgd.weight_decay = 1e-4f;
+    sgd.nesterov = true;
+    for (int step = 0; step < 3; ++step) {
+      sgd.first_step = step == 0;
+      commtune::kernels::sgd_step(Device::Cpu, p.data(), g.data(), b.data(), n, sgd);
+      commtune::kernels::sgd_step(Device::Cuda, dp.ptr, dg.ptr, db.ptr, n, sgd);
+    }
+    expect_same(p, dp, "sgd (nesterov, decay)", n);
+    expect_same(b, db, "sgd momentum buffer", n);
+
+    DeviceCopy<float> dm(b), dv(v);
+    auto m = b;
+    commtune::kernels::AdamStep adam;
+    adam.weight_decay = 0.01f;
+    adam.bias_correction2_sqrt = 0.0447f;
+    adam.neg_step_size = -0.01f;
+    for (int step = 0; step < 3; ++step) {
+      commtune::kernels::adam_step(Device::Cpu, p.data(), g.data(), m.data(), v.data(), n, adam);
+      commtune::kernels::adam_step(Device::Cuda, dp.ptr, dg.ptr, dm.ptr, dv.ptr, n, adam);
+    }
+    expect_same(p, dp, "adam", n);
+    expect_same(v, dv, "adam exp_avg_sq", n);
+
+    std::vector<std::uint16_t> rows(3 * n), out(n);
+    for (auto& r : rows) r = static_cast<std::uint16_t>(rng() & 0x7f7f);  // finite bf16 values of both signs
+    DeviceCopy<std::uint16_t> drows(rows), dout(out);
+    commtune::kernels::sum_bf16_rows(Device::Cpu, rows.data(), 3, n, out.data());
+    commtune::kernels::sum_bf16_rows(Device::Cuda, drows.ptr, 3, n, dout.ptr);
+    expect_same(out, dout, "bf16 sum of 3 rows", n);
+  }
+  std::printf("%s\n", failures ? "FAILED" : "all CUDA kernels match the CPU kernels bit for bit");
+  return failures ? 1 : 0;
+}

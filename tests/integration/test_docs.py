@@ -1,0 +1,37 @@
+"""Documentation that is generated must match what the binaries say."""
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import commtune_testing as ct  # noqa: E402
+
+MARKER = "<!-- generated below: commtune-cli params --markdown -->\n\n"
+
+
+class Docs(unittest.TestCase):
+    def test_config_reference_is_current(self):
+        with open(os.path.join(ct.REPO, "docs", "config.md")) as f:
+            documented = f.read().split(MARKER, 1)[1]
+        generated = subprocess.run([ct.CLI, "params", "--markdown"], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(documented, generated,
+                         "docs/config.md is stale: regenerate the part below its marker with "
+                         "`build/app/commtune-cli params --markdown`")
+
+    def test_every_parameter_has_a_doc(self):
+        import json
+        schema = json.loads(subprocess.run([ct.CLI, "params", "--json"], capture_output=True, text=True,
+                                           check=True).stdout)
+        params = list(schema["root"])
+        for section in schema["sections"]:
+            params += section.get("params", []) + section.get("common", [])
+            for entry in section.get("entries", []):
+                params += entry["params"]
+        self.assertGreater(len(params), 40)
+        for p in params:
+            self.assertGreater(len(p["doc"]), 10, p["name"])
+
+
+if __name__ == "__main__":
+    unittest.main()
