@@ -118,9 +118,12 @@ int run_command(const std::string& config_path, const std::vector<std::string>& 
   for (const auto& r : outcome.ranks)
     if (outcome.failed_rank && r.rank == *outcome.failed_rank && r.error_kind == "config") return kExitConfig;
   switch (outcome.status) {
-    case commtune::RunStatus::Succeeded: return 0;
-    case commtune::RunStatus::Cancelled: return kExitCancelled;
-    case commtune::RunStatus::Failed: return kExitFailed;
+    case commtune::RunStatus::Succeeded:
+      return 0;
+    case commtune::RunStatus::Cancelled:
+      return kExitCancelled;
+    case commtune::RunStatus::Failed:
+      return kExitFailed;
   }
   return kExitFailed;
 }
@@ -138,7 +141,8 @@ int summarize_command(const std::vector<std::string>& files, const std::string& 
     commtune::events::Decoder decoder;
     auto events = decoder.feed(bytes);
     if (events.empty()) throw std::runtime_error(file + " holds no events");
-    world_size = std::max<int>(world_size, static_cast<int>(std::get<commtune::events::Hello>(events.front().payload).world_size));
+    world_size = std::max<int>(world_size,
+                               static_cast<int>(std::get<commtune::events::Hello>(events.front().payload).world_size));
     for (auto& e : events) all.push_back(std::move(e));
   }
   commtune::RunSummary summary(world_size);
@@ -173,21 +177,24 @@ int summarize_command(const std::vector<std::string>& files, const std::string& 
                                                 outcome.ranks[*outcome.failed_rank].error_kind == "communication");
     if (blame) {
       outcome.failed_rank = r.rank;
-      outcome.reason = "rank " + std::to_string(r.rank) + " failed: " +
-                       (r.error.empty() ? std::string("its events end before the run does") : r.error);
+      outcome.reason = "rank " + std::to_string(r.rank) +
+                       " failed: " + (r.error.empty() ? std::string("its events end before the run does") : r.error);
     }
   }
   const auto result = summary.to_json(outcome, config);
-  if (!summary_path.empty()) std::ofstream(summary_path) << result.dump(2) << '\n';
-  else std::cout << result.dump(2) << std::endl;
+  if (!summary_path.empty())
+    std::ofstream(summary_path) << result.dump(2) << '\n';
+  else
+    std::cout << result.dump(2) << std::endl;
   print_conclusion(result);
   return outcome.status == commtune::RunStatus::Succeeded ? 0 : kExitFailed;
 }
 
 void print_param(const nlohmann::json& p, const std::string& prefix) {
-  std::string line = "  " + prefix + p["name"].get<std::string>() + " (" + p["type"].get<std::string>() +
-                     ", default " + p["default"].dump() + "): " + p["doc"].get<std::string>();
-  line += " [" + p["allowed"].get<std::string>() + (p.contains("unit") ? ", " + p["unit"].get<std::string>() : "") + "]";
+  std::string line = "  " + prefix + p["name"].get<std::string>() + " (" + p["type"].get<std::string>() + ", default " +
+                     p["default"].dump() + "): " + p["doc"].get<std::string>();
+  line +=
+      " [" + p["allowed"].get<std::string>() + (p.contains("unit") ? ", " + p["unit"].get<std::string>() : "") + "]";
   std::cout << line << "\n";
 }
 
@@ -216,10 +223,10 @@ int params_command(const std::string& only, bool as_json, bool as_markdown) {
     if (!only.empty() && only != key) continue;
     if (section.contains("entries")) {
       std::cout << (as_markdown ? "## " + key + "\n\n" : key + ":\n");
-      std::cout << (as_markdown ? "`" + key + ".name` selects one of the entries below (default `" +
-                                      section["default"].get<std::string>() + "`).\n\n"
-                                : "  " + key + ".name: one of the entries below (default " +
-                                      section["default"].dump() + ")\n");
+      std::cout << (as_markdown
+                        ? "`" + key + ".name` selects one of the entries below (default `" +
+                              section["default"].get<std::string>() + "`).\n\n"
+                        : "  " + key + ".name: one of the entries below (default " + section["default"].dump() + ")\n");
       if (!section["common"].empty()) {
         std::cout << (as_markdown ? "Common to every " + key + ":\n\n" + header : "");
         for (const auto& p : section["common"]) show(p, key + ".");
@@ -253,7 +260,8 @@ int main(int argc, char** argv) {
   std::string config_path, summary_path, metrics_path;
   std::vector<std::string> overrides;
   bool quiet = false, verbose = false;
-  run->add_option("-c,--config", config_path, "run configuration (JSON); every key is optional")->check(CLI::ExistingFile);
+  run->add_option("-c,--config", config_path, "run configuration (JSON); every key is optional")
+      ->check(CLI::ExistingFile);
   run->add_option("-s,--set", overrides, "override a parameter: path=value, e.g. hook.name=fp16_compress (repeatable)");
   run->add_option("--summary", summary_path, "write the run summary (JSON) here instead of to stdout");
   run->add_option("--metrics", metrics_path, "write every rank's per-step metrics here (JSON Lines)");

@@ -12,7 +12,42 @@
 #include "core/train/trainer.h"
 #include "core/version.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+namespace {
+
+int g_stop_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int sig) {
+  const char byte = static_cast<char>(sig);
+  (void)!::write(g_stop_pipe[1], &byte, 1);  // async-signal-safe; the stop thread does the rest
+}
+
+// SIGTERM, SIGINT and SIGHUP (how the launcher stops the other ranks when one
+// fails, or a run is cancelled) flush the event stream before the worker
+// exits, so no step that finished goes unreported. A handler rather than
+// sigwait: libraries start threads before main, and any of them may receive
+// the signal.
+void flush_events_on_stop(commtune::events::EventWriter* events) {
+  if (::pipe2(g_stop_pipe, O_CLOEXEC) != 0) return;
+  std::thread([events] {
+    char sig = 0;
+    while (::read(g_stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (events) events->flush();
+    std::_Exit(128 + sig);
+  }).detach();
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &action, nullptr);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"commtune-worker: one rank of a commtune DDP job (reads torchrun's environment variables)"};
@@ -31,6 +66,7 @@ int main(int argc, char** argv) {
     events = commtune::events::EventWriter::from_environment(
         {commtune::events::kProtocolVersion, static_cast<std::uint32_t>(env.rank),
          static_cast<std::uint32_t>(env.world_size), static_cast<std::uint32_t>(::getpid())});
+    flush_events_on_stop(events.get());
     nlohmann::json raw = nlohmann::json::object();
     if (!config_path.empty()) raw = commtune::RunConfig::from_file(config_path).to_json();
     for (const auto& o : overrides) commtune::apply_override(raw, o);
@@ -40,10 +76,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     const auto kind = commtune::failure_kind(e);
     std::fprintf(stderr, "rank %d: %s error: %s\n", env.rank, kind.c_str(), e.what());
-    if (events) {
-      events->message({{"kind", "error"}, {"rank", env.rank}, {"error_kind", kind}, {"message", e.what()}});
-      events->flush();
-    }
+    if (events) events->report_error(env.rank, kind, e.what());
     return kind == "config" ? 2 : 1;
   }
 }

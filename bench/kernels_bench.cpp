@@ -71,6 +71,7 @@ int main() {
     });
     row("bf16 sum of 2 rows", sum_s, 6.0 * n, sum_aten);
   }
-  std::printf("\nGB/s counts the bytes each kernel must move (sgd 20, adam 28, bf16 sum 6 per element);\n"
-              "\"vs memcpy\" is that bandwidth over memcpy's, \"vs ATen ops\" the speedup over the unfused ops.\n");
+  std::printf(
+      "\nGB/s counts the bytes each kernel must move (sgd 20, adam 28, bf16 sum 6 per element);\n"
+      "\"vs memcpy\" is that bandwidth over memcpy's, \"vs ATen ops\" the speedup over the unfused ops.\n");
 }

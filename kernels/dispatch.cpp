@@ -26,14 +26,14 @@ bool cuda_compiled() {
   if (device == Device::Cuda) return cuda::name(__VA_ARGS__, stream); \
   return cpu::name(__VA_ARGS__)
 #else
-#define COMMTUNE_DISPATCH(name, ...)          \
-  if (device == Device::Cuda) no_cuda();      \
-  (void)stream;                               \
+#define COMMTUNE_DISPATCH(name, ...)     \
+  if (device == Device::Cuda) no_cuda(); \
+  (void)stream;                          \
   return cpu::name(__VA_ARGS__)
 #endif
 
-void sgd_step(Device device, float* param, const float* grad, float* momentum_buffer, std::int64_t n,
-              const SgdStep& h, void* stream) {
+void sgd_step(Device device, float* param, const float* grad, float* momentum_buffer, std::int64_t n, const SgdStep& h,
+              void* stream) {
   if (h.momentum != 0.0f && !momentum_buffer) throw std::invalid_argument("sgd_step: momentum needs a buffer");
   COMMTUNE_DISPATCH(sgd_step, param, grad, momentum_buffer, n, h);
 }
@@ -43,8 +43,8 @@ void adam_step(Device device, float* param, const float* grad, float* exp_avg, f
   COMMTUNE_DISPATCH(adam_step, param, grad, exp_avg, exp_avg_sq, n, h);
 }
 
-void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n,
-                   std::uint16_t* out, void* stream) {
+void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out,
+                   void* stream) {
   COMMTUNE_DISPATCH(sum_bf16_rows, rows, row_count, n, out);
 }
 

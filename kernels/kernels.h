@@ -28,8 +28,8 @@ struct SgdStep {
 //   d = fma(p, wd, g); b = first ? d : fma(d, 1 - dampening, b * m);
 //   d = nesterov ? fma(b, m, d) : b;  p = fma(d, -lr, p)
 // `momentum_buffer` may be null when momentum == 0.
-void sgd_step(Device device, float* param, const float* grad, float* momentum_buffer, std::int64_t n,
-              const SgdStep& h, void* stream = nullptr);
+void sgd_step(Device device, float* param, const float* grad, float* momentum_buffer, std::int64_t n, const SgdStep& h,
+              void* stream = nullptr);
 
 struct AdamStep {
   float beta1 = 0.9f, one_minus_beta1 = 0.1f;
@@ -50,7 +50,7 @@ void adam_step(Device device, float* param, const float* grad, float* exp_avg, f
 
 // out[i] = bf16(sum over r of float(rows[r * n + i])), summed in row order in
 // float32 and rounded once (round to nearest even). bf16 values are raw bits.
-void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n,
-                   std::uint16_t* out, void* stream = nullptr);
+void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out,
+                   void* stream = nullptr);
 
 }  // namespace commtune::kernels

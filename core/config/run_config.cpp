@@ -36,7 +36,11 @@ Schema<DebugOptions> DebugOptions::schema() {
   return Schema<DebugOptions>()
       .integer("dump_grads_steps", &DebugOptions::dump_grads_steps, Range::at_least(0), "steps",
                "for the first N steps, write each rank's local and reduced gradients to dump_dir")
-      .text("dump_dir", &DebugOptions::dump_dir, "folder for gradient dumps (grads-rank<r>-step<s>.pt)");
+      .text("dump_dir", &DebugOptions::dump_dir, "folder for gradient dumps (grads-rank<r>-step<s>.pt)")
+      .integer("fail_rank", &DebugOptions::fail_rank, Range::at_least(-1), "rank",
+               "fault injection: this rank raises an error at fail_at_step (-1: none), to try out failure handling")
+      .integer("fail_at_step", &DebugOptions::fail_at_step, Range::at_least(0), "step",
+               "the step at which fail_rank raises its error");
 }
 
 namespace {
@@ -127,8 +131,8 @@ nlohmann::json RunConfig::to_json() const {
 void apply_override(nlohmann::json& raw, std::string_view assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0)
-    throw ConfigError("", "an override reads path=value (e.g. hook.name=fp16_compress), got '" +
-                              std::string(assignment) + "'");
+    throw ConfigError(
+        "", "an override reads path=value (e.g. hook.name=fp16_compress), got '" + std::string(assignment) + "'");
   const std::string path(assignment.substr(0, eq));
   const auto text = assignment.substr(eq + 1);
   if (!raw.is_object()) raw = nlohmann::json::object();

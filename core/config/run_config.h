@@ -46,6 +46,8 @@ struct WeightsOptions {
 struct DebugOptions {
   std::int64_t dump_grads_steps = 0;
   std::string dump_dir;
+  std::int64_t fail_rank = -1;
+  std::int64_t fail_at_step = 0;
   static Schema<DebugOptions> schema();
 };
 

@@ -10,11 +10,12 @@ Schema<LoaderOptions> LoaderOptions::schema() {
       .integer("batch_size", &LoaderOptions::batch_size, {1, 1 << 20}, "samples", "samples per batch on each rank")
       .flag("shuffle", &LoaderOptions::shuffle,
             "reshuffle every epoch as DistributedSampler(shuffle=True, seed=seed) does")
-      .flag("drop_last", &LoaderOptions::drop_last, "drop each epoch's last, incomplete batch (DataLoader's drop_last)");
+      .flag("drop_last", &LoaderOptions::drop_last,
+            "drop each epoch's last, incomplete batch (DataLoader's drop_last)");
 }
 
-std::vector<std::int64_t> distributed_sampler_indices(std::int64_t dataset_size, int rank, int world_size,
-                                                      bool shuffle, std::int64_t seed, std::int64_t epoch) {
+std::vector<std::int64_t> distributed_sampler_indices(std::int64_t dataset_size, int rank, int world_size, bool shuffle,
+                                                      std::int64_t seed, std::int64_t epoch) {
   std::vector<std::int64_t> all(dataset_size);
   if (shuffle) {
     auto generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(seed + epoch));
@@ -33,15 +34,14 @@ std::vector<std::int64_t> distributed_sampler_indices(std::int64_t dataset_size,
   return mine;
 }
 
-ShardedLoader::ShardedLoader(const Dataset& dataset, LoaderOptions options, int rank, int world_size,
-                             std::int64_t seed)
+ShardedLoader::ShardedLoader(const Dataset& dataset, LoaderOptions options, int rank, int world_size, std::int64_t seed)
     : dataset_(dataset), options_(options), rank_(rank), world_size_(world_size), seed_(seed) {
   if (dataset.size() == 0) throw ConfigError("data", "the dataset is empty");
   if (batches_per_epoch() == 0)
     throw ConfigError("data.batch_size", "each rank holds " +
                                              std::to_string((dataset.size() + world_size - 1) / world_size) +
-                                             " samples, fewer than one batch of " +
-                                             std::to_string(options.batch_size) + " with drop_last");
+                                             " samples, fewer than one batch of " + std::to_string(options.batch_size) +
+                                             " with drop_last");
 }
 
 std::int64_t ShardedLoader::batches_per_epoch() const {
@@ -52,8 +52,8 @@ std::int64_t ShardedLoader::batches_per_epoch() const {
 
 Batch ShardedLoader::next() {
   const auto batch = static_cast<std::size_t>(options_.batch_size);
-  const bool exhausted = epoch_ < 0 || position_ >= indices_.size() ||
-                         (options_.drop_last && indices_.size() - position_ < batch);
+  const bool exhausted =
+      epoch_ < 0 || position_ >= indices_.size() || (options_.drop_last && indices_.size() - position_ < batch);
   if (exhausted) {
     ++epoch_;
     indices_ = distributed_sampler_indices(dataset_.size(), rank_, world_size_, options_.shuffle, seed_, epoch_);

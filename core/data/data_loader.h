@@ -22,8 +22,8 @@ struct LoaderOptions {
 // DistributedSampler's index list for one rank and epoch: a permutation drawn
 // with a CPU generator seeded seed + epoch (or 0..n-1), padded by repeating
 // its head up to a multiple of world_size, then every world_size-th index.
-std::vector<std::int64_t> distributed_sampler_indices(std::int64_t dataset_size, int rank, int world_size,
-                                                      bool shuffle, std::int64_t seed, std::int64_t epoch);
+std::vector<std::int64_t> distributed_sampler_indices(std::int64_t dataset_size, int rank, int world_size, bool shuffle,
+                                                      std::int64_t seed, std::int64_t epoch);
 
 class ShardedLoader {
  public:

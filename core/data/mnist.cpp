@@ -50,8 +50,9 @@ std::unique_ptr<Dataset> make_mnist(const FileDatasetOptions& o, const DataConte
   }
   auto inputs = images.unsqueeze(1).to(at::kFloat).div_(255.0);
   if (o.normalize) inputs.sub_(0.1307).div_(0.3081);
-  return std::make_unique<TensorDataset>(inputs.contiguous(), labels.to(at::kLong),
-                                         DataSpec{{1, images.size(1), images.size(2)}, false, 10, Task::Classification});
+  return std::make_unique<TensorDataset>(
+      inputs.contiguous(), labels.to(at::kLong),
+      DataSpec{{1, images.size(1), images.size(2)}, false, 10, Task::Classification});
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ std::unique_ptr<Dataset> make_classification(const ClassificationOptions& o, con
   auto inputs = at::randn({o.samples, o.features}, gen);
   auto teacher = at::randn({o.features, o.classes}, gen);
   auto targets = inputs.matmul(teacher).argmax(1);
-  return std::make_unique<TensorDataset>(inputs, targets, DataSpec{{o.features}, false, o.classes, Task::Classification});
+  return std::make_unique<TensorDataset>(inputs, targets,
+                                         DataSpec{{o.features}, false, o.classes, Task::Classification});
 }
 
 std::unique_ptr<Dataset> make_images(const ImageOptions& o, const DataContext& ctx) {
@@ -68,8 +69,8 @@ std::unique_ptr<Dataset> make_images(const ImageOptions& o, const DataContext& c
   const auto pooled = o.channels * (o.size / 4) * (o.size / 4);
   auto teacher = at::randn({pooled, o.classes}, gen);
   auto targets = at::avg_pool2d(inputs, {4, 4}).flatten(1).matmul(teacher).argmax(1);
-  return std::make_unique<TensorDataset>(inputs, targets,
-                                         DataSpec{{o.channels, o.size, o.size}, false, o.classes, Task::Classification});
+  return std::make_unique<TensorDataset>(
+      inputs, targets, DataSpec{{o.channels, o.size, o.size}, false, o.classes, Task::Classification});
 }
 
 // Sequences from a random Markov chain with peaked transitions: a language
@@ -95,8 +96,7 @@ void register_synthetic_datasets(DatasetRegistry& registry) {
   registry.add<ClassificationOptions>("synthetic", "Gaussian feature vectors labelled by a random linear teacher",
                                       make_classification);
   registry.add<ImageOptions>("synthetic_images",
-                             "Gaussian images labelled by a random linear teacher on 4x4-pooled pixels",
-                             make_images);
+                             "Gaussian images labelled by a random linear teacher on 4x4-pooled pixels", make_images);
   registry.add<TokenOptions>("synthetic_tokens", "token sequences from a random Markov chain (next-token prediction)",
                              make_tokens);
 }

@@ -39,7 +39,12 @@ struct Reducer::GradientReadyHook final : torch::autograd::FunctionPostHook {
 };
 
 Reducer::Reducer(FlatParameters& params, Communicator& comm, CommHook& hook, HookClock& clock, ReducerOptions options)
-    : params_(params), comm_(comm), hook_(hook), clock_(clock), options_(options), copy_scale_(hook.gradient_copy_scale()) {
+    : params_(params),
+      comm_(comm),
+      hook_(hook),
+      clock_(clock),
+      options_(options),
+      copy_scale_(hook.gradient_copy_scale()) {
   const auto n = params_.count();
   std::vector<std::size_t> forward(n);
   for (std::size_t i = 0; i < n; ++i) forward[i] = i;
@@ -236,8 +241,8 @@ BackwardReport Reducer::finish_backward() {
     }
     auto buffer = params_.grads().narrow(0, bucket_start_[b], bucket_numel_[b]);
     if (result.numel() != buffer.numel())
-      throw std::runtime_error("communication hook returned " + std::to_string(result.numel()) + " elements for bucket " +
-                               std::to_string(b) + " of " + std::to_string(buffer.numel()));
+      throw std::runtime_error("communication hook returned " + std::to_string(result.numel()) +
+                               " elements for bucket " + std::to_string(b) + " of " + std::to_string(buffer.numel()));
     if (!result.is_same(buffer) || result.data_ptr() != buffer.data_ptr()) buffer.copy_(result.reshape({-1}));
   }
   report.comm_wait_s = seconds_since(start);

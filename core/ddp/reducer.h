@@ -37,8 +37,8 @@ struct ReducerOptions {
 };
 
 struct BackwardReport {
-  double comm_wait_s = 0;     // time finish_backward waited for the last buckets
-  double hook_compute_s = 0;  // hook compute time of this step (overlaps backward)
+  double comm_wait_s = 0;                     // time finish_backward waited for the last buckets
+  double hook_compute_s = 0;                  // hook compute time of this step (overlaps backward)
   std::uint64_t uncompressed_wire_bytes = 0;  // fp32 ring allreduce of every bucket
   bool rebuilt_buckets = false;
 };

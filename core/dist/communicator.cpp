@@ -76,7 +76,8 @@ Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono:
         options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, options);
 #else
-      throw std::runtime_error("this build of commtune has no Gloo support (built without gloo headers): use device=cuda");
+      throw std::runtime_error(
+          "this build of commtune has no Gloo support (built without gloo headers): use device=cuda");
 #endif
     } else {
 #if defined(COMMTUNE_WITH_NCCL)

@@ -88,9 +88,9 @@ at::Tensor future_tensor(const c10::IValue& value);
 // A failed `future` skips `fn` and fails the result.
 template <class Fn>
 Future then(const Future& future, Fn fn) {
-  return future->then([fn = std::move(fn)](c10::ivalue::Future& done) -> c10::IValue {
-    return fn(future_tensor(done.value()));
-  }, c10::TensorType::get());
+  return future->then(
+      [fn = std::move(fn)](c10::ivalue::Future& done) -> c10::IValue { return fn(future_tensor(done.value())); },
+      c10::TensorType::get());
 }
 
 }  // namespace commtune

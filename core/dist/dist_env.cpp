@@ -13,8 +13,9 @@ int read_int(const char* name, int fallback, int min_value, int max_value) {
   char* end = nullptr;
   const long value = std::strtol(text, &end, 10);
   if (*end != '\0' || value < min_value || value > max_value)
-    throw std::invalid_argument(std::string("environment variable ") + name + "='" + text + "' is not an integer from " +
-                                std::to_string(min_value) + " to " + std::to_string(max_value));
+    throw std::invalid_argument(std::string("environment variable ") + name + "='" + text +
+                                "' is not an integer from " + std::to_string(min_value) + " to " +
+                                std::to_string(max_value));
   return static_cast<int>(value);
 }
 

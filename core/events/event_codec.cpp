@@ -96,8 +96,8 @@ void Encoder::step(std::string& out, const StepRecord& r) {
   put<std::int64_t>(out, r.step);
   put<double>(out, r.loss);
   put<double>(out, r.lr);
-  for (double t : {r.times.data, r.times.forward, r.times.backward, r.times.comm_wait, r.times.hook,
-                   r.times.optimizer, r.times.total})
+  for (double t : {r.times.data, r.times.forward, r.times.backward, r.times.comm_wait, r.times.hook, r.times.optimizer,
+                   r.times.total})
     put<double>(out, t);
   put<std::uint64_t>(out, r.wire_bytes);
   put<std::uint64_t>(out, r.uncompressed_bytes);
@@ -155,8 +155,9 @@ Event Decoder::decode(FrameType type, std::string_view body) {
       Hello h;
       h.version = in.get<std::uint16_t>();
       if (h.version != kProtocolVersion)
-        throw ProtocolError("event stream version " + std::to_string(h.version) + " is not supported (this build reads " +
-                            std::to_string(kProtocolVersion) + "): worker and launcher come from different builds");
+        throw ProtocolError("event stream version " + std::to_string(h.version) +
+                            " is not supported (this build reads " + std::to_string(kProtocolVersion) +
+                            "): worker and launcher come from different builds");
       h.rank = in.get<std::uint32_t>();
       h.world_size = in.get<std::uint32_t>();
       h.pid = in.get<std::uint32_t>();
@@ -199,7 +200,8 @@ Event Decoder::decode(FrameType type, std::string_view body) {
       if (!j.is_object()) throw ProtocolError("event message is not a JSON object");
       return Event{rank_, std::move(j)};
     }
-    case FrameType::StatName: break;
+    case FrameType::StatName:
+      break;
   }
   throw ProtocolError("unknown event frame type " + std::to_string(static_cast<int>(type)));
 }

@@ -68,6 +68,16 @@ void EventWriter::message(const nlohmann::json& message) {
   wake_.notify_one();
 }
 
+void EventWriter::report_error(int rank, const std::string& kind, const std::string& message_text) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (error_reported_) return;
+    error_reported_ = true;
+  }
+  message({{"kind", "error"}, {"rank", rank}, {"error_kind", kind}, {"message", message_text}});
+  drain();
+}
+
 void EventWriter::flush() { drain(); }
 
 void EventWriter::drain() {

@@ -28,6 +28,8 @@ class EventWriter {
 
   void step(const StepRecord& record);
   void message(const nlohmann::json& message);
+  // Sends the run's error report and flushes; only the first report counts.
+  void report_error(int rank, const std::string& kind, const std::string& message);
   // Blocks until everything queued so far is written.
   void flush();
 
@@ -43,6 +45,7 @@ class EventWriter {
   Encoder encoder_;
   bool stop_ = false;
   bool broken_ = false;
+  bool error_reported_ = false;
   std::thread thread_;
 };
 

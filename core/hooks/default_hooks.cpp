@@ -106,8 +106,9 @@ void register_default_hooks(HookRegistry& registry) {
       "none",
       "no hook: DDP's built-in reduction (gradients scaled by 1/world_size while copied into the bucket, then summed)",
       [](const NoOptions&, HookEnv& env) { return std::make_unique<BuiltinReduction>(env); });
-  registry.add<NoOptions>("fp16_compress", "cast to float16, divide by world size, allreduce, cast back (fp16_compress_hook)",
-                          [](const NoOptions&, HookEnv& env) { return std::make_unique<CompressHook>(at::kHalf, env); });
+  registry.add<NoOptions>(
+      "fp16_compress", "cast to float16, divide by world size, allreduce, cast back (fp16_compress_hook)",
+      [](const NoOptions&, HookEnv& env) { return std::make_unique<CompressHook>(at::kHalf, env); });
   registry.add<NoOptions>(
       "bf16_compress",
       "cast to bfloat16, divide by world size, allreduce, cast back (bf16_compress_hook; on Gloo the bf16 sum runs as "

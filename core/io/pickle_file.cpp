@@ -12,9 +12,10 @@ namespace commtune {
 
 void write_pickle_file(const std::string& path, const c10::IValue& value) {
   std::vector<char> pickle_bytes;
-  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickle_bytes.insert(pickle_bytes.end(), data, data + size); },
-                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
-                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  torch::jit::Pickler pickler(
+      [&](const char* data, size_t size) { pickle_bytes.insert(pickle_bytes.end(), data, data + size); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
   pickler.protocol();
   pickler.pushIValue(value);
   pickler.stop();

@@ -52,7 +52,8 @@ class RunDirectory {
   RunDirectory() {
     const char* base = std::getenv("TMPDIR");
     std::string pattern = std::string(base && *base ? base : "/tmp") + "/commtune-run-XXXXXX";
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a run folder: " + std::string(std::strerror(errno)));
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a run folder: " + std::string(std::strerror(errno)));
     path_ = pattern;
   }
   ~RunDirectory() {
@@ -137,15 +138,17 @@ void Job::spawn(int rank, const std::string& config_path, int store_port) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
-    ::setpgid(0, 0);                      // terminal signals go to the launcher, which stops workers cleanly
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);   // and if the launcher dies, so do they
+    ::setpgid(0, 0);                     // terminal signals go to the launcher, which stops workers cleanly
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // and if the launcher dies, so do they
     if (::getppid() != parent) ::_exit(127);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (pin) ::sched_setaffinity(0, sizeof cpus, &cpus);  // every thread the worker starts inherits it
-    if (events[1] == 3) ::fcntl(3, F_SETFD, 0);
-    else ::dup2(events[1], 3);
+    if (events[1] == 3)
+      ::fcntl(3, F_SETFD, 0);
+    else
+      ::dup2(events[1], 3);
     ::dup2(output[1], 1);
     ::dup2(output[1], 2);
     ::execve(argv[0], argv.data(), envp.data());
@@ -282,10 +285,14 @@ void Job::decide(RunOutcome& outcome, bool cancelled) const {
   outcome.failed_rank = culprit->outcome.rank;
   const auto& o = culprit->outcome;
   std::string why;
-  if (!o.error.empty()) why = o.error;
-  else if (o.signal) why = "killed by signal " + signal_name(o.signal);
-  else if (o.exit_code > 0) why = "exited with code " + std::to_string(o.exit_code) + " without reporting an error";
-  else why = "exited before finishing its run";
+  if (!o.error.empty())
+    why = o.error;
+  else if (o.signal)
+    why = "killed by signal " + signal_name(o.signal);
+  else if (o.exit_code > 0)
+    why = "exited with code " + std::to_string(o.exit_code) + " without reporting an error";
+  else
+    why = "exited before finishing its run";
   if (o.error.empty() && !culprit->tail.empty()) why += "; its last output: " + culprit->tail.back();
   outcome.reason = "rank " + std::to_string(o.rank) + " failed: " + why;
 }
@@ -377,9 +384,12 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
 
 const char* to_string(RunStatus status) {
   switch (status) {
-    case RunStatus::Succeeded: return "succeeded";
-    case RunStatus::Failed: return "failed";
-    case RunStatus::Cancelled: return "cancelled";
+    case RunStatus::Succeeded:
+      return "succeeded";
+    case RunStatus::Failed:
+      return "failed";
+    case RunStatus::Cancelled:
+      return "cancelled";
   }
   return "?";
 }
@@ -387,10 +397,14 @@ const char* to_string(RunStatus status) {
 nlohmann::json RunOutcome::to_json() const {
   nlohmann::json ranks_json = nlohmann::json::array();
   for (const auto& r : ranks) {
-    nlohmann::json j{{"rank", r.rank}, {"pid", r.pid}, {"reported_end", r.reported_end},
+    nlohmann::json j{{"rank", r.rank},
+                     {"pid", r.pid},
+                     {"reported_end", r.reported_end},
                      {"stopped_by_launcher", r.stopped_by_launcher}};
-    if (r.signal) j["signal"] = r.signal;
-    else j["exit_code"] = r.exit_code;
+    if (r.signal)
+      j["signal"] = r.signal;
+    else
+      j["exit_code"] = r.exit_code;
     if (!r.error.empty()) j["error"] = {{"kind", r.error_kind}, {"message", r.error}};
     if (!r.output_tail.empty() && (r.signal || r.exit_code != 0)) j["output_tail"] = r.output_tail;
     ranks_json.push_back(std::move(j));

@@ -26,9 +26,9 @@ class EventSubscriber {
 struct LaunchOptions {
   nlohmann::json config;  // a validated configuration (RunConfig::to_json())
   int world_size = 2;
-  std::string worker_path;                             // commtune-worker
-  std::chrono::milliseconds kill_grace{2000};          // SIGTERM -> SIGKILL
-  bool echo_worker_output = false;                     // copy workers' output to stderr, prefixed
+  std::string worker_path;                               // commtune-worker
+  std::chrono::milliseconds kill_grace{2000};            // SIGTERM -> SIGKILL
+  bool echo_worker_output = false;                       // copy workers' output to stderr, prefixed
   std::vector<std::vector<int>> rank_cpus;               // per rank, the cores it may run on (empty: any)
   std::vector<std::pair<std::string, std::string>> env;  // extra environment for the workers
 };

@@ -112,10 +112,10 @@ nlohmann::json RunSummary::to_json(const RunOutcome& outcome, const nlohmann::js
       }
     }
     const double ms = 1e3 / static_cast<double>(count);
-    j["step_time_ms"] = {{"median", 1e3 * median(totals)}, {"mean", sum.total * ms},      {"data", sum.data * ms},
-                         {"forward", sum.forward * ms},     {"backward", sum.backward * ms}, {"comm_wait", sum.comm_wait * ms},
-                         {"hook", sum.hook * ms},           {"optimizer", sum.optimizer * ms},
-                         {"steady_from_step", steady}};
+    j["step_time_ms"] = {
+        {"median", 1e3 * median(totals)}, {"mean", sum.total * ms},          {"data", sum.data * ms},
+        {"forward", sum.forward * ms},    {"backward", sum.backward * ms},   {"comm_wait", sum.comm_wait * ms},
+        {"hook", sum.hook * ms},          {"optimizer", sum.optimizer * ms}, {"steady_from_step", steady}};
     j["traffic"] = {{"wire_bytes_per_step", wire / count},
                     {"uncompressed_bytes_per_step", uncompressed / count},
                     {"compression_ratio", wire > 0 ? json_number(uncompressed / wire) : nlohmann::json(nullptr)}};
@@ -136,8 +136,9 @@ nlohmann::json RunSummary::to_json(const RunOutcome& outcome, const nlohmann::js
     if (r.end.contains("param_digest")) digests.push_back(r.end["param_digest"]);
   if (!digests.empty()) {
     j["param_digest"] = digests.front();
-    j["ranks_in_sync"] = digests.size() == static_cast<std::size_t>(world_size_) &&
-                         std::all_of(digests.begin(), digests.end(), [&](const auto& d) { return d == digests.front(); });
+    j["ranks_in_sync"] =
+        digests.size() == static_cast<std::size_t>(world_size_) &&
+        std::all_of(digests.begin(), digests.end(), [&](const auto& d) { return d == digests.front(); });
   }
   j["wall_s"] = outcome.wall_s;
   j["launcher"] = outcome.to_json();

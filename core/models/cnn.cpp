@@ -49,8 +49,10 @@ void register_cnn(ModelRegistry& registry) {
                            [](const CnnOptions& o, const DataSpec& spec) {
                              require_task("cnn", spec, Task::Classification, false);
                              if (spec.input_shape.size() != 3 || spec.input_shape[1] < 4 || spec.input_shape[2] < 4)
-                               throw ConfigError("model.name", "model 'cnn' needs image inputs [C, H, W] of at least "
-                                                               "4x4; the dataset gives " + spec.describe());
+                               throw ConfigError("model.name",
+                                                 "model 'cnn' needs image inputs [C, H, W] of at least "
+                                                 "4x4; the dataset gives " +
+                                                     spec.describe());
                              return wrap_module(Cnn(spec, o));
                            });
 }

@@ -57,7 +57,8 @@ void register_torchscript_model(ModelRegistry& registry) {
         try {
           return std::make_unique<TorchScriptModel>(torch::jit::load(o.path));
         } catch (const c10::Error& e) {
-          throw ConfigError("model.path", o.path + " is not a loadable TorchScript file: " + e.what_without_backtrace());
+          throw ConfigError("model.path",
+                            o.path + " is not a loadable TorchScript file: " + e.what_without_backtrace());
         }
       });
 }

@@ -24,7 +24,8 @@ NamedTensors read_weights(const std::string& path) {
     throw std::runtime_error(std::string(e.what()) + "; save weights with torch.save(dict(model.state_dict()), path)");
   }
   if (!value.isGenericDict())
-    throw std::runtime_error(path + " does not hold a dict of tensors; save it with torch.save(dict(model.state_dict()), path)");
+    throw std::runtime_error(
+        path + " does not hold a dict of tensors; save it with torch.save(dict(model.state_dict()), path)");
   NamedTensors out;
   for (const auto& item : value.toGenericDict()) {
     if (!item.key().isString() || !item.value().isTensor())

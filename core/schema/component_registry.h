@@ -94,7 +94,9 @@ class ComponentRegistry {
   }
 
   nlohmann::json describe() const {
-    nlohmann::json j{{"section", section_}, {"default", default_name_}, {"common", nlohmann::json::array()},
+    nlohmann::json j{{"section", section_},
+                     {"default", default_name_},
+                     {"common", nlohmann::json::array()},
                      {"entries", nlohmann::json::array()}};
     for (const auto& s : common_.specs) j["common"].push_back(s.to_json());
     for (const auto& e : entries_) {

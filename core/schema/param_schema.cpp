@@ -68,11 +68,16 @@ std::string lower(std::string_view text) {
 
 const char* to_string(ParamKind kind) {
   switch (kind) {
-    case ParamKind::Boolean: return "bool";
-    case ParamKind::Integer: return "int";
-    case ParamKind::Real: return "float";
-    case ParamKind::Text: return "string";
-    case ParamKind::Choice: return "choice";
+    case ParamKind::Boolean:
+      return "bool";
+    case ParamKind::Integer:
+      return "int";
+    case ParamKind::Real:
+      return "float";
+    case ParamKind::Text:
+      return "string";
+    case ParamKind::Choice:
+      return "choice";
   }
   return "?";
 }
@@ -85,9 +90,12 @@ bool Range::contains(double v) const {
 
 std::string ParamSpec::allowed() const {
   switch (kind) {
-    case ParamKind::Boolean: return "true or false";
-    case ParamKind::Text: return "a string";
-    case ParamKind::Choice: return "one of: " + join(choices);
+    case ParamKind::Boolean:
+      return "true or false";
+    case ParamKind::Text:
+      return "a string";
+    case ParamKind::Choice:
+      return "one of: " + join(choices);
     case ParamKind::Integer:
     case ParamKind::Real: {
       const auto words = range_words(range);
@@ -99,8 +107,11 @@ std::string ParamSpec::allowed() const {
 }
 
 nlohmann::json ParamSpec::to_json() const {
-  nlohmann::json j{{"name", name}, {"type", commtune::to_string(kind)}, {"default", default_value},
-                   {"doc", doc},   {"allowed", allowed()}};
+  nlohmann::json j{{"name", name},
+                   {"type", commtune::to_string(kind)},
+                   {"default", default_value},
+                   {"doc", doc},
+                   {"allowed", allowed()}};
   if (kind == ParamKind::Integer || kind == ParamKind::Real) {
     if (std::isfinite(range.min)) j["min"] = range.min;
     if (std::isfinite(range.max)) j["max"] = range.max;
@@ -208,9 +219,9 @@ void check_known_keys(const nlohmann::json& object, const std::string& path, con
     if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
     const auto hint = closest_name(item.key(), known);
     std::sort(known.begin(), known.end());
-    throw ConfigError(join_path(path, item.key()),
-                      "unknown parameter" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-                          "; known here: " + join(known));
+    throw ConfigError(
+        join_path(path, item.key()),
+        "unknown parameter" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; known here: " + join(known));
   }
 }
 

@@ -76,8 +76,7 @@ struct ParamSet {
 };
 
 // Throws if `object` has a key that none of `sets` declares (nor `extra_keys`).
-void check_known_keys(const nlohmann::json& object, const std::string& path,
-                      const std::vector<const ParamSet*>& sets,
+void check_known_keys(const nlohmann::json& object, const std::string& path, const std::vector<const ParamSet*>& sets,
                       const std::vector<std::string>& extra_keys = {});
 
 // Joins a section path and a key: ("hook", "rank") -> "hook.rank"; ("", "steps") -> "steps".

@@ -16,7 +16,6 @@
 #include "core/dist/devices.h"
 #include "core/models/weights_file.h"
 
-
 namespace commtune {
 
 namespace {
@@ -33,7 +32,9 @@ void set_compute_threads(int threads) {
     set_blas(threads);
 }
 
-double seconds_between(steady::time_point a, steady::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds_between(steady::time_point a, steady::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 // DDP's broadcast_buffers: rank 0's buffers (e.g. BatchNorm statistics) before every forward.
 class BufferSync {
@@ -73,19 +74,10 @@ nlohmann::json parameter_list(const FlatParameters& flat) {
   return list;
 }
 
-}  // namespace
-
-void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events) {
+// The run itself, once the process group stands.
+void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& device, int threads, Communicator& comm,
+                events::EventWriter* events) {
   const auto run_start = steady::now();
-  const auto device = device_for_rank(config.run.device, env.local_rank);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads =
-      config.run.threads > 0 ? static_cast<int>(config.run.threads) : std::max(1, cores / env.local_world_size);
-  set_compute_threads(threads);
-
-  Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
-                    std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));
-
   auto& cat = catalog();
   auto dataset = cat.datasets.create(config.data, DataContext{config.run.seed});
   ShardedLoader loader(*dataset, LoaderOptions::schema().read(config.data, "data"), env.rank, env.world_size,
@@ -145,55 +137,65 @@ void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
   std::vector<std::pair<std::string, double>> step_stats;
   std::vector<std::tuple<std::size_t, std::string, double>> bucket_stats;
 
-  for (std::int64_t step = 0; step < config.run.steps; ++step) {
-    const auto t0 = steady::now();
-    const auto traffic_before = comm.traffic();
-    auto batch = loader.next();
-    auto input = batch.input.to(device, /*non_blocking=*/true);
-    auto target = batch.target.to(device, /*non_blocking=*/true);
-    buffers.run(comm);
-    const bool rebuilt = reducer.begin_step();
-    const auto t1 = steady::now();
+  // Report a failure while the reducer still stands: unwinding it may wait
+  // on a collective that a failed peer never joins.
+  try {
+    for (std::int64_t step = 0; step < config.run.steps; ++step) {
+      if (env.rank == config.debug.fail_rank && step == config.debug.fail_at_step)
+        throw std::runtime_error("injected failure at step " + std::to_string(step) + " (debug.fail_rank)");
+      const auto t0 = steady::now();
+      const auto traffic_before = comm.traffic();
+      auto batch = loader.next();
+      auto input = batch.input.to(device, /*non_blocking=*/true);
+      auto target = batch.target.to(device, /*non_blocking=*/true);
+      buffers.run(comm);
+      const bool rebuilt = reducer.begin_step();
+      const auto t1 = steady::now();
 
-    auto loss = cross_entropy(model->forward(input), target);
-    const auto t2 = steady::now();
+      auto loss = cross_entropy(model->forward(input), target);
+      const auto t2 = steady::now();
 
-    loss.backward();
-    const auto t3 = steady::now();
+      loss.backward();
+      const auto t3 = steady::now();
 
-    const auto report = reducer.finish_backward();
-    const auto t4 = steady::now();
+      const auto report = reducer.finish_backward();
+      const auto t4 = steady::now();
 
-    const double lr = optimizer_common.lr_at(step);
-    optimizer->step(lr);
-    last_loss = loss.item<double>();  // also waits for the device
-    const auto t5 = steady::now();
+      const double lr = optimizer_common.lr_at(step);
+      optimizer->step(lr);
+      last_loss = loss.item<double>();  // also waits for the device
+      const auto t5 = steady::now();
 
-    if (step < config.debug.dump_grads_steps) dump_gradients(config.debug, env.rank, step, reducer, flat);
+      if (step < config.debug.dump_grads_steps) dump_gradients(config.debug, env.rank, step, reducer, flat);
 
-    if (events) {
-      if (rebuilt) events->message({{"kind", "buckets"}, {"step", step}, {"buckets", reducer.layout_json()}});
-      events::StepRecord record;
-      record.step = step;
-      record.loss = last_loss;
-      record.lr = lr;
-      record.times = {seconds_between(t0, t1), seconds_between(t1, t2), seconds_between(t2, t3),
-                      seconds_between(t3, t4), report.hook_compute_s,   seconds_between(t4, t5),
-                      seconds_between(t0, t5)};
-      record.wire_bytes = comm.traffic().wire_bytes - traffic_before.wire_bytes;
-      record.uncompressed_bytes = report.uncompressed_wire_bytes;
-      step_stats.clear();
-      bucket_stats.clear();
-      stats.take(step_stats, bucket_stats);
-      for (auto& [name, value] : step_stats) record.stats.push_back({std::move(name), value});
-      for (auto& [bucket, name, value] : bucket_stats)
-        record.bucket_stats.push_back({static_cast<std::uint32_t>(bucket), std::move(name), value});
-      events->step(record);
-    } else if (print_progress && ((step + 1) % print_every == 0 || step + 1 == config.run.steps)) {
-      std::printf("step %lld/%lld  loss %.6f  %.2f ms/step\n", static_cast<long long>(step + 1),
-                  static_cast<long long>(config.run.steps), last_loss, 1e3 * seconds_between(t0, t5));
-      std::fflush(stdout);
+      if (events) {
+        if (rebuilt) events->message({{"kind", "buckets"}, {"step", step}, {"buckets", reducer.layout_json()}});
+        events::StepRecord record;
+        record.step = step;
+        record.loss = last_loss;
+        record.lr = lr;
+        record.times = {seconds_between(t0, t1), seconds_between(t1, t2), seconds_between(t2, t3),
+                        seconds_between(t3, t4), report.hook_compute_s,   seconds_between(t4, t5),
+                        seconds_between(t0, t5)};
+        record.wire_bytes = comm.traffic().wire_bytes - traffic_before.wire_bytes;
+        record.uncompressed_bytes = report.uncompressed_wire_bytes;
+        step_stats.clear();
+        bucket_stats.clear();
+        stats.take(step_stats, bucket_stats);
+        for (auto& [name, value] : step_stats) record.stats.push_back({std::move(name), value});
+        for (auto& [bucket, name, value] : bucket_stats)
+          record.bucket_stats.push_back({static_cast<std::uint32_t>(bucket), std::move(name), value});
+        events->step(record);
+      } else if (print_progress && ((step + 1) % print_every == 0 || step + 1 == config.run.steps)) {
+        std::printf("step %lld/%lld  loss %.6f  %.2f ms/step\n", static_cast<long long>(step + 1),
+                    static_cast<long long>(config.run.steps), last_loss, 1e3 * seconds_between(t0, t5));
+        std::fflush(stdout);
+      }
     }
+
+  } catch (const std::exception& e) {
+    if (events) events->report_error(env.rank, failure_kind(e), e.what());
+    throw;
   }
 
   const auto digest = tensor_digest(flat.unflatten(flat.values()));
@@ -211,6 +213,28 @@ void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
   } else if (env.rank == 0) {
     std::printf("done: %lld steps, final loss %.6f, parameters %s\n", static_cast<long long>(config.run.steps),
                 last_loss, digest.c_str());
+  }
+}
+
+}  // namespace
+
+void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events) {
+  const auto device = device_for_rank(config.run.device, env.local_rank);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      config.run.threads > 0 ? static_cast<int>(config.run.threads) : std::max(1, cores / env.local_world_size);
+  set_compute_threads(threads);
+
+  Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
+                    std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));
+
+  try {
+    train_with(config, env, device, threads, comm, events);
+  } catch (const std::exception& e) {
+    // Report before the process group unwinds: its destructor may wait on
+    // collectives that a failed peer never joins.
+    if (events) events->report_error(env.rank, failure_kind(e), e.what());
+    throw;
   }
 }
 

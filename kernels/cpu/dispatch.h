@@ -24,7 +24,6 @@ namespace commtune::kernels::cuda {
 void sgd_step(float* param, const float* grad, float* buf, std::int64_t n, const SgdStep& h, void* stream);
 void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, const AdamStep& h,
                void* stream);
-void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out,
-                   void* stream);
+void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out, void* stream);
 }  // namespace commtune::kernels::cuda
 #endif

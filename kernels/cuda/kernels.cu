@@ -78,7 +78,7 @@ void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_s
                void* stream) {
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(param, grad, exp_avg, exp_avg_sq, n,
-                                                                                  h);
+                                                                                 h);
   check_launch("adam_step");
 }
 

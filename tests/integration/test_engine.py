@@ -130,6 +130,22 @@ class Failures(unittest.TestCase):
                 proc.kill()
                 proc.wait()
 
+    def test_failing_rank_is_named_with_its_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            started = time.monotonic()
+            run = ct.run_commtune(d, {"world_size": 3, "steps": 1000, "debug.fail_rank": 2, "debug.fail_at_step": 7},
+                                  check=False)
+            self.assertLess(time.monotonic() - started, 15)
+            self.assertEqual(run.returncode, 1)
+            self.assertEqual(run.summary["status"], "failed")
+            self.assertEqual(run.summary["failed_rank"], 2)
+            self.assertIn("injected failure at step 7", run.summary["reason"])
+            # Every step a rank finished is reported, also by the ranks the launcher stopped:
+            # rank 2 finished 7; the others at least the 6 that rank 2 took part in to the end.
+            steps = [len(rank) for rank in run.losses()]
+            self.assertEqual(steps[2], 7)
+            self.assertGreaterEqual(min(steps[:2]), 6)
+
     def test_bad_values_name_the_field(self):
         cases = [
             ({"optimizer.lr": "-1"}, "optimizer.lr"),

@@ -36,8 +36,10 @@ struct SgdCase {
 void sgd_reference(at::Tensor& p, const at::Tensor& g, at::Tensor& buf, bool first, const SgdCase& c) {
   auto d = c.weight_decay != 0 ? g.add(p, c.weight_decay) : g;
   if (c.momentum != 0) {
-    if (first) buf.copy_(d);
-    else buf.mul_(c.momentum).add_(d, 1 - c.dampening);
+    if (first)
+      buf.copy_(d);
+    else
+      buf.mul_(c.momentum).add_(d, 1 - c.dampening);
     d = c.nesterov ? d.add(buf, c.momentum) : buf;
   }
   p.add_(d, -c.lr);

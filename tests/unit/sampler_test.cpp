@@ -19,16 +19,17 @@ struct SamplerCase {
 };
 
 TEST(DistributedSampler, MatchesPyTorchForEveryRank) {
-  const std::vector<SamplerCase> cases = {
-      {10, 2, false, 0, 0}, {10, 3, false, 0, 0}, {7, 4, false, 0, 0}, {100, 3, true, 0, 0},
-      {100, 3, true, 0, 5}, {101, 4, true, 42, 1}, {5, 8, true, 7, 2}, {1000, 2, true, 123, 3}};
+  const std::vector<SamplerCase> cases = {{10, 2, false, 0, 0}, {10, 3, false, 0, 0},   {7, 4, false, 0, 0},
+                                          {100, 3, true, 0, 0}, {100, 3, true, 0, 5},   {101, 4, true, 42, 1},
+                                          {5, 8, true, 7, 2},   {1000, 2, true, 123, 3}};
   nlohmann::json cases_json = nlohmann::json::array();
   for (const auto& c : cases) cases_json.push_back({c.size, c.world, c.shuffle, c.seed, c.epoch});
   const auto reference = commtune::testing::run_python(R"(
 import json, torch
 from torch.utils.data.distributed import DistributedSampler
 out = []
-for size, world, shuffle, seed, epoch in json.loads(')" + cases_json.dump() + R"('):
+for size, world, shuffle, seed, epoch in json.loads(')" +
+                                                       cases_json.dump() + R"('):
     per_rank = []
     for rank in range(world):
         s = DistributedSampler(range(size), num_replicas=world, rank=rank, shuffle=shuffle, seed=seed)
@@ -62,7 +63,9 @@ class IndexDataset final : public commtune::Dataset {
   std::int64_t n_;
 };
 
-std::vector<std::int64_t> as_vector(const at::Tensor& t) { return {t.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>() + t.numel()}; }
+std::vector<std::int64_t> as_vector(const at::Tensor& t) {
+  return {t.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>() + t.numel()};
+}
 
 TEST(ShardedLoader, BatchesFollowTheSamplerAcrossEpochs) {
   IndexDataset data(10);

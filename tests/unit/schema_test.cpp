@@ -74,7 +74,9 @@ TEST(Schema, ComponentNamesAreChoices) {
 
 TEST(Schema, EntryParametersDependOnTheChosenEntry) {
   // momentum belongs to sgd, not adam.
-  EXPECT_EQ(config_error([] { RunConfig::parse({{"optimizer", {{"name", "adam"}, {"momentum", 0.5}}}}); }).first,
+  EXPECT_EQ(config_error([] {
+              RunConfig::parse({{"optimizer", {{"name", "adam"}, {"momentum", 0.5}}}});
+            }).first,
             "optimizer.momentum");
   const auto c = RunConfig::parse({{"optimizer", {{"name", "adam"}, {"beta2", 0.99}}}});
   EXPECT_EQ(c.optimizer["beta2"], 0.99);

@@ -23,7 +23,9 @@ TEST(WeightsFile, RoundTripsAndLoadsInPyTorchWithWeightsOnly) {
   }
   const auto loaded = commtune::testing::run_python(
       "import json, torch\n"
-      "d = torch.load('" + path.string() + "', weights_only=True)\n"
+      "d = torch.load('" +
+      path.string() +
+      "', weights_only=True)\n"
       "print(json.dumps({k: v.tolist() for k, v in d.items()}))\n");
   EXPECT_EQ(loaded["layer.bias"], nlohmann::json({0.5, -1.5}));
   EXPECT_EQ(loaded["layer.weight"][1], nlohmann::json({3.0, 4.0, 5.0}));
