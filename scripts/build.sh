@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds commtune into ./build (Release with debug info by default).
-# Extra arguments are passed to the CMake configure step.
+# Extra arguments are passed to the CMake configure step. Build output goes to
+# stderr, so that scripts/main.sh's stdout is the run summary alone.
 set -euo pipefail
+exec 1>&2
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${COMMTUNE_BUILD_DIR:-$root/build}
 jobs=${COMMTUNE_JOBS:-$(nproc)}

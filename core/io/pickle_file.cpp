@@ -1,7 +1,11 @@
 #include "core/io/pickle_file.h"
 
 #include <caffe2/serialize/inline_container.h>
+#if __has_include(<torch/csrc/jit/serialization/export_utils.h>)
+#include <torch/csrc/jit/serialization/export_utils.h>  // newer PyTorch keeps writeArchiveAndTensors here
+#else
 #include <torch/csrc/jit/serialization/export.h>
+#endif
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
