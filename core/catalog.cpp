@@ -1,5 +1,7 @@
 #include "core/catalog.h"
 
+#include "core/hooks/powersgd.h"
+
 namespace commtune {
 
 Catalog& catalog() {
@@ -9,6 +11,7 @@ Catalog& catalog() {
     register_builtin_datasets(c.datasets);
     register_builtin_optimizers(c.optimizers);
     register_default_hooks(c.hooks);
+    register_powersgd_hooks(c.hooks);
     return c;
   }();
   return instance;

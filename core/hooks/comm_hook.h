@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Dict.h>
+
 #include "core/ddp/grad_bucket.h"
 #include "core/dist/communicator.h"
 #include "core/schema/param_schema.h"
@@ -93,6 +95,12 @@ class CommHook {
   // A factor the reducer applies while copying gradients into the bucket
   // (fused with the copy, saving a pass over the gradients).
   virtual double gradient_copy_scale() const { return 1.0; }
+
+  // What a stateful hook must carry across a checkpoint (iteration counters,
+  // random generator, per-bucket memories), as plain values and tensors.
+  using State = c10::impl::GenericDict;
+  virtual void save_state(State& /*out*/) const {}
+  virtual void load_state(const State& /*in*/) {}
 };
 
 // Parameters every hook has: an optional compression wrapper around it.

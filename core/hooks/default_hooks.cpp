@@ -72,6 +72,8 @@ class CompressWrapper final : public CommHook {
   CompressWrapper(at::ScalarType dtype, std::unique_ptr<CommHook> inner, HookEnv& env)
       : dtype_(dtype), inner_(std::move(inner)), env_(env) {}
   bool may_block() const override { return inner_->may_block() || sum_blocks(dtype_, env_); }
+  void save_state(State& out) const override { inner_->save_state(out); }
+  void load_state(const State& in) override { inner_->load_state(in); }
   Future run(GradBucket& bucket) override {
     auto original = bucket.buffer();
     bucket.set_buffer(original.to(dtype_));

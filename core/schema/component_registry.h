@@ -4,12 +4,32 @@
 #pragma once
 
 #include <memory>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include "core/schema/param_schema.h"
 
 namespace commtune {
+
+// Options may check relations between their fields (`void validate() const`,
+// throwing ConfigError); they are checked when a configuration is parsed.
+template <class Options, class = void>
+struct has_validate : std::false_type {};
+template <class Options>
+struct has_validate<Options, std::void_t<decltype(std::declval<const Options&>().validate())>> : std::true_type {};
+
+template <class Options>
+ParamSet validated_param_set(const Schema<Options>& schema) {
+  auto set = schema.erase();
+  if constexpr (has_validate<Options>::value)
+    set.normalize = [schema](const nlohmann::json& object, const std::string& path) {
+      const auto options = schema.read(object, path);
+      options.validate();
+      return schema.write(options);
+    };
+  return set;
+}
 
 template <class Product, class... Args>
 class ComponentRegistry {
@@ -31,7 +51,7 @@ class ComponentRegistry {
     const auto schema = Options::schema();
     for (const auto& e : entries_)
       if (e.name == name) throw std::logic_error(section_ + " '" + name + "' is registered twice");
-    entries_.push_back(Entry{std::move(name), std::move(doc), schema.erase(),
+    entries_.push_back(Entry{std::move(name), std::move(doc), validated_param_set(schema),
                              [schema, make](const nlohmann::json& section, Args... args) -> std::unique_ptr<Product> {
                                return make(schema.read(section, ""), args...);
                              }});

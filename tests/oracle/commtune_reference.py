@@ -25,7 +25,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
@@ -242,6 +242,10 @@ def make_hook(cfg, on_cuda=False):
         if cfg.get("wrapper", "none") != "none":
             raise ValueError("a wrapper needs a hook to wrap")
         return None
+    state = None
+    if name in ("powersgd", "batched_powersgd"):
+        state = powerSGD_hook.PowerSGDState(process_group=None, **{k: cfg[k] for k in POWERSGD_STATE_KEYS})
+        hooks[name] = powerSGD_hook.powerSGD_hook if name == "powersgd" else powerSGD_hook.batched_powerSGD_hook
     if name not in hooks:
         raise ValueError(f"no reference for hook {name}")
     hook = hooks[name]
@@ -250,7 +254,12 @@ def make_hook(cfg, on_cuda=False):
         hook = default_hooks.fp16_compress_wrapper(hook)
     elif wrapper == "bf16":
         hook = default_hooks.bf16_compress_wrapper(hook) if on_cuda else emulated_bf16_compress_wrapper(hook)
-    return None, hook
+    return state, hook
+
+
+POWERSGD_STATE_KEYS = ("matrix_approximation_rank", "start_powerSGD_iter", "min_compression_rate",
+                       "use_error_feedback", "warm_start", "orthogonalization_epsilon", "random_seed",
+                       "compression_stats_logging_frequency", "batch_tensors_with_same_shape")
 
 
 # --- the run -------------------------------------------------------------------
@@ -285,7 +294,7 @@ def pin_to_share_of_cores(rank, world):
         os.sched_setaffinity(0, cores[rank * share:(rank + 1) * share])
 
 
-def run_rank(rank, world, port, config, init_path, out_dir, final_path):
+def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir=None):
     if os.environ.get("COMMTUNE_REFERENCE_PIN") == "1":  # benchmarks: the same placement as commtune
         pin_to_share_of_cores(rank, world)
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
@@ -325,6 +334,9 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path):
             loss = loss_fn(ddp(inputs.to(device)), targets.to(device))
             optimizer.zero_grad()
             loss.backward()
+            if dump_dir and step < config["debug"]["dump_grads_steps"]:
+                torch.save({"reduced/" + n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()},
+                           os.path.join(dump_dir, f"grads-rank{rank}-step{step}.pt"))
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()
@@ -352,14 +364,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def replay(config, init_path, final_path=None, world_size=None):
-    """Runs the reference; returns per rank {"losses": [...], "seconds": [...]}."""
+def replay(config, init_path, final_path=None, world_size=None, dump_dir=None):
+    """Runs the reference; returns per rank {"losses": [...], "seconds": [...]}.
+    With dump_dir, the first debug.dump_grads_steps steps' reduced gradients
+    are saved there as commtune saves them."""
     world = world_size or config["world_size"] or 2
     # Like commtune's `threads`, bound the BLAS pool too (read by each spawned rank at import).
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path), nprocs=world, join=True)
+        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir), nprocs=world,
+                 join=True)
         results = []
         for r in range(world):
             with open(os.path.join(out_dir, f"losses-{r}.json")) as f:
@@ -375,10 +390,11 @@ def main():
                         help="where to write {'losses': [[rank 0], ...], 'seconds': [[rank 0], ...]}")
     parser.add_argument("--final", help="also save rank 0's final weights here")
     parser.add_argument("--world-size", type=int, help="ranks (default: the config's, or 2)")
+    parser.add_argument("--dump-grads", help="save the reduced gradients of the first debug.dump_grads_steps steps here")
     args = parser.parse_args()
     config = json.load(open(args.config))
     config = config.get("config", config)
-    ranks = replay(config, args.init, args.final, args.world_size)
+    ranks = replay(config, args.init, args.final, args.world_size, args.dump_grads)
     with open(args.out, "w") as f:
         json.dump({"losses": [r["losses"] for r in ranks], "seconds": [r["seconds"] for r in ranks]}, f)
 
