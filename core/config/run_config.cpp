@@ -35,7 +35,8 @@ Schema<WeightsOptions> WeightsOptions::schema() {
 Schema<DebugOptions> DebugOptions::schema() {
   return Schema<DebugOptions>()
       .integer("dump_grads_steps", &DebugOptions::dump_grads_steps, Range::at_least(0), "steps",
-               "for the first N steps, write each rank's local and reduced gradients to dump_dir")
+               "for the first N steps, write each rank's local and reduced gradients (and a stateful hook's state) to "
+               "dump_dir")
       .text("dump_dir", &DebugOptions::dump_dir, "folder for gradient dumps (grads-rank<r>-step<s>.pt)")
       .integer("fail_rank", &DebugOptions::fail_rank, Range::at_least(-1), "rank",
                "fault injection: this rank raises an error at fail_at_step (-1: none), to try out failure handling")

@@ -14,6 +14,7 @@
 
 #include "core/catalog.h"
 #include "core/dist/devices.h"
+#include "core/io/pickle_file.h"
 #include "core/models/weights_file.h"
 
 namespace commtune {
@@ -57,15 +58,21 @@ class BufferSync {
   NamedTensors buffers_;
 };
 
-void dump_gradients(const DebugOptions& debug, int rank, std::int64_t step, const Reducer& reducer,
-                    const FlatParameters& flat) {
+// For the first debug.dump_grads_steps steps: each rank's gradients before
+// and after reduction, and the hook's state after the step (what a stateful
+// hook carries into the next one).
+void dump_step(const DebugOptions& debug, int rank, std::int64_t step, const Reducer& reducer,
+               const FlatParameters& flat, const CommHook& hook) {
   std::filesystem::create_directories(debug.dump_dir);
-  NamedTensors out;
-  for (auto& [name, t] : reducer.local_gradients()) out.emplace_back("local/" + name, std::move(t));
-  for (auto& [name, t] : flat.unflatten(flat.grads())) out.emplace_back("reduced/" + name, std::move(t));
+  c10::impl::GenericDict dump(c10::StringType::get(), c10::AnyType::get());
+  for (auto& [name, t] : reducer.local_gradients()) dump.insert("local/" + name, t.cpu());
+  for (auto& [name, t] : flat.unflatten(flat.grads())) dump.insert("reduced/" + name, t.cpu());
+  CommHook::State state(c10::StringType::get(), c10::AnyType::get());
+  hook.save_state(state);
+  if (!state.empty()) dump.insert("hook", state);
   const auto file = std::filesystem::path(debug.dump_dir) /
                     ("grads-rank" + std::to_string(rank) + "-step" + std::to_string(step) + ".pt");
-  save_weights(file.string(), out);
+  write_pickle_file(file.string(), dump);
 }
 
 nlohmann::json parameter_list(const FlatParameters& flat) {
@@ -166,7 +173,7 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
       last_loss = loss.item<double>();  // also waits for the device
       const auto t5 = steady::now();
 
-      if (step < config.debug.dump_grads_steps) dump_gradients(config.debug, env.rank, step, reducer, flat);
+      if (step < config.debug.dump_grads_steps) dump_step(config.debug, env.rank, step, reducer, flat, *hook);
 
       if (events) {
         if (rebuilt) events->message({{"kind", "buckets"}, {"step", step}, {"buckets", reducer.layout_json()}});

@@ -119,3 +119,25 @@ def worker_rank(pid):
     with open(f"/proc/{pid}/environ", "rb") as f:
         env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
     return int(env[b"RANK"])
+
+
+def load_gradient_dumps(dump_dir, world, steps):
+    """commtune's (or the reference's) gradient dumps: [step][rank] -> {key: tensor}."""
+    import torch
+    return [[torch.load(os.path.join(dump_dir, f"grads-rank{r}-step{s}.pt")) for r in range(world)]
+            for s in range(steps)]
+
+
+def relative_error(a, b):
+    """max |a - b| / max |b| (0 when both are zero)."""
+    scale = b.abs().max().item()
+    err = (a.double() - b.double()).abs().max().item()
+    return err / scale if scale > 0 else err
+
+
+def frobenius_error(a, b):
+    """||a - b|| / ||b|| over all elements (the absolute difference when b is zero)."""
+    a, b = a.double().reshape(-1), b.double().reshape(-1)
+    norm = b.norm().item()
+    diff = (a - b).norm().item()
+    return diff / norm if norm > 0 else diff
