@@ -6,11 +6,13 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "core/config/run_config.h"
 #include "core/dist/devices.h"
+#include "core/export/powersgd_export.h"
 #include "core/launch/launcher.h"
 #include "core/launch/run_report.h"
 #include "core/version.h"
@@ -190,6 +192,33 @@ int summarize_command(const std::vector<std::string>& files, const std::string& 
   return outcome.status == commtune::RunStatus::Succeeded ? 0 : kExitFailed;
 }
 
+// `export powersgd`: from a run summary (a finished run) or a checkpoint folder.
+int export_powersgd_command(const std::string& from, bool runtime_state, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  nlohmann::json config;
+  std::string checkpoint;
+  if (fs::is_directory(from)) {
+    std::ifstream in(fs::path(from) / "config.json");
+    if (!in) throw std::runtime_error(from + " has no config.json: not a commtune checkpoint folder");
+    config = nlohmann::json::parse(in);
+    checkpoint = from;
+  } else {
+    std::ifstream in(from);
+    if (!in) throw std::runtime_error("cannot read " + from);
+    const auto summary = nlohmann::json::parse(in);
+    if (!summary.contains("config")) throw std::runtime_error(from + " is not a commtune run summary");
+    config = summary["config"];
+    if (runtime_state) {
+      if (!summary.contains("checkpoints") || summary["checkpoints"].empty())
+        throw std::runtime_error("the run wrote no checkpoint to take runtime state from: run it with checkpoint.dir set");
+      checkpoint = summary["checkpoints"].back()["folder"];
+    }
+  }
+  if (!runtime_state) checkpoint.clear();
+  for (const auto& file : commtune::export_powersgd(config, checkpoint, out_dir)) std::printf("%s\n", file.c_str());
+  return 0;
+}
+
 void print_param(const nlohmann::json& p, const std::string& prefix) {
   std::string line = "  " + prefix + p["name"].get<std::string>() + " (" + p["type"].get<std::string>() + ", default " +
                      p["default"].dump() + "): " + p["doc"].get<std::string>();
@@ -282,8 +311,23 @@ int main(int argc, char** argv) {
   summarize->add_option("--summary", summary_path, "write the summary (JSON) here instead of to stdout");
   summarize->add_option("--metrics", metrics_path, "write every rank's per-step metrics here (JSON Lines)");
 
+  auto* export_cmd = app.add_subcommand("export", "export a tuned configuration for a production PyTorch job");
+  export_cmd->require_subcommand(1);
+  auto* export_powersgd = export_cmd->add_subcommand(
+      "powersgd", "a PowerSGDState file (torch.load(..., weights_only=True)), the configuration and a Python snippet");
+  std::string export_from, export_out;
+  bool runtime_state = false;
+  export_powersgd->add_option("--from", export_from, "a run summary (JSON) or a checkpoint folder (step-NNNNNN)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  export_powersgd->add_option("--out", export_out, "folder to write into")->required();
+  export_powersgd->add_flag("--runtime-state", runtime_state,
+                            "also each rank's runtime state (iteration, random generator, error and P/Q memories) "
+                            "from the checkpoint, so the job continues where the run stopped");
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (*export_powersgd) return export_powersgd_command(export_from, runtime_state, export_out);
     if (*run) return run_command(config_path, overrides, summary_path, metrics_path, quiet, verbose);
     if (*summarize) return summarize_command(event_files, summary_path, metrics_path);
     if (*params) return params_command(section, as_json, as_markdown);

@@ -55,6 +55,7 @@ const std::vector<PlainSection>& plain_sections() {
   static const std::vector<PlainSection> sections = {
       {"ddp", ReducerOptions::schema().erase()},
       {"weights", WeightsOptions::schema().erase()},
+      {"checkpoint", CheckpointOptions::schema().erase()},
       {"debug", DebugOptions::schema().erase()},
   };
   return sections;
@@ -98,6 +99,7 @@ RunConfig RunConfig::parse(const nlohmann::json& raw) {
   for (const auto& s : plain_sections()) check_known_keys(section_or_empty(raw, s.key), s.key, {&s.params});
   c.ddp = ReducerOptions::schema().read(section_or_empty(raw, "ddp"), "ddp");
   c.weights = WeightsOptions::schema().read(section_or_empty(raw, "weights"), "weights");
+  c.checkpoint = CheckpointOptions::schema().read(section_or_empty(raw, "checkpoint"), "checkpoint");
   c.debug = DebugOptions::schema().read(section_or_empty(raw, "debug"), "debug");
   if (c.debug.dump_grads_steps > 0 && c.debug.dump_dir.empty())
     throw ConfigError("debug.dump_dir", "set a folder for the gradient dumps that debug.dump_grads_steps asks for");
@@ -125,6 +127,7 @@ nlohmann::json RunConfig::to_json() const {
   j["hook"] = hook;
   j["ddp"] = ReducerOptions::schema().write(ddp);
   j["weights"] = WeightsOptions::schema().write(weights);
+  j["checkpoint"] = CheckpointOptions::schema().write(checkpoint);
   j["debug"] = DebugOptions::schema().write(debug);
   return j;
 }

@@ -7,6 +7,7 @@
 //     "hook":      {"name": "allreduce", "wrapper": "none", ...},
 //     "ddp":       {"bucket_cap_mb": 25, ...},
 //     "weights":   {"init": "", "save_initial": "", "save_final": ""},
+//     "checkpoint": {"dir": "", "every": 0, "resume": ""},
 //     "debug":     {"dump_grads_steps": 0, "dump_dir": ""} }
 //
 // Every key is optional; defaults fill the rest. docs/config.md lists them all
@@ -21,6 +22,7 @@
 
 #include "core/ddp/reducer.h"
 #include "core/schema/param_schema.h"
+#include "core/train/checkpoint.h"
 
 namespace commtune {
 
@@ -62,6 +64,7 @@ class RunConfig {
   RunOptions run;
   ReducerOptions ddp;
   WeightsOptions weights;
+  CheckpointOptions checkpoint;
   DebugOptions debug;
   nlohmann::json model, data, optimizer, hook;  // normalised sections of the catalog
 };

@@ -66,3 +66,21 @@ Batch ShardedLoader::next() {
 }
 
 }  // namespace commtune
+
+namespace commtune {
+
+void ShardedLoader::seek(std::int64_t epoch, std::int64_t position) {
+  epoch_ = epoch;
+  if (epoch < 0) {
+    indices_.clear();
+    position_ = 0;
+    return;
+  }
+  indices_ = distributed_sampler_indices(dataset_.size(), rank_, world_size_, options_.shuffle, seed_, epoch_);
+  if (position < 0 || position > static_cast<std::int64_t>(indices_.size()))
+    throw std::runtime_error("loader position " + std::to_string(position) + " is outside epoch " +
+                             std::to_string(epoch) + " (" + std::to_string(indices_.size()) + " samples)");
+  position_ = static_cast<std::size_t>(position);
+}
+
+}  // namespace commtune

@@ -33,6 +33,10 @@ class ShardedLoader {
   Batch next();
   std::int64_t epoch() const { return epoch_; }
   std::int64_t batches_per_epoch() const;
+  // Where the loader stands (epoch, index into the epoch's samples), and
+  // going back there: a resumed run reads the batches an uninterrupted one would.
+  std::pair<std::int64_t, std::int64_t> position() const { return {epoch_, static_cast<std::int64_t>(position_)}; }
+  void seek(std::int64_t epoch, std::int64_t position);
 
  private:
   const Dataset& dataset_;

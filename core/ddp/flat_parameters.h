@@ -41,6 +41,7 @@ class FlatParameters {
   // zero-filled when first asked for; it moves with every relayout.
   at::Tensor& state(const std::string& name);
   bool has_state(const std::string& name) const { return states_.count(name) != 0; }
+  const std::map<std::string, at::Tensor>& states() const { return states_; }
 
   // Moves every parameter, gradient and state to the layout `order`.
   void relayout(const std::vector<std::size_t>& order);

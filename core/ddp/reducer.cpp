@@ -285,3 +285,42 @@ NamedTensors Reducer::local_gradients() const {
 }
 
 }  // namespace commtune
+
+namespace commtune {
+
+namespace {
+at::Tensor indices_tensor(const std::vector<std::size_t>& v) {
+  std::vector<std::int64_t> as_int(v.begin(), v.end());
+  return at::tensor(as_int, at::TensorOptions().dtype(at::kLong));
+}
+std::vector<std::size_t> indices_of(const at::Tensor& t) {
+  const auto c = t.to(at::kLong).contiguous();
+  return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
+}
+}  // namespace
+
+void Reducer::save_state(c10::impl::GenericDict& out) const {
+  out.insert("step", step_);
+  c10::impl::GenericList buckets(c10::TensorType::get());
+  for (const auto& b : buckets_) buckets.push_back(indices_tensor(b));
+  out.insert("buckets", buckets);
+  out.insert("ready_order", indices_tensor(ready_order_));
+}
+
+void Reducer::load_state(const c10::impl::GenericDict& in) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::vector<std::size_t>> buckets;
+  std::size_t total = 0;
+  for (const auto& b : in.at("buckets").toList()) {
+    buckets.push_back(indices_of(b.get().toTensor()));
+    total += buckets.back().size();
+  }
+  if (total != params_.count())
+    throw std::runtime_error("the checkpoint's buckets hold " + std::to_string(total) + " parameters, the model has " +
+                             std::to_string(params_.count()));
+  set_buckets(std::move(buckets));
+  step_ = in.at("step").toInt();
+  ready_order_ = indices_of(in.at("ready_order").toTensor());
+}
+
+}  // namespace commtune

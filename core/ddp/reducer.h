@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/core/Dict.h>
 #include <nlohmann/json.hpp>
 
 #include "core/ddp/flat_parameters.h"
@@ -67,6 +68,11 @@ class Reducer {
   // The last step's gradients before reduction, by parameter name; needs
   // capture_local_gradients.
   NamedTensors local_gradients() const;
+
+  // The bucket layout and where the reducer is in DDP's rebuild sequence, for
+  // checkpoints; loading re-lays out the parameters accordingly.
+  void save_state(c10::impl::GenericDict& out) const;
+  void load_state(const c10::impl::GenericDict& in);
 
  private:
   struct GradientReadyHook;

@@ -54,6 +54,8 @@ void RunSummary::on_event(const events::Event& event) {
   if (kind == "run_start" && event.rank == 0) run_start_ = *event.message();
   if (kind == "buckets" && event.rank == 0) buckets_ = event.message()->value("buckets", nlohmann::json::array());
   if (kind == "run_end") rank.end = *event.message();
+  if (kind == "checkpoint" && event.rank == 0)
+    checkpoints_.push_back({{"step", event.message()->value("step", 0)}, {"folder", event.message()->value("folder", "")}});
 }
 
 std::int64_t RunSummary::steps_completed() const {
@@ -77,7 +79,8 @@ nlohmann::json RunSummary::to_json(const RunOutcome& outcome, const nlohmann::js
   if (!outcome.reason.empty()) j["reason"] = outcome.reason;
   j["world_size"] = world_size_;
   const auto completed = steps_completed();
-  j["steps"] = {{"requested", config.value("steps", 0)}, {"completed", completed}};
+  const std::int64_t first_step = run_start_.is_null() ? 0 : run_start_.value("first_step", std::int64_t{0});
+  j["steps"] = {{"requested", config.value("steps", 0)}, {"completed", first_step + completed}};
 
   const auto curve = loss_curve();
   if (!curve.empty()) {
@@ -130,6 +133,8 @@ nlohmann::json RunSummary::to_json(const RunOutcome& outcome, const nlohmann::js
     j["dataset"] = run_start_.value("dataset", "");
   }
   if (!buckets_.is_null()) j["buckets"] = buckets_;
+  if (!checkpoints_.empty()) j["checkpoints"] = checkpoints_;
+  if (!run_start_.is_null() && run_start_.value("first_step", 0) > 0) j["resumed_from_step"] = run_start_["first_step"];
 
   std::vector<std::string> digests;
   for (const auto& r : ranks_)

@@ -35,6 +35,7 @@ class RunSummary final : public EventSubscriber {
   std::vector<Rank> ranks_;
   nlohmann::json run_start_;
   nlohmann::json buckets_;
+  nlohmann::json checkpoints_ = nlohmann::json::array();
 };
 
 // A one-line live view on stderr: step, loss, step time split, bytes, ETA.

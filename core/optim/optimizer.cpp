@@ -99,6 +99,8 @@ class Adam final : public Optimizer {
                        params_.state("exp_avg").data_ptr<float>(), params_.state("exp_avg_sq").data_ptr<float>(),
                        params_.total_numel(), h, kernel_stream(values));
   }
+  void save_state(c10::impl::GenericDict& out) const override { out.insert("adam_steps", steps_); }
+  void load_state(const c10::impl::GenericDict& in) override { steps_ = in.at("adam_steps").toInt(); }
 
  private:
   FlatParameters& params_;

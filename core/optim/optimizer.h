@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include <ATen/core/Dict.h>
+
 #include "core/ddp/flat_parameters.h"
 #include "core/schema/component_registry.h"
 
@@ -14,6 +16,9 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // Updates the parameters from the (averaged) gradients in the flat buffers.
   virtual void step(double lr) = 0;
+  // Counters beyond the flat state buffers (which FlatParameters carries), for checkpoints.
+  virtual void save_state(c10::impl::GenericDict& /*out*/) const {}
+  virtual void load_state(const c10::impl::GenericDict& /*in*/) {}
 };
 
 struct OptimizerCommon {

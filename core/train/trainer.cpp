@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/catalog.h"
 #include "core/dist/devices.h"
 #include "core/io/pickle_file.h"
+#include "core/train/checkpoint.h"
 #include "core/models/weights_file.h"
 
 namespace commtune {
@@ -120,6 +122,17 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
   const auto optimizer_common = OptimizerCommon::schema().read(config.optimizer, "optimizer");
   auto optimizer = cat.optimizers.create(config.optimizer, flat, optimizer_common);
 
+  TrainingState state{flat, reducer, *optimizer, *hook, loader};
+  std::int64_t first_step = 0;
+  if (!config.checkpoint.resume.empty()) first_step = state.load(config.checkpoint.resume, env.rank, env.world_size);
+  const auto save_checkpoint = [&](std::int64_t next_step) {
+    const auto folder = checkpoint_folder(config.checkpoint.dir, next_step);
+    state.save(folder, next_step, env.rank, env.world_size);
+    if (env.rank != 0) return;
+    std::ofstream(std::filesystem::path(folder) / "config.json") << config.to_json().dump(2) << "\n";
+    if (events) events->message({{"kind", "checkpoint"}, {"step", next_step}, {"folder", folder}});
+  };
+
   if (events) {
     events->message({{"kind", "run_start"},
                      {"rank", env.rank},
@@ -134,8 +147,9 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
                      {"dataset_size", dataset->size()},
                      {"dataset", dataset->spec().describe()},
                      {"batches_per_epoch", loader.batches_per_epoch()},
+                     {"first_step", first_step},
                      {"config", config.to_json()}});
-    events->message({{"kind", "buckets"}, {"step", 0}, {"buckets", reducer.layout_json()}});
+    events->message({{"kind", "buckets"}, {"step", first_step}, {"buckets", reducer.layout_json()}});
   }
 
   const bool print_progress = !events && env.rank == 0;
@@ -147,7 +161,7 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
   // Report a failure while the reducer still stands: unwinding it may wait
   // on a collective that a failed peer never joins.
   try {
-    for (std::int64_t step = 0; step < config.run.steps; ++step) {
+    for (std::int64_t step = first_step; step < config.run.steps; ++step) {
       if (env.rank == config.debug.fail_rank && step == config.debug.fail_at_step)
         throw std::runtime_error("injected failure at step " + std::to_string(step) + " (debug.fail_rank)");
       const auto t0 = steady::now();
@@ -193,7 +207,11 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
         for (auto& [bucket, name, value] : bucket_stats)
           record.bucket_stats.push_back({static_cast<std::uint32_t>(bucket), std::move(name), value});
         events->step(record);
-      } else if (print_progress && ((step + 1) % print_every == 0 || step + 1 == config.run.steps)) {
+      }
+      if (!config.checkpoint.dir.empty() && config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0 &&
+          step + 1 < config.run.steps)
+        save_checkpoint(step + 1);
+      if (print_progress && ((step + 1) % print_every == 0 || step + 1 == config.run.steps)) {
         std::printf("step %lld/%lld  loss %.6f  %.2f ms/step\n", static_cast<long long>(step + 1),
                     static_cast<long long>(config.run.steps), last_loss, 1e3 * seconds_between(t0, t5));
         std::fflush(stdout);
@@ -205,6 +223,7 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
     throw;
   }
 
+  if (!config.checkpoint.dir.empty()) save_checkpoint(config.run.steps);
   const auto digest = tensor_digest(flat.unflatten(flat.values()));
   if (env.rank == 0 && !config.weights.save_final.empty())
     save_weights(config.weights.save_final, flat.unflatten(flat.values()));

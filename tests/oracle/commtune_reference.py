@@ -294,7 +294,19 @@ def pin_to_share_of_cores(rank, world):
         os.sched_setaffinity(0, cores[rank * share:(rank + 1) * share])
 
 
-def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir=None):
+def exported_hook(state_path, rank):
+    """The state and registration of `commtune-cli export powersgd`, through the
+    exported snippet itself (use_powersgd.py beside the state file)."""
+    import importlib.util
+    folder = os.path.dirname(os.path.abspath(state_path))
+    spec = importlib.util.spec_from_file_location("use_powersgd", os.path.join(folder, "use_powersgd.py"))
+    snippet = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(snippet)
+    state, document = snippet.load_powersgd_state(state_path.replace("{rank}", str(rank)))
+    return snippet, state, document
+
+
+def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir=None, powersgd_state=None):
     if os.environ.get("COMMTUNE_REFERENCE_PIN") == "1":  # benchmarks: the same placement as commtune
         pin_to_share_of_cores(rank, world)
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
@@ -312,9 +324,15 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     # DDP reads its first bucket's cap from this module global when built.
     dist._DEFAULT_FIRST_BUCKET_BYTES = int(config["ddp"]["first_bucket_cap_mb"] * 1024 * 1024)
     ddp = DDP(model, device_ids=[rank] if on_cuda else None, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
-    hook = make_hook(config["hook"], on_cuda)
-    if hook is not None:
-        ddp.register_comm_hook(*hook)
+    exported = None
+    if powersgd_state:
+        snippet, state, document = exported_hook(powersgd_state, rank)
+        snippet.register(ddp, state)
+        exported = (snippet, state, document)
+    else:
+        hook = make_hook(config["hook"], on_cuda)
+        if hook is not None:
+            ddp.register_comm_hook(*hook)
     data = config["data"]
     sampler = DistributedSampler(range(x.size(0)), num_replicas=world, rank=rank, shuffle=data["shuffle"],
                                  seed=config["seed"])
@@ -341,13 +359,19 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
             if scheduler is not None:
                 scheduler.step()
             losses.append(loss.item())
+            if exported and step == 0 and "runtime" in exported[2]:  # DDP has its final buckets from step 1 on
+                exported[0].restore_runtime_state(exported[1], exported[2], device)
             now = time.perf_counter()
             seconds.append(now - started)  # the whole step: batch, forward, backward, optimizer
             started = now
             step += 1
         epoch += 1
+    result = {"losses": losses, "seconds": seconds}
+    if exported:
+        result["powersgd_iter"] = exported[1].iter
+        result["powersgd_buckets_with_error"] = sorted(exported[1].error_dict)
     with open(os.path.join(out_dir, f"losses-{rank}.json"), "w") as f:
-        json.dump({"losses": losses, "seconds": seconds}, f)
+        json.dump(result, f)
     if rank == 0 and final_path:
         torch.save({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}, final_path)
     dist.barrier()  # every rank's results are on disk
@@ -364,7 +388,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def replay(config, init_path, final_path=None, world_size=None, dump_dir=None):
+def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, powersgd_state=None):
     """Runs the reference; returns per rank {"losses": [...], "seconds": [...]}.
     With dump_dir, the first debug.dump_grads_steps steps' reduced gradients
     are saved there as commtune saves them."""
@@ -373,8 +397,8 @@ def replay(config, init_path, final_path=None, world_size=None, dump_dir=None):
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir), nprocs=world,
-                 join=True)
+        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir, powersgd_state),
+                 nprocs=world, join=True)
         results = []
         for r in range(world):
             with open(os.path.join(out_dir, f"losses-{r}.json")) as f:
@@ -391,12 +415,15 @@ def main():
     parser.add_argument("--final", help="also save rank 0's final weights here")
     parser.add_argument("--world-size", type=int, help="ranks (default: the config's, or 2)")
     parser.add_argument("--dump-grads", help="save the reduced gradients of the first debug.dump_grads_steps steps here")
+    parser.add_argument("--powersgd-state", help="use this exported PowerSGD state ({rank} is replaced) and its "
+                                                 "use_powersgd.py instead of the config's hook")
     args = parser.parse_args()
     config = json.load(open(args.config))
     config = config.get("config", config)
-    ranks = replay(config, args.init, args.final, args.world_size, args.dump_grads)
+    ranks = replay(config, args.init, args.final, args.world_size, args.dump_grads, args.powersgd_state)
     with open(args.out, "w") as f:
-        json.dump({"losses": [r["losses"] for r in ranks], "seconds": [r["seconds"] for r in ranks]}, f)
+        json.dump({"losses": [r["losses"] for r in ranks], "seconds": [r["seconds"] for r in ranks],
+                   "ranks": ranks}, f)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,197 @@
+#include "core/export/powersgd_export.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/io/pickle_file.h"
+#include "core/schema/param_schema.h"
+#include "core/train/checkpoint.h"
+
+namespace commtune {
+
+namespace {
+
+using Dict = c10::impl::GenericDict;
+Dict string_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
+
+// PyTorch 1.13's weights-only loader refuses Python floats: floats travel as 0-dim float64 tensors.
+c10::IValue plain(const nlohmann::json& value) {
+  if (value.is_boolean()) return value.get<bool>();
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  if (value.is_number()) return at::scalar_tensor(value.get<double>(), at::kDouble);
+  return value.get<std::string>();
+}
+
+const char* hook_function(const std::string& name) {
+  return name == "batched_powersgd" ? "batched_powerSGD_hook" : "powerSGD_hook";
+}
+
+const char* wrapper_function(const std::string& wrapper) {
+  if (wrapper == "fp16") return "fp16_compress_wrapper";
+  if (wrapper == "bf16") return "bf16_compress_wrapper";
+  return "none";
+}
+
+Dict hyperparameters(const nlohmann::json& hook) {
+  auto out = string_dict();
+  for (const char* key : {"matrix_approximation_rank", "start_powerSGD_iter", "min_compression_rate",
+                          "use_error_feedback", "warm_start", "orthogonalization_epsilon", "random_seed",
+                          "compression_stats_logging_frequency", "batch_tensors_with_same_shape"})
+    out.insert(key, plain(hook.at(key)));
+  return out;
+}
+
+Dict base_document(const nlohmann::json& config) {
+  const auto& hook = config.at("hook");
+  auto doc = string_dict();
+  doc.insert("format", std::string(kPowerSgdStateFormat));
+  doc.insert("version", kPowerSgdStateVersion);
+  doc.insert("hook", std::string(hook_function(hook.at("name"))));
+  doc.insert("wrapper", std::string(wrapper_function(hook.value("wrapper", "none"))));
+  doc.insert("hyperparameters", hyperparameters(hook));
+  auto ddp = string_dict();
+  ddp.insert("bucket_cap_mb", plain(config.at("ddp").at("bucket_cap_mb")));
+  ddp.insert("first_bucket_cap_mb", plain(config.at("ddp").at("first_bucket_cap_mb")));
+  doc.insert("ddp", ddp);
+  return doc;
+}
+
+// One rank's runtime state, from its checkpoint file, in PowerSGDState's terms.
+Dict runtime_state(const std::string& folder, int rank) {
+  const auto root = read_pickle_file(checkpoint_file(folder, rank)).toGenericDict();
+  const auto hook = root.at("hook").toGenericDict();
+  if (hook.empty() || !hook.contains("iter"))
+    throw std::runtime_error(folder + " holds no PowerSGD state (was the run's hook PowerSGD?)");
+  auto out = string_dict();
+  out.insert("rank", static_cast<std::int64_t>(rank));
+  out.insert("world_size", root.at("world_size").toInt());
+  out.insert("step", root.at("step").toInt());
+  for (const char* key : {"iter", "rng_key", "rng_position", "total_numel_before_compression",
+                          "total_numel_after_compression", "error_dict", "p_memory_dict", "q_memory_dict"})
+    out.insert(key, hook.at(key));
+  // Which parameters each bucket index holds: the production job's DDP must bucket alike.
+  const auto names = root.at("parameters").toGenericDict().at("names").toList();
+  c10::impl::GenericList buckets(c10::ListType::ofStrings());
+  for (const auto& bucket : root.at("reducer").toGenericDict().at("buckets").toList()) {
+    c10::impl::GenericList bucket_names(c10::StringType::get());
+    const auto indices = bucket.get().toTensor().to(at::kLong).contiguous();
+    for (std::int64_t i = 0; i < indices.numel(); ++i) bucket_names.push_back(names.get(indices[i].item<std::int64_t>()));
+    buckets.push_back(bucket_names);
+  }
+  out.insert("bucket_parameters", buckets);
+  return out;
+}
+
+std::string snippet(const nlohmann::json& config, bool runtime) {
+  const auto& hook = config.at("hook");
+  const std::string function = hook_function(hook.at("name"));
+  const std::string wrapper = wrapper_function(hook.value("wrapper", "none"));
+  const std::string registered = wrapper == "none" ? "psgd." + function : "default_hooks." + wrapper + "(psgd." + function + ")";
+  const auto ddp = config.at("ddp");
+  std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).
+
+The state file is a plain dict (torch.load(path, weights_only=True) reads it);
+these two lines turn it into a PowerSGDState:
+
+    d = torch.load("powersgd_state.pt", weights_only=True)
+    state = PowerSGDState(None, **{k: v.item() if torch.is_tensor(v) else v for k, v in d["hyperparameters"].items()})
+"""
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+
+
+def load_powersgd_state(path, process_group=None):
+    """The PowerSGDState of the exported hyperparameters, and the file's contents."""
+    d = torch.load(path, weights_only=True)
+    assert d["format"] == "commtune.powersgd_state" and d["version"] == 1, path
+    hp = {k: v.item() if torch.is_tensor(v) else v for k, v in d["hyperparameters"].items()}
+    return psgd.PowerSGDState(process_group=process_group, **hp), d
+
+
+def register(ddp_model, state):
+    """Registers the hook commtune ran (wrapped as it was)."""
+    ddp_model.register_comm_hook(state, )PY" + registered + R"PY()
+
+
+def restore_runtime_state(state, d, device):
+    """Continue where commtune stopped: iteration, random generator, and each
+    bucket's error and P/Q memories. DDP reduces its first step as one bucket
+    and rebuilds its buckets before the second, so call this after the
+    job's first optimizer step; the DDP must bucket like commtune did
+    (bucket_cap_mb, dist._DEFAULT_FIRST_BUCKET_BYTES below)."""
+    rt = d["runtime"]
+    state.iter = rt["iter"]
+    state.rng.set_state(("MT19937", rt["rng_key"].numpy().astype("uint32"), rt["rng_position"]))
+    state.error_dict = {b: t.to(device) for b, t in rt["error_dict"].items()}
+    state.p_memory_dict = {b: t.to(device) for b, t in rt["p_memory_dict"].items()}
+    state.q_memory_dict = {b: t.to(device) for b, t in rt["q_memory_dict"].items()}
+    state.total_numel_before_compression = rt["total_numel_before_compression"]
+    state.total_numel_after_compression = rt["total_numel_after_compression"]
+
+
+# Bucket like the commtune run (DDP reads the first bucket's cap when it is built):
+#   dist._DEFAULT_FIRST_BUCKET_BYTES = )PY" + std::to_string(static_cast<long long>(ddp.at("first_bucket_cap_mb").get<double>() * 1024 * 1024)) + R"PY(
+#   ddp_model = DistributedDataParallel(model, device_ids=[local_rank], bucket_cap_mb=)PY" + nlohmann::json(ddp.at("bucket_cap_mb")).dump() + R"PY()
+)PY";
+  if (runtime)
+    s += R"PY(#   state, d = load_powersgd_state(f"powersgd_state-rank{dist.get_rank()}.pt")
+#   register(ddp_model, state)
+#   ... after the first optimizer step:  restore_runtime_state(state, d, device)
+)PY";
+  else
+    s += R"PY(#   state, _ = load_powersgd_state("powersgd_state.pt")
+#   register(ddp_model, state)
+)PY";
+  return s;
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+}  // namespace
+
+std::vector<std::string> export_powersgd(const nlohmann::json& config, const std::string& checkpoint_folder,
+                                         const std::string& out_dir) {
+  const auto name = config.at("hook").at("name").get<std::string>();
+  if (name != "powersgd" && name != "batched_powersgd")
+    throw ConfigError("hook.name", "the run used hook '" + name + "', not powersgd or batched_powersgd");
+  namespace fs = std::filesystem;
+  fs::create_directories(out_dir);
+  std::vector<std::string> files;
+  if (checkpoint_folder.empty()) {
+    const auto path = (fs::path(out_dir) / "powersgd_state.pt").string();
+    write_pickle_file(path, base_document(config));
+    files.push_back(path);
+  } else {
+    const int world = static_cast<int>(config.value("world_size", 0));
+    int ranks = 0;
+    while (fs::exists(checkpoint_file(checkpoint_folder, ranks))) ++ranks;
+    if (ranks == 0) throw std::runtime_error(checkpoint_folder + " holds no rank-0.pt: not a checkpoint folder");
+    if (world > 0 && ranks != world)
+      throw std::runtime_error(checkpoint_folder + " holds " + std::to_string(ranks) + " ranks' files, the run had " +
+                               std::to_string(world));
+    for (int r = 0; r < ranks; ++r) {
+      auto doc = base_document(config);
+      doc.insert("runtime", runtime_state(checkpoint_folder, r));
+      const auto path = (fs::path(out_dir) / ("powersgd_state-rank" + std::to_string(r) + ".pt")).string();
+      write_pickle_file(path, doc);
+      files.push_back(path);
+    }
+  }
+  const auto config_path = fs::path(out_dir) / "commtune_config.json";
+  write_text(config_path, config.dump(2) + "\n");
+  files.push_back(config_path.string());
+  const auto snippet_path = fs::path(out_dir) / "use_powersgd.py";
+  write_text(snippet_path, snippet(config, !checkpoint_folder.empty()));
+  files.push_back(snippet_path.string());
+  return files;
+}
+
+}  // namespace commtune

@@ -1,0 +1,117 @@
+#include "core/train/checkpoint.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/io/pickle_file.h"
+
+namespace commtune {
+
+namespace {
+constexpr const char* kFormat = "commtune.checkpoint";
+constexpr std::int64_t kVersion = 1;
+using Dict = c10::impl::GenericDict;
+Dict string_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
+}  // namespace
+
+Schema<CheckpointOptions> CheckpointOptions::schema() {
+  return Schema<CheckpointOptions>()
+      .text("dir", &CheckpointOptions::dir,
+            "write checkpoints under this folder (step-NNNNNN/rank-R.pt), and one after the last step")
+      .integer("every", &CheckpointOptions::every, Range::at_least(0), "steps",
+               "also checkpoint every N steps (0: only after the last step)")
+      .text("resume", &CheckpointOptions::resume,
+            "continue from this checkpoint folder (a step-NNNNNN folder written with the same world size)");
+}
+
+std::string checkpoint_folder(const std::string& dir, std::int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%06lld", static_cast<long long>(step));
+  return (std::filesystem::path(dir) / name).string();
+}
+
+std::string checkpoint_file(const std::string& folder, int rank) {
+  return (std::filesystem::path(folder) / ("rank-" + std::to_string(rank) + ".pt")).string();
+}
+
+void TrainingState::save(const std::string& folder, std::int64_t next_step, int rank, int world_size) const {
+  std::filesystem::create_directories(folder);
+  auto root = string_dict();
+  root.insert("format", std::string(kFormat));
+  root.insert("version", kVersion);
+  root.insert("step", next_step);
+  root.insert("rank", static_cast<std::int64_t>(rank));
+  root.insert("world_size", static_cast<std::int64_t>(world_size));
+
+  auto params_dict = string_dict();
+  c10::impl::GenericList names(c10::StringType::get());
+  for (std::size_t i = 0; i < params.count(); ++i) names.push_back(params.name(i));
+  params_dict.insert("names", names);
+  params_dict.insert("values", params.values().cpu());
+  auto states = string_dict();
+  for (const auto& [name, t] : params.states()) states.insert(name, t.cpu());
+  params_dict.insert("states", states);
+  root.insert("parameters", params_dict);
+
+  auto reducer_state = string_dict();
+  reducer.save_state(reducer_state);
+  root.insert("reducer", reducer_state);
+  auto optimizer_state = string_dict();
+  optimizer.save_state(optimizer_state);
+  root.insert("optimizer", optimizer_state);
+  auto hook_state = string_dict();
+  hook.save_state(hook_state);
+  root.insert("hook", hook_state);
+  const auto [epoch, position] = loader.position();
+  root.insert("loader_epoch", epoch);
+  root.insert("loader_position", position);
+  write_pickle_file(checkpoint_file(folder, rank), root);
+}
+
+std::int64_t TrainingState::load(const std::string& folder, int rank, int world_size) {
+  const auto file = checkpoint_file(folder, rank);
+  if (!std::filesystem::exists(file))
+    throw ConfigError("checkpoint.resume", file + " does not exist (is " + folder + " a step-NNNNNN checkpoint folder?)");
+  c10::IValue value;
+  try {
+    value = read_pickle_file(file);
+  } catch (const std::exception& e) {
+    throw ConfigError("checkpoint.resume", e.what());
+  }
+  if (!value.isGenericDict()) throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
+  const auto root = value.toGenericDict();
+  if (!root.contains("format") || root.at("format").toStringRef() != kFormat)
+    throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
+  if (root.at("version").toInt() != kVersion)
+    throw ConfigError("checkpoint.resume", file + " has checkpoint version " +
+                                               std::to_string(root.at("version").toInt()) + "; this build reads " +
+                                               std::to_string(kVersion));
+  if (root.at("world_size").toInt() != world_size)
+    throw ConfigError("checkpoint.resume", folder + " was written by " + std::to_string(root.at("world_size").toInt()) +
+                                               " ranks; this run has " + std::to_string(world_size));
+
+  const auto saved = root.at("parameters").toGenericDict();
+  const auto names = saved.at("names").toList();
+  bool same = names.size() == params.count();
+  for (std::size_t i = 0; same && i < params.count(); ++i) same = names.get(i).toStringRef() == params.name(i);
+  if (!same) throw ConfigError("checkpoint.resume", folder + " holds another model's parameters");
+
+  // The layout first (it moves every flat buffer), then the values into it.
+  reducer.load_state(root.at("reducer").toGenericDict());
+  const auto values = saved.at("values").toTensor();
+  if (values.numel() != params.total_numel())
+    throw ConfigError("checkpoint.resume", folder + " holds parameters of another size");
+  at::NoGradGuard no_grad;
+  params.values().copy_(values);
+  for (const auto& item : saved.at("states").toGenericDict())
+    params.state(item.key().toStringRef()).copy_(item.value().toTensor());
+  optimizer.load_state(root.at("optimizer").toGenericDict());
+  const auto hook_state = root.at("hook").toGenericDict();
+  if (!hook_state.empty()) hook.load_state(hook_state);
+  loader.seek(root.at("loader_epoch").toInt(), root.at("loader_position").toInt());
+  return root.at("step").toInt();
+}
+
+}  // namespace commtune

@@ -1,0 +1,42 @@
+// Checkpoints: everything one rank needs to continue a run exactly where it
+// stopped. A checkpoint is a folder, <dir>/step-000020, with one file per
+// rank (error feedback and other hook state differ between ranks) and the
+// run's configuration.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/data/data_loader.h"
+#include "core/ddp/reducer.h"
+#include "core/optim/optimizer.h"
+#include "core/schema/param_schema.h"
+
+namespace commtune {
+
+struct CheckpointOptions {
+  std::string dir;
+  std::int64_t every = 0;
+  std::string resume;
+  static Schema<CheckpointOptions> schema();
+};
+
+std::string checkpoint_folder(const std::string& dir, std::int64_t step);
+std::string checkpoint_file(const std::string& folder, int rank);
+
+// The parts of a rank that carry state from one step to the next.
+struct TrainingState {
+  FlatParameters& params;
+  Reducer& reducer;
+  Optimizer& optimizer;
+  CommHook& hook;
+  ShardedLoader& loader;
+
+  // Writes this rank's file; the step to run next is `next_step`.
+  void save(const std::string& folder, std::int64_t next_step, int rank, int world_size) const;
+  // Restores this rank from a checkpoint folder; returns the step to run next.
+  // Errors that a wrong folder causes name checkpoint.resume.
+  std::int64_t load(const std::string& folder, int rank, int world_size);
+};
+
+}  // namespace commtune
