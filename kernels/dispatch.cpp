@@ -48,4 +48,12 @@ void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_co
   COMMTUNE_DISPATCH(sum_bf16_rows, rows, row_count, n, out);
 }
 
+void add_into_both(Device device, float* gradient, float* error, std::int64_t n, void* stream) {
+  COMMTUNE_DISPATCH(add_into_both, gradient, error, n);
+}
+
+double subtract_and_square_sum(Device device, float* error, const float* approximation, std::int64_t n, void* stream) {
+  COMMTUNE_DISPATCH(subtract_and_square_sum, error, approximation, n);
+}
+
 }  // namespace commtune::kernels

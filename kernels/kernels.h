@@ -48,6 +48,15 @@ struct AdamStep {
 void adam_step(Device device, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n,
                const AdamStep& h, void* stream = nullptr);
 
+// Error feedback, step in: x = gradient + error, written to both (the bucket
+// then holds x, and the error buffer keeps it for the step out).
+void add_into_both(Device device, float* gradient, float* error, std::int64_t n, void* stream = nullptr);
+
+// Error feedback, step out: error = x - approximation, where `error` holds x;
+// returns the sum of the new error's squares, accumulated in double.
+double subtract_and_square_sum(Device device, float* error, const float* approximation, std::int64_t n,
+                               void* stream = nullptr);
+
 // out[i] = bf16(sum over r of float(rows[r * n + i])), summed in row order in
 // float32 and rounded once (round to nearest even). bf16 values are raw bits.
 void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out,

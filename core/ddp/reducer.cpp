@@ -162,11 +162,9 @@ void Reducer::run_bucket(std::size_t b) {
   Future future;
   std::exception_ptr error;
   try {
-    const auto blocked_before = Communicator::thread_blocked_ns();
-    const auto start = steady::now();
+    const auto start = thread_cpu_ns();
     future = hook_.run(bucket);
-    const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - start).count();
-    clock_.add_compute_ns(elapsed - (Communicator::thread_blocked_ns() - blocked_before));
+    clock_.add_compute_ns(thread_cpu_ns() - start);
   } catch (...) {
     error = std::current_exception();
   }

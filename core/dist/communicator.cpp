@@ -13,8 +13,6 @@ namespace {
 
 std::uint64_t bytes_of(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
 
-thread_local std::int64_t blocked_ns = 0;
-
 }  // namespace
 
 struct Communicator::Impl {
@@ -198,12 +196,8 @@ Future Communicator::completed(const at::Tensor& value) {
   return future;
 }
 
-std::int64_t Communicator::thread_blocked_ns() { return blocked_ns; }
-
 at::Tensor Communicator::wait(const Future& future) {
-  const auto start = std::chrono::steady_clock::now();
   future->wait();  // c10 futures do not throw here; the error is inspected below
-  blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   if (future->hasError()) throw CommunicationError(future->tryRetrieveErrorMessage());
   return future_tensor(future->value());
 }

@@ -68,11 +68,7 @@ class Communicator {
   // An already completed future holding `value`.
   static Future completed(const at::Tensor& value);
   // Waits for a future; failures become CommunicationError. Returns its tensor.
-  // The time spent blocked is added to the calling thread's blocked_ns().
   static at::Tensor wait(const Future& future);
-  // Nanoseconds the calling thread has spent blocked in wait() (and inside
-  // collectives that block their caller) since it started.
-  static std::int64_t thread_blocked_ns();
 
  private:
   struct Impl;

@@ -28,8 +28,9 @@ inline constexpr std::uint32_t kMagic = 0x56455443;  // "CTEV" little-endian
 enum class FrameType : std::uint8_t { Hello = 1, StatName = 2, Step = 3, Message = 4 };
 
 // Seconds spent in each phase of one optimizer step on one rank. `hook` is the
-// CPU time spent inside the communication hook (it overlaps backward and
-// comm_wait); the others are consecutive wall-clock phases that sum to `total`.
+// CPU time spent inside the communication hook and its callbacks (it overlaps
+// backward and comm_wait); the others are consecutive wall-clock phases that
+// sum to `total`.
 struct StepTimes {
   double data = 0, forward = 0, backward = 0, comm_wait = 0, hook = 0, optimizer = 0, total = 0;
 };

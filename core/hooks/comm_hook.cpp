@@ -1,6 +1,14 @@
 #include "core/hooks/comm_hook.h"
 
+#include <time.h>
+
 namespace commtune {
+
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 void HookStats::set(const std::string& name, double value) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -35,16 +35,16 @@ class HookStats {
   std::map<std::pair<std::size_t, std::string>, double> buckets_;
 };
 
-// Time spent computing inside hooks (compression, decompression), excluding
-// waits on collectives. The reducer times `run` on the hook thread; callbacks
-// on communication threads add in through HookEnv::timed_then.
+// CPU time the calling thread has used, in nanoseconds. A thread blocked on
+// a collective uses none, so CPU time counts a hook's own work only.
+std::int64_t thread_cpu_ns();
+
+// CPU time spent computing inside hooks (compression, decompression), not
+// waiting for collectives. The reducer times `run`; callbacks on
+// communication threads add in through HookEnv::timed_then.
 class HookClock {
  public:
-  using clock = std::chrono::steady_clock;
   void add_compute_ns(std::int64_t ns) { compute_ns_.fetch_add(ns, std::memory_order_relaxed); }
-  void add_compute(clock::duration d) {
-    add_compute_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-  }
   std::int64_t compute_ns() const { return compute_ns_.load(std::memory_order_relaxed); }
 
  private:
@@ -65,9 +65,9 @@ struct HookEnv {
   template <class Fn>
   Future timed_then(const Future& future, Fn fn) const {
     return then(future, [fn = std::move(fn), &clock = clock](at::Tensor t) {
-      const auto start = HookClock::clock::now();
+      const auto start = thread_cpu_ns();
       auto out = fn(std::move(t));
-      clock.add_compute(HookClock::clock::now() - start);
+      clock.add_compute_ns(thread_cpu_ns() - start);
       return out;
     });
   }

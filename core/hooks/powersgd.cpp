@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/hooks/numpy_random.h"
+#include "core/kernel_bridge.h"
 
 namespace commtune {
 
@@ -173,12 +174,40 @@ class PowerSgdHook final : public CommHook {
     device_memories_pending_ = false;
   }
 
-  // Adds the stored error (or starts it at zero) and returns a copy of the result.
-  at::Tensor apply_error_feedback(std::size_t b, const at::Tensor& input) {
+  static bool fusable(const at::Tensor& a, const at::Tensor& b) {
+    return a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat && a.is_contiguous() && b.is_contiguous() &&
+           a.device() == b.device();
+  }
+
+  // Error feedback in: the bucket becomes gradient + error, and the error
+  // buffer keeps that sum for the way out (PyTorch: input.add_(error);
+  // input_copy = input.clone()). A bucket without an error yet starts at zero.
+  void error_in(std::size_t b, const at::Tensor& input) {
     auto it = error_.find(b);
-    if (it != error_.end() && it->second.numel() == input.numel()) input.add_(it->second);
-    else error_[b] = at::zeros_like(input);
-    return input.clone();
+    if (it == error_.end() || it->second.numel() != input.numel()) {
+      error_[b] = input.clone();
+      return;
+    }
+    auto& error = it->second;
+    if (fusable(input, error)) {
+      kernels::add_into_both(kernel_device(input), input.data_ptr<float>(), error.data_ptr<float>(), input.numel(),
+                             kernel_stream(input));
+    } else {
+      input.add_(error);
+      error.copy_(input);
+    }
+  }
+
+  // Error feedback out: error = (gradient + error) - approximation, which is
+  // the bucket now. Returns the new error's norm.
+  double error_out(std::size_t b, const at::Tensor& approximation) {
+    auto& error = error_.at(b);
+    if (fusable(error, approximation))
+      return std::sqrt(kernels::subtract_and_square_sum(kernel_device(error), error.data_ptr<float>(),
+                                                        approximation.data_ptr<float>(), error.numel(),
+                                                        kernel_stream(error)));
+    error.sub_(approximation);
+    return error.to(at::kFloat).norm().item<double>();
   }
 
   void reduce_layer_wise(GradBucket& bucket) {
@@ -186,8 +215,7 @@ class PowerSgdHook final : public CommHook {
     auto input = bucket.buffer();
     move_memories_to(input);
     const Precision precision(input);
-    at::Tensor input_copy;
-    if (o_.use_error_feedback) input_copy = apply_error_feedback(b, input);
+    if (o_.use_error_feedback) error_in(b, input);
 
     // Split into matrices worth compressing and the rest, as _should_compress decides.
     std::vector<at::Tensor> matrices, uncompressed;
@@ -280,7 +308,7 @@ class PowerSgdHook final : public CommHook {
       if (stacked_from[i])
         for (std::size_t k = 0; k < stacked_from[i]->size(); ++k) (*stacked_from[i])[k].copy_(batches[i][k]);
     }
-    finish_bucket(bucket, input, input_copy, before, after);
+    report(bucket, before, after, o_.use_error_feedback ? std::optional<double>(error_out(b, input)) : std::nullopt);
   }
 
   void reduce_batched(GradBucket& bucket) {
@@ -292,10 +320,13 @@ class PowerSgdHook final : public CommHook {
     const auto side = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(total))));
     const auto rank = std::min(side, o_.matrix_approximation_rank);
     // The whole bucket as one zero-padded square matrix.
-    auto padded = at::zeros({side * side}, input.options());
+    auto& padded = padded_[b];
+    if (!padded.defined() || padded.numel() != side * side || padded.device() != input.device() ||
+        padded.scalar_type() != input.scalar_type())
+      padded = at::empty({side * side}, input.options());
     padded.narrow(0, 0, total).copy_(input);
-    at::Tensor padded_copy;
-    if (o_.use_error_feedback) padded_copy = apply_error_feedback(b, padded);
+    padded.narrow(0, total, side * side - total).zero_();
+    if (o_.use_error_feedback) error_in(b, padded);
     auto matrix = padded.view({side, side});
 
     if (!o_.warm_start || p_memory_.count(b) == 0) {
@@ -312,25 +343,10 @@ class PowerSgdHook final : public CommHook {
     Communicator::wait(env_.comm.allreduce_sum(q_memory_[b]));
     q_memory_[b].div_(env_.world_size());
     precision.bmm_into(m, p, q.transpose(1, 2));
-    if (o_.use_error_feedback) error_[b] = padded_copy - padded;
-    input.copy_(padded.narrow(0, 0, total));
-    report(bucket, total, 2 * side * rank, error_norm(b));
-  }
-
-  void finish_bucket(const GradBucket& bucket, const at::Tensor& input, const at::Tensor& input_copy,
-                     std::int64_t before, std::int64_t after) {
     std::optional<double> residual;
-    if (o_.use_error_feedback) {
-      error_[bucket.index()] = input_copy - input;  // local (with error) minus the reduced result
-      residual = error_norm(bucket.index());
-    }
-    report(bucket, before, after, residual);
-  }
-
-  std::optional<double> error_norm(std::size_t b) const {
-    auto it = error_.find(b);
-    if (it == error_.end()) return std::nullopt;
-    return it->second.to(at::kDouble).norm().item<double>();
+    if (o_.use_error_feedback) residual = error_out(b, padded);
+    input.copy_(padded.narrow(0, 0, total));
+    report(bucket, total, 2 * side * rank, residual);
   }
 
   void report(const GradBucket& bucket, std::int64_t before, std::int64_t after, std::optional<double> residual) {
@@ -365,6 +381,7 @@ class PowerSgdHook final : public CommHook {
   std::int64_t iter_ = 0;
   std::int64_t total_before_ = 0, total_after_ = 0;
   std::map<std::size_t, at::Tensor> error_, p_memory_, q_memory_;
+  std::map<std::size_t, at::Tensor> padded_;  // the batched variant's square matrices, reused
   bool device_memories_pending_ = false;
   StepStats step_;
 };

@@ -17,6 +17,8 @@ namespace commtune::kernels::cpu {
 void sgd_step(float* param, const float* grad, float* buf, std::int64_t n, const SgdStep& h);
 void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, const AdamStep& h);
 void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out);
+void add_into_both(float* gradient, float* error, std::int64_t n);
+double subtract_and_square_sum(float* error, const float* approximation, std::int64_t n);
 }  // namespace commtune::kernels::cpu
 
 #if defined(COMMTUNE_HAVE_CUDA_KERNELS)
@@ -25,5 +27,7 @@ void sgd_step(float* param, const float* grad, float* buf, std::int64_t n, const
 void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, const AdamStep& h,
                void* stream);
 void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out, void* stream);
+void add_into_both(float* gradient, float* error, std::int64_t n, void* stream);
+double subtract_and_square_sum(float* error, const float* approximation, std::int64_t n, void* stream);
 }  // namespace commtune::kernels::cuda
 #endif

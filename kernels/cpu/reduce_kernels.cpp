@@ -21,4 +21,32 @@ void sum_bf16_rows(const std::uint16_t* __restrict rows, std::int64_t row_count,
   }
 }
 
+COMMTUNE_CPU_CLONES
+void add_into_both(float* __restrict gradient, float* __restrict error, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float x = gradient[i] + error[i];
+    gradient[i] = x;
+    error[i] = x;
+  }
+}
+
+COMMTUNE_CPU_CLONES
+double subtract_and_square_sum(float* __restrict error, const float* __restrict approximation, std::int64_t n) {
+  // Four partial sums let the loop vectorise; their order is fixed, so the result is deterministic.
+  double partial[4] = {0, 0, 0, 0};
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) {
+      const float e = error[i + k] - approximation[i + k];
+      error[i + k] = e;
+      partial[k] += static_cast<double>(e) * e;
+    }
+  for (; i < n; ++i) {
+    const float e = error[i] - approximation[i];
+    error[i] = e;
+    partial[0] += static_cast<double>(e) * e;
+  }
+  return (partial[0] + partial[1]) + (partial[2] + partial[3]);
+}
+
 }  // namespace commtune::kernels::cpu

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/dispatch.h"
@@ -66,6 +67,35 @@ __global__ void sum_bf16_rows_kernel(const std::uint16_t* __restrict__ rows, std
   }
 }
 
+__global__ void add_into_both_kernel(float* __restrict__ gradient, float* __restrict__ error, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float x = __fadd_rn(gradient[i], error[i]);
+    gradient[i] = x;
+    error[i] = x;
+  }
+}
+
+// error = x - approximation; per-block sums of squares (double) into `sums`.
+__global__ void subtract_and_square_kernel(float* __restrict__ error, const float* __restrict__ approximation,
+                                           std::int64_t n, double* __restrict__ sums) {
+  __shared__ double block[kThreads];
+  double acc = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float e = __fsub_rn(error[i], approximation[i]);
+    error[i] = e;
+    acc += static_cast<double>(e) * e;
+  }
+  block[threadIdx.x] = acc;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) block[threadIdx.x] += block[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sums[blockIdx.x] = block[0];
+}
+
 }  // namespace
 
 void sgd_step(float* param, const float* grad, float* buf, std::int64_t n, const SgdStep& h, void* stream) {
@@ -87,6 +117,31 @@ void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64
   if (n == 0) return;
   sum_bf16_rows_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(rows, row_count, n, out);
   check_launch("sum_bf16_rows");
+}
+
+void add_into_both(float* gradient, float* error, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  add_into_both_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(gradient, error, n);
+  check_launch("add_into_both");
+}
+
+double subtract_and_square_sum(float* error, const float* approximation, std::int64_t n, void* stream) {
+  if (n == 0) return 0;
+  const int blocks = blocks_for(n);
+  double* sums = nullptr;
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (cudaMallocAsync(reinterpret_cast<void**>(&sums), blocks * sizeof(double), s) != cudaSuccess)
+    throw std::runtime_error("subtract_and_square_sum: cannot allocate partial sums");
+  subtract_and_square_kernel<<<blocks, kThreads, 0, s>>>(error, approximation, n, sums);
+  check_launch("subtract_and_square_sum");
+  std::vector<double> host(blocks);
+  const auto copied = cudaMemcpyAsync(host.data(), sums, blocks * sizeof(double), cudaMemcpyDeviceToHost, s);
+  cudaFreeAsync(sums, s);
+  if (copied != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess)
+    throw std::runtime_error("subtract_and_square_sum: copying the partial sums failed");
+  double total = 0;
+  for (double x : host) total += x;
+  return total;
 }
 
 }  // namespace commtune::kernels::cuda

@@ -2,6 +2,7 @@
 // (ctest's "skipped") where there is none. scripts/gpu-check.sh runs it.
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -96,6 +97,19 @@ int main() {
     }
     expect_same(p, dp, "adam", n);
     expect_same(v, dv, "adam exp_avg_sq", n);
+
+    auto e = random_floats(n, rng, 0.1f), approx = random_floats(n, rng, 1.0f), x = g;
+    DeviceCopy<float> dx(x), de(e), dapprox(approx);
+    commtune::kernels::add_into_both(Device::Cpu, x.data(), e.data(), n);
+    commtune::kernels::add_into_both(Device::Cuda, dx.ptr, de.ptr, n);
+    expect_same(x, dx, "error feedback in", n);
+    const double cpu_sum = commtune::kernels::subtract_and_square_sum(Device::Cpu, e.data(), approx.data(), n);
+    const double gpu_sum = commtune::kernels::subtract_and_square_sum(Device::Cuda, de.ptr, dapprox.ptr, n);
+    expect_same(e, de, "error feedback out", n);
+    if (std::abs(cpu_sum - gpu_sum) > 1e-9 * std::abs(cpu_sum)) {
+      std::printf("error feedback square sums differ: %.17g vs %.17g\n", cpu_sum, gpu_sum);
+      ++failures;
+    }
 
     std::vector<std::uint16_t> rows(3 * n), out(n);
     for (auto& r : rows) r = static_cast<std::uint16_t>(rng() & 0x7f7f);  // finite bf16 values of both signs

@@ -262,6 +262,80 @@ POWERSGD_STATE_KEYS = ("matrix_approximation_rank", "start_powerSGD_iter", "min_
                        "compression_stats_logging_frequency", "batch_tensors_with_same_shape")
 
 
+# --- timing a Python hook (benchmarks) -----------------------------------------
+
+class HookClock:
+    """CPU seconds spent in a hook and in the callbacks chained on its
+    collectives' futures (they run on Gloo's threads); a thread blocked on a
+    collective uses none, as in commtune's hook timing."""
+
+    def __init__(self):
+        import threading
+        self.lock = threading.Lock()
+        self.seconds = 0.0
+
+    def add(self, seconds):
+        with self.lock:
+            self.seconds += seconds
+
+    def take(self):
+        with self.lock:
+            seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+    def timed(self, fn):
+        def run(*args):
+            started = time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                self.add(time.thread_time() - started)
+        return run
+
+
+class _FutureProxy:
+    def __init__(self, future, clock):
+        self.future, self.clock = future, clock
+
+    def then(self, callback):
+        return _FutureProxy(self.future.then(self.clock.timed(callback)), self.clock)
+
+    def wait(self):
+        return self.future.wait()
+
+    def value(self):
+        return self.future.value()
+
+
+class _WorkProxy:
+    def __init__(self, work, clock):
+        self.work, self.clock = work, clock
+
+    def get_future(self):
+        return _FutureProxy(self.work.get_future(), self.clock)
+
+    def wait(self):
+        return self.work.wait()
+
+
+def timed_hook(hook, clock):
+    """Wraps a hook so that it and every callback chained on its all_reduce futures count into `clock`."""
+    original = dist.all_reduce
+
+    def all_reduce(tensor, *args, **kwargs):
+        work = original(tensor, *args, **kwargs)
+        return _WorkProxy(work, clock) if kwargs.get("async_op") else work
+
+    dist.all_reduce = all_reduce  # the hooks look it up on the module at call time
+
+    def run(state, bucket):
+        started = time.thread_time()
+        future = hook(state, bucket)
+        clock.add(time.thread_time() - started)
+        return future.future if isinstance(future, _FutureProxy) else future
+    return run
+
+
 # --- the run -------------------------------------------------------------------
 
 def make_optimizer(cfg, params):
@@ -306,7 +380,8 @@ def exported_hook(state_path, rank):
     return snippet, state, document
 
 
-def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir=None, powersgd_state=None):
+def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir=None, powersgd_state=None,
+             time_hook=False):
     if os.environ.get("COMMTUNE_REFERENCE_PIN") == "1":  # benchmarks: the same placement as commtune
         pin_to_share_of_cores(rank, world)
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
@@ -332,7 +407,12 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     else:
         hook = make_hook(config["hook"], on_cuda)
         if hook is not None:
-            ddp.register_comm_hook(*hook)
+            state, function = hook
+            if time_hook:
+                hook_clock = HookClock()
+                function = timed_hook(function, hook_clock)
+            ddp.register_comm_hook(state, function)
+    hook_seconds = []
     data = config["data"]
     sampler = DistributedSampler(range(x.size(0)), num_replicas=world, rank=rank, shuffle=data["shuffle"],
                                  seed=config["seed"])
@@ -359,6 +439,8 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
             if scheduler is not None:
                 scheduler.step()
             losses.append(loss.item())
+            if time_hook:
+                hook_seconds.append(hook_clock.take())
             if exported and step == 0 and "runtime" in exported[2]:  # DDP has its final buckets from step 1 on
                 exported[0].restore_runtime_state(exported[1], exported[2], device)
             now = time.perf_counter()
@@ -367,6 +449,8 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
             step += 1
         epoch += 1
     result = {"losses": losses, "seconds": seconds}
+    if time_hook:
+        result["hook_seconds"] = hook_seconds
     if exported:
         result["powersgd_iter"] = exported[1].iter
         result["powersgd_buckets_with_error"] = sorted(exported[1].error_dict)
@@ -388,7 +472,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, powersgd_state=None):
+def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, powersgd_state=None, time_hook=False):
     """Runs the reference; returns per rank {"losses": [...], "seconds": [...]}.
     With dump_dir, the first debug.dump_grads_steps steps' reduced gradients
     are saved there as commtune saves them."""
@@ -397,8 +481,8 @@ def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, p
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir, powersgd_state),
-                 nprocs=world, join=True)
+        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir, powersgd_state,
+                                 time_hook), nprocs=world, join=True)
         results = []
         for r in range(world):
             with open(os.path.join(out_dir, f"losses-{r}.json")) as f:
@@ -415,12 +499,15 @@ def main():
     parser.add_argument("--final", help="also save rank 0's final weights here")
     parser.add_argument("--world-size", type=int, help="ranks (default: the config's, or 2)")
     parser.add_argument("--dump-grads", help="save the reduced gradients of the first debug.dump_grads_steps steps here")
+    parser.add_argument("--time-hook", action="store_true",
+                        help="record each step's hook CPU time (the hook and its callbacks), as commtune does")
     parser.add_argument("--powersgd-state", help="use this exported PowerSGD state ({rank} is replaced) and its "
                                                  "use_powersgd.py instead of the config's hook")
     args = parser.parse_args()
     config = json.load(open(args.config))
     config = config.get("config", config)
-    ranks = replay(config, args.init, args.final, args.world_size, args.dump_grads, args.powersgd_state)
+    ranks = replay(config, args.init, args.final, args.world_size, args.dump_grads, args.powersgd_state,
+                   args.time_hook)
     with open(args.out, "w") as f:
         json.dump({"losses": [r["losses"] for r in ranks], "seconds": [r["seconds"] for r in ranks],
                    "ranks": ranks}, f)

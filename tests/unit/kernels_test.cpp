@@ -104,6 +104,22 @@ TEST(Kernels, AdamMatchesTorchOptimBitForBit) {
   }
 }
 
+TEST(Kernels, ErrorFeedbackMatchesTheAtenOps) {
+  for (std::int64_t n : {1, 7, 4096 + 3}) {
+    auto gradient = random(n, 5), error = random(n, 6, 0.1), approximation = random(n, 7);
+    // PyTorch's PowerSGD: input.add_(error); input_copy = input.clone(); ...; error = input_copy - approximation
+    const auto x = gradient + error;
+    const auto expected_error = x - approximation;
+    commtune::kernels::add_into_both(Device::Cpu, gradient.data_ptr<float>(), error.data_ptr<float>(), n);
+    expect_bit_equal(gradient, x, "bucket after error feedback in");
+    expect_bit_equal(error, x, "error buffer after error feedback in");
+    const double square_sum = commtune::kernels::subtract_and_square_sum(Device::Cpu, error.data_ptr<float>(),
+                                                                         approximation.data_ptr<float>(), n);
+    expect_bit_equal(error, expected_error, "new error");
+    EXPECT_NEAR(square_sum, expected_error.to(at::kDouble).pow(2).sum().item<double>(), 1e-12 * square_sum);
+  }
+}
+
 TEST(Kernels, Bf16SumRoundsAFloatSumOnce) {
   const std::int64_t rows = 3, n = 5000;
   const auto values = random(rows * n, 3, 10.0).to(at::kBFloat16);
