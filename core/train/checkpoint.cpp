@@ -70,7 +70,9 @@ void TrainingState::save(const std::string& folder, std::int64_t next_step, int 
   write_pickle_file(checkpoint_file(folder, rank), root);
 }
 
-std::int64_t TrainingState::load(const std::string& folder, int rank, int world_size) {
+namespace {
+
+Dict read_checkpoint(const std::string& folder, int rank) {
   const auto file = checkpoint_file(folder, rank);
   if (!std::filesystem::exists(file))
     throw ConfigError("checkpoint.resume", file + " does not exist (is " + folder + " a step-NNNNNN checkpoint folder?)");
@@ -81,16 +83,25 @@ std::int64_t TrainingState::load(const std::string& folder, int rank, int world_
     throw ConfigError("checkpoint.resume", e.what());
   }
   if (!value.isGenericDict()) throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
-  const auto root = value.toGenericDict();
+  auto root = value.toGenericDict();
   if (!root.contains("format") || root.at("format").toStringRef() != kFormat)
     throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
   if (root.at("version").toInt() != kVersion)
     throw ConfigError("checkpoint.resume", file + " has checkpoint version " +
                                                std::to_string(root.at("version").toInt()) + "; this build reads " +
                                                std::to_string(kVersion));
-  if (root.at("world_size").toInt() != world_size)
-    throw ConfigError("checkpoint.resume", folder + " was written by " + std::to_string(root.at("world_size").toInt()) +
+  return root;
+}
+
+}  // namespace
+
+std::int64_t TrainingState::load(const std::string& folder, int rank, int world_size) {
+  // Every rank checks the world size from rank 0's file, so all report the same mismatch.
+  const auto written_by = read_checkpoint(folder, 0).at("world_size").toInt();
+  if (written_by != world_size)
+    throw ConfigError("checkpoint.resume", folder + " was written by " + std::to_string(written_by) +
                                                " ranks; this run has " + std::to_string(world_size));
+  const auto root = read_checkpoint(folder, rank);
 
   const auto saved = root.at("parameters").toGenericDict();
   const auto names = saved.at("names").toList();

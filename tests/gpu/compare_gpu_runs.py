@@ -4,7 +4,8 @@ same hook, and against commtune on the CPU. Run by scripts/gpu-check.sh.
 
 Tolerances: against PyTorch on the GPU, every loss within 1e-5 relative (the
 same libtorch kernels run on both sides); against the CPU, within 1e-3
-relative over 40 steps (cuBLAS and the CPU BLAS sum in different orders).
+relative over 40 steps (cuBLAS and the CPU BLAS sum in different orders),
+1e-2 with PowerSGD, whose orthogonalisations amplify those differences.
 """
 import argparse
 import json
@@ -16,13 +17,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 REFERENCE = os.path.join(REPO, "tests", "oracle", "commtune_reference.py")
 
+# (name, overrides, compare with PyTorch's hook on the GPU)
 CASES = [
-    ("allreduce", {"hook.name": "allreduce"}),
-    ("fp16_compress", {"hook.name": "fp16_compress"}),
-    ("bf16_compress", {"hook.name": "bf16_compress"}),
-    ("bf16 wrapper", {"hook.name": "allreduce", "hook.wrapper": "bf16"}),
+    ("allreduce", {"hook.name": "allreduce"}, True),
+    ("fp16_compress", {"hook.name": "fp16_compress"}, True),
+    ("bf16_compress", {"hook.name": "bf16_compress"}, True),
+    ("bf16 wrapper", {"hook.name": "allreduce", "hook.wrapper": "bf16"}, True),
     ("adam, cnn", {"model.name": "cnn", "data.name": "synthetic_images", "optimizer.name": "adam",
-                   "optimizer.lr": 0.001}),
+                   "optimizer.lr": 0.001}, True),
+    ("powersgd r2", {"hook.name": "powersgd", "hook.matrix_approximation_rank": 2, "hook.start_powerSGD_iter": 2},
+     True),
+    ("powersgd r4 cnn", {"hook.name": "powersgd", "hook.matrix_approximation_rank": 4, "hook.start_powerSGD_iter": 2,
+                         "model.name": "cnn", "data.name": "synthetic_images"}, True),
+    ("powersgd fp16 wrapper", {"hook.name": "powersgd", "hook.wrapper": "fp16", "hook.start_powerSGD_iter": 2}, True),
+    # PyTorch's batched hook orthogonalises a 2-D Q that its _orthogonalize asserts is 3-D: GPU vs CPU only.
+    ("batched powersgd", {"hook.name": "batched_powersgd", "hook.start_powerSGD_iter": 2}, False),
 ]
 
 
@@ -52,26 +61,28 @@ def main():
     args = parser.parse_args()
     cli = os.path.join(args.build, "app", "commtune-cli")
     failures = 0
-    for name, overrides in CASES:
+    for name, overrides, with_pytorch in CASES:
         workdir = os.path.join(args.out, name.replace(" ", "_").replace(",", ""))
         os.makedirs(workdir, exist_ok=True)
         init = os.path.join(workdir, "init.pt")
         common = dict(overrides, **{"steps": 40, "world_size": 1, "weights.save_initial": init})
         gpu, summary = run(cli, workdir, dict(common, device="cuda"))
-        ref_out = os.path.join(workdir, "reference.json")
-        subprocess.run([sys.executable, REFERENCE, "--config", os.path.join(workdir, "summary.json"), "--init", init,
-                        "--out", ref_out], check=True)
-        ref = json.load(open(ref_out))["losses"]
-        vs_torch = worst(gpu, ref)
-        line = f"{name:16s} GPU vs PyTorch DDP on GPU: {vs_torch:.2e}"
-        failures += vs_torch > 1e-5
+        line = f"{name:22s}"
+        if with_pytorch:
+            ref_out = os.path.join(workdir, "reference.json")
+            subprocess.run([sys.executable, REFERENCE, "--config", os.path.join(workdir, "summary.json"), "--init",
+                            init, "--out", ref_out], check=True)
+            vs_torch = worst(gpu, json.load(open(ref_out))["losses"])
+            line += f" GPU vs PyTorch DDP on GPU: {vs_torch:.2e}"
+            failures += vs_torch > 1e-5
         cpu_dir = os.path.join(workdir, "cpu")
         os.makedirs(cpu_dir, exist_ok=True)
         try:
             cpu, _ = run(cli, cpu_dir, dict(common, device="cpu", **{"weights.init": init}))
             vs_cpu = worst(gpu, cpu)
             line += f"   GPU vs CPU: {vs_cpu:.2e}"
-            failures += vs_cpu > 1e-3
+            # PowerSGD's QR and Gram-Schmidt amplify rounding differences between the devices.
+            failures += vs_cpu > (1e-2 if "powersgd" in name else 1e-3)
         except RuntimeError as e:
             line += f"   (no CPU run: {str(e).strip().splitlines()[-1]})"
         print(line, flush=True)
