@@ -1,0 +1,30 @@
+// The run store's schema: an application id that marks the file as
+// commtune's, a version in PRAGMA user_version, and forward migrations, one
+// transaction each. docs/store.md describes the tables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "db/sqlite.h"
+
+namespace commtune::db {
+
+inline constexpr std::int32_t kApplicationId = 0x436d5475;  // "CmTu"
+inline constexpr int kSchemaVersion = 2;
+
+// Brings a read-write connection's file to kSchemaVersion (creating the
+// schema in an empty file, migrating an older one). Throws Error for a
+// foreign, newer or damaged file, which it leaves untouched.
+void migrate(Connection& connection, int target_version = kSchemaVersion);
+
+// Checks that a read-only connection's file is a commtune store of the
+// current version.
+void check_current(const Connection& connection);
+
+// The SQL that fills run_params (typed parameter rows) from runs.config: the
+// migration that introduced the table and every new run use this one
+// statement. `source` is a query yielding the runs' (id, config).
+std::string fill_run_params_sql(const std::string& source);
+
+}  // namespace commtune::db

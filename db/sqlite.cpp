@@ -1,0 +1,183 @@
+#include "db/sqlite.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+namespace commtune::db {
+
+namespace {
+
+std::string database_path(sqlite3* db) {
+  const char* name = db ? sqlite3_db_filename(db, "main") : nullptr;
+  return name && *name ? name : "(database)";
+}
+
+}  // namespace
+
+void throw_error(sqlite3* db, int code, const std::string& path, std::string_view context) {
+  const int primary = code & 0xff;
+  const std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+  switch (primary) {
+    case SQLITE_NOTADB:
+      throw Error(path + " is not a commtune database (not an SQLite file); commtune leaves it untouched", primary);
+    case SQLITE_CORRUPT:
+      throw Error("the database " + path + " is damaged (" + detail +
+                      "); commtune will not write to it. `sqlite3 " + path +
+                      " .recover` can rescue what is left, or choose another file with --db",
+                  primary);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      throw Error("the database " + path + " stayed locked by another process (" + detail + ")", primary);
+    case SQLITE_FULL:
+      throw Error("the disk holding " + path + " is full", primary);
+    case SQLITE_READONLY:
+      throw Error("the database " + path + " is read-only here (" + detail + ")", primary);
+    case SQLITE_CANTOPEN:
+      throw Error("cannot open the database " + path + " (" + detail + ")", primary);
+    default:
+      throw Error(std::string(context) + " on " + path + ": " + detail, primary);
+  }
+}
+
+Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
+  const int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_,
+                                    nullptr);
+  if (rc != SQLITE_OK) throw_error(db, rc, database_path(db), "preparing '" + std::string(sql.substr(0, 60)) + "'");
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), stmt_(std::exchange(other.stmt_, nullptr)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    db_ = std::exchange(other.db_, nullptr);
+    stmt_ = std::exchange(other.stmt_, nullptr);
+  }
+  return *this;
+}
+
+void Statement::fail(int code) const {
+  const char* sql = sqlite3_sql(stmt_);
+  throw_error(db_, code, database_path(db_), std::string("running '") + std::string(sql ? sql : "").substr(0, 60) + "'");
+}
+
+void Statement::bind(int index, std::int64_t value) {
+  if (const int rc = sqlite3_bind_int64(stmt_, index, value); rc != SQLITE_OK) fail(rc);
+}
+
+void Statement::bind(int index, double value) {
+  if (const int rc = sqlite3_bind_double(stmt_, index, value); rc != SQLITE_OK) fail(rc);
+}
+
+void Statement::bind(int index, std::string_view value) {
+  if (const int rc = sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      rc != SQLITE_OK)
+    fail(rc);
+}
+
+void Statement::bind(int index, std::nullopt_t) {
+  if (const int rc = sqlite3_bind_null(stmt_, index); rc != SQLITE_OK) fail(rc);
+}
+
+bool Statement::next() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  sqlite3_reset(stmt_);
+  fail(rc);
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+std::int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+
+std::string Statement::text(int column) const {
+  const auto* data = sqlite3_column_text(stmt_, column);
+  return data ? std::string(reinterpret_cast<const char*>(data), sqlite3_column_bytes(stmt_, column)) : std::string();
+}
+
+std::optional<std::int64_t> Statement::optional_integer(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return integer(column);
+}
+
+std::optional<double> Statement::optional_real(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return real(column);
+}
+
+Connection::Connection(const std::string& path, Access access, int busy_timeout_ms) : path_(path), access_(access) {
+  const int flags = (access == Access::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                    SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw_error(nullptr, rc, path, "opening");
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+}
+
+Connection::~Connection() { sqlite3_close_v2(db_); }
+
+Connection::Connection(Connection&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)), access_(other.access_) {}
+
+Connection& Connection::operator=(Connection&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close_v2(db_);
+    db_ = std::exchange(other.db_, nullptr);
+    path_ = std::move(other.path_);
+    access_ = other.access_;
+  }
+  return *this;
+}
+
+void Connection::exec(std::string_view sql) {
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &message);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(message);
+    throw_error(db_, rc, path_, "running '" + std::string(sql.substr(0, 60)) + "'");
+  }
+}
+
+Statement Connection::prepare(std::string_view sql) const { return Statement(db_, sql); }
+
+std::int64_t Connection::query_integer(std::string_view sql, std::int64_t fallback) const {
+  auto statement = prepare(sql);
+  return statement.next() && !statement.is_null(0) ? statement.integer(0) : fallback;
+}
+
+std::int64_t Connection::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
+int Connection::changes() const { return sqlite3_changes(db_); }
+
+Transaction::Transaction(Connection& connection)
+    : connection_(connection), nested_(sqlite3_get_autocommit(connection.handle()) == 0) {
+  connection_.exec(nested_ ? "SAVEPOINT nested" : "BEGIN IMMEDIATE");
+}
+
+Transaction::~Transaction() {
+  if (done_) return;
+  if (nested_)
+    sqlite3_exec(connection_.handle(), "ROLLBACK TO nested; RELEASE nested", nullptr, nullptr, nullptr);
+  else
+    sqlite3_exec(connection_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  connection_.exec(nested_ ? "RELEASE nested" : "COMMIT");
+  done_ = true;
+}
+
+}  // namespace commtune::db

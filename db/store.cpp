@@ -1,0 +1,432 @@
+#include "db/store.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "db/schema.h"
+
+namespace commtune::db {
+
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// The kernel's start time of a process (clock ticks since boot): with the pid
+// it names a process uniquely, even after the pid is reused.
+std::string process_start_time(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)  // field 22: starttime
+    if (i == 22) return field;
+  return "";
+}
+
+bool is_end_status(const std::string& s) {
+  return s == status::kSucceeded || s == status::kFailed || s == status::kCancelled || s == status::kInterrupted ||
+         s == status::kStopped;
+}
+
+nlohmann::json parse_json(const std::string& text) {
+  if (text.empty()) return nullptr;
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+constexpr const char* kRunColumns =
+    "id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, steps_completed, "
+    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary";
+
+RunRecord read_run(const Statement& s) {
+  RunRecord r;
+  r.id = s.integer(0);
+  r.sweep_id = s.optional_integer(1);
+  r.trial = s.optional_integer(2);
+  r.name = s.text(3);
+  r.config = parse_json(s.text(4));
+  r.status = s.text(5);
+  r.host = s.text(6);
+  r.owner = s.text(7);
+  r.world_size = s.integer(8);
+  r.steps_requested = s.integer(9);
+  r.steps_completed = s.integer(10);
+  r.fingerprint = s.text(11);
+  r.created_at = s.real(12);
+  r.started_at = s.optional_real(13);
+  r.finished_at = s.optional_real(14);
+  r.wall_s = s.real(15);
+  r.final_loss = s.optional_real(16);
+  r.reason = s.text(17);
+  r.summary = parse_json(s.text(18));
+  return r;
+}
+
+SweepRecord read_sweep(const Statement& s) {
+  return {s.integer(0), s.text(1), parse_json(s.text(2)), s.text(3), s.text(4), s.real(5), s.optional_real(6)};
+}
+
+std::string order_column(const std::string& key) {
+  static const std::pair<const char*, const char*> columns[] = {
+      {"id", "id"},         {"created", "created_at"},      {"name", "name"}, {"status", "status"},
+      {"steps", "steps_completed"}, {"final_loss", "final_loss"}, {"wall", "wall_s"}};
+  for (const auto& [k, column] : columns)
+    if (key == k) return column;
+  std::string allowed;
+  for (const auto& [k, column] : columns) allowed += (allowed.empty() ? "" : ", ") + std::string(k);
+  throw Error("cannot order runs by '" + key + "': choose one of " + allowed);
+}
+
+}  // namespace
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string this_process_owner() {
+  const long pid = static_cast<long>(::getpid());
+  return host_name() + ":" + std::to_string(pid) + ":" + process_start_time(pid);
+}
+
+bool owner_alive(const std::string& owner) {
+  const auto first = owner.find(':'), second = owner.rfind(':');
+  if (first == std::string::npos || second == first) return false;
+  if (owner.substr(0, first) != host_name()) return true;
+  const long pid = std::strtol(owner.c_str() + first + 1, nullptr, 10);
+  if (pid <= 0) return false;
+  return process_start_time(pid) == owner.substr(second + 1);
+}
+
+std::string default_store_path() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("COMMTUNE_DB"); env && *env) return env;
+  fs::path base;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg && fs::path(xdg).is_absolute())
+    base = xdg;
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    base = fs::path(home) / ".local" / "share";
+  else
+    base = fs::current_path();
+  const auto folder = base / "commtune";
+  std::error_code ignored;
+  fs::create_directories(folder, ignored);
+  return (folder / "runs.db").string();
+}
+
+Store::Store(const std::string& path, Access access) : connection_(path, access) {
+  connection_.exec("PRAGMA foreign_keys = ON");
+  if (access == Access::ReadOnly) {
+    check_current(connection_);
+    return;
+  }
+  migrate(connection_);
+  // WAL keeps every committed transaction through a crash of this process;
+  // NORMAL skips only the fsync that protects against power loss.
+  connection_.exec("PRAGMA synchronous = NORMAL");
+  mark_orphans_interrupted();
+}
+
+std::int64_t Store::create_sweep(const std::string& name, const nlohmann::json& spec) {
+  connection_.prepare("INSERT INTO sweeps (name, spec, status, owner, created_at) VALUES (?, ?, ?, ?, ?)")
+      .run(name, spec.dump(), status::kRunning, this_process_owner(), unix_now());
+  return connection_.last_insert_id();
+}
+
+void Store::set_sweep_status(std::int64_t sweep_id, const std::string& s) {
+  connection_.prepare("UPDATE sweeps SET status = ?, finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
+      .run(s, static_cast<std::int64_t>(is_end_status(s)), unix_now(), sweep_id);
+}
+
+void Store::claim_sweep(std::int64_t sweep_id) {
+  connection_.prepare("UPDATE sweeps SET status = ?, owner = ?, finished_at = NULL WHERE id = ?")
+      .run(status::kRunning, this_process_owner(), sweep_id);
+}
+
+std::optional<SweepRecord> Store::sweep(std::int64_t sweep_id) const {
+  auto s = connection_.prepare("SELECT id, name, spec, status, owner, created_at, finished_at FROM sweeps WHERE id = ?");
+  s.bind_all(sweep_id);
+  if (!s.next()) return std::nullopt;
+  return read_sweep(s);
+}
+
+std::vector<SweepRecord> Store::sweeps() const {
+  auto s = connection_.prepare("SELECT id, name, spec, status, owner, created_at, finished_at FROM sweeps ORDER BY id");
+  std::vector<SweepRecord> out;
+  while (s.next()) out.push_back(read_sweep(s));
+  return out;
+}
+
+std::int64_t Store::create_run(const NewRun& run, const std::string& s) {
+  Transaction transaction(connection_);
+  const bool started = s == status::kRunning;
+  connection_
+      .prepare(
+          "INSERT INTO runs (sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, "
+          "fingerprint, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .run(run.sweep_id, run.trial, run.name, run.config.dump(), s, host_name(),
+           started ? this_process_owner() : std::string(), run.world_size, run.steps_requested, run.fingerprint,
+           unix_now(), started ? std::optional<double>(unix_now()) : std::nullopt);
+  const auto id = connection_.last_insert_id();
+  connection_.prepare(fill_run_params_sql("SELECT id, config FROM runs WHERE id = ?1")).run(id);
+  transaction.commit();
+  return id;
+}
+
+void Store::start_run(std::int64_t run_id) {
+  connection_
+      .prepare(
+          "UPDATE runs SET status = ?, owner = ?, host = ?, started_at = coalesce(started_at, ?), finished_at = NULL, "
+          "reason = '' WHERE id = ?")
+      .run(status::kRunning, this_process_owner(), host_name(), unix_now(), run_id);
+}
+
+void Store::finish_run(std::int64_t run_id, const RunEnd& end) {
+  connection_
+      .prepare(
+          "UPDATE runs SET status = ?, reason = ?, steps_completed = ?, final_loss = ?, wall_s = ?, summary = ?, "
+          "finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
+      .run(end.status, end.reason, end.steps_completed, end.final_loss, end.wall_s,
+           end.summary.is_null() ? std::optional<std::string>() : std::optional<std::string>(end.summary.dump()),
+           static_cast<std::int64_t>(is_end_status(end.status)), unix_now(), run_id);
+}
+
+void Store::set_run_status(std::int64_t run_id, const std::string& s, const std::string& reason) {
+  connection_
+      .prepare("UPDATE runs SET status = ?, reason = ?, finished_at = CASE WHEN ? THEN ? ELSE finished_at END WHERE id = ?")
+      .run(s, reason, static_cast<std::int64_t>(is_end_status(s)), unix_now(), run_id);
+}
+
+std::optional<RunRecord> Store::run(std::int64_t run_id) const {
+  auto s = connection_.prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?");
+  s.bind_all(run_id);
+  if (!s.next()) return std::nullopt;
+  return read_run(s);
+}
+
+std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
+  std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE 1";
+  if (filter.sweep_id) sql += " AND sweep_id = ?";
+  if (!filter.statuses.empty()) {
+    sql += " AND status IN (";
+    for (std::size_t i = 0; i < filter.statuses.size(); ++i) sql += i ? ", ?" : "?";
+    sql += ")";
+  }
+  if (!filter.search.empty()) sql += " AND (instr(name, ?) > 0 OR instr(config, ?) > 0)";
+  // A condition matches the parameter's value as stored (1 for true) or as text.
+  for (std::size_t i = 0; i < filter.params.size(); ++i)
+    sql +=
+        " AND EXISTS (SELECT 1 FROM run_params p WHERE p.run_id = runs.id AND p.name = ? AND (p.value = ? OR "
+        "CAST(p.value AS TEXT) = ? OR (p.value = 1 AND ? = 'true') OR (p.value = 0 AND ? = 'false')))";
+  sql += " ORDER BY " + order_column(filter.order_by) + (filter.descending ? " DESC" : " ASC") + ", id";
+  if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
+
+  auto s = connection_.prepare(sql);
+  int index = 1;
+  if (filter.sweep_id) s.bind(index++, *filter.sweep_id);
+  for (const auto& st : filter.statuses) s.bind(index++, st);
+  if (!filter.search.empty()) {
+    s.bind(index++, filter.search);
+    s.bind(index++, filter.search);
+  }
+  for (const auto& [name, value] : filter.params) {
+    s.bind(index++, name);
+    char* end = nullptr;
+    const double number = std::strtod(value.c_str(), &end);
+    if (!value.empty() && end && *end == '\0')
+      s.bind(index++, number);
+    else
+      s.bind(index++, value);
+    for (int k = 0; k < 3; ++k) s.bind(index++, value);
+  }
+  std::vector<RunRecord> out;
+  while (s.next()) out.push_back(read_run(s));
+  return out;
+}
+
+std::vector<std::pair<std::string, nlohmann::json>> Store::params(std::int64_t run_id) const {
+  auto s = connection_.prepare("SELECT name, value, typeof(value) FROM run_params WHERE run_id = ? ORDER BY name");
+  s.bind_all(run_id);
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  while (s.next()) {
+    const auto type = s.text(2);
+    nlohmann::json value;
+    if (type == "integer")
+      value = s.integer(1);
+    else if (type == "real")
+      value = s.real(1);
+    else if (type == "text")
+      value = s.text(1);
+    out.emplace_back(s.text(0), std::move(value));
+  }
+  return out;
+}
+
+std::int64_t Store::stat_id(const std::string& name) {
+  if (!find_stat_) {
+    find_stat_.emplace(connection_.prepare("SELECT id FROM stat_names WHERE name = ?"));
+    add_stat_.emplace(connection_.prepare("INSERT INTO stat_names (name) VALUES (?)"));
+  }
+  find_stat_->bind_all(name);
+  if (find_stat_->next()) {
+    const auto id = find_stat_->integer(0);
+    find_stat_->reset();
+    return id;
+  }
+  find_stat_->reset();
+  add_stat_->run(name);
+  return connection_.last_insert_id();
+}
+
+void Store::insert(const StepRow& r) {
+  if (!insert_step_)
+    insert_step_.emplace(connection_.prepare(
+        "INSERT OR REPLACE INTO step_metrics (run_id, rank, step, wall_s, loss, lr, t_data, t_forward, t_backward, "
+        "t_comm_wait, t_hook, t_optimizer, t_step, wire_bytes, uncompressed_bytes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  insert_step_->run(r.run_id, r.rank, r.step, r.wall_s, r.loss, r.lr, r.t_data, r.t_forward, r.t_backward,
+                    r.t_comm_wait, r.t_hook, r.t_optimizer, r.t_step, r.wire_bytes, r.uncompressed_bytes);
+}
+
+void Store::insert(const StatRow& r) {
+  if (!insert_stat_)
+    insert_stat_.emplace(connection_.prepare(
+        "INSERT OR REPLACE INTO step_stats (run_id, stat_id, bucket, rank, step, value) VALUES (?, ?, ?, ?, ?, ?)"));
+  insert_stat_->run(r.run_id, r.stat_id, r.bucket, r.rank, r.step, r.value);
+}
+
+void Store::insert(const EventRow& r) {
+  if (!insert_event_)
+    insert_event_.emplace(
+        connection_.prepare("INSERT INTO run_events (run_id, rank, time, kind, body) VALUES (?, ?, ?, ?, ?)"));
+  insert_event_->run(r.run_id, r.rank, r.time, r.kind, r.body.dump());
+}
+
+void Store::add_artifact(std::int64_t run_id, const std::string& kind, const std::string& path) {
+  connection_
+      .prepare("INSERT OR REPLACE INTO artifacts (run_id, kind, path, created_at) VALUES (?, ?, ?, ?)")
+      .run(run_id, kind, path, unix_now());
+}
+
+std::vector<StepRow> Store::steps(std::int64_t run_id, std::optional<std::int32_t> rank) const {
+  auto s = connection_.prepare(
+      "SELECT run_id, rank, step, wall_s, loss, lr, t_data, t_forward, t_backward, t_comm_wait, t_hook, t_optimizer, "
+      "t_step, wire_bytes, uncompressed_bytes FROM step_metrics WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) "
+      "ORDER BY rank, step");
+  s.bind_all(run_id, rank);
+  std::vector<StepRow> out;
+  while (s.next()) {
+    StepRow r;
+    r.run_id = s.integer(0);
+    r.rank = static_cast<std::int32_t>(s.integer(1));
+    r.step = s.integer(2);
+    r.wall_s = s.real(3);
+    r.loss = s.real(4);
+    r.lr = s.real(5);
+    r.t_data = s.real(6);
+    r.t_forward = s.real(7);
+    r.t_backward = s.real(8);
+    r.t_comm_wait = s.real(9);
+    r.t_hook = s.real(10);
+    r.t_optimizer = s.real(11);
+    r.t_step = s.real(12);
+    r.wire_bytes = static_cast<std::uint64_t>(s.integer(13));
+    r.uncompressed_bytes = static_cast<std::uint64_t>(s.integer(14));
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<CurvePoint> Store::curve(std::int64_t run_id) const {
+  auto s = connection_.prepare(
+      "SELECT step, max(wall_s), avg(loss), avg(t_step), avg(wire_bytes), count(*) FROM step_metrics "
+      "WHERE run_id = ? GROUP BY step ORDER BY step");
+  s.bind_all(run_id);
+  std::vector<CurvePoint> out;
+  while (s.next())
+    out.push_back({s.integer(0), s.real(1), s.real(2), s.real(3), s.real(4), static_cast<int>(s.integer(5))});
+  return out;
+}
+
+std::vector<StatPoint> Store::stat(std::int64_t run_id, const std::string& name) const {
+  auto s = connection_.prepare(
+      "SELECT rank, step, bucket, value FROM step_stats WHERE run_id = ? AND stat_id = (SELECT id FROM stat_names "
+      "WHERE name = ?) ORDER BY bucket, rank, step");
+  s.bind_all(run_id, name);
+  std::vector<StatPoint> out;
+  while (s.next())
+    out.push_back({static_cast<std::int32_t>(s.integer(0)), s.integer(1), static_cast<std::int32_t>(s.integer(2)),
+                   s.real(3)});
+  return out;
+}
+
+std::vector<std::string> Store::stat_names(std::int64_t run_id) const {
+  auto s = connection_.prepare(
+      "SELECT name FROM stat_names WHERE id IN (SELECT DISTINCT stat_id FROM step_stats WHERE run_id = ?) ORDER BY "
+      "name");
+  s.bind_all(run_id);
+  std::vector<std::string> out;
+  while (s.next()) out.push_back(s.text(0));
+  return out;
+}
+
+std::vector<EventRow> Store::events(std::int64_t run_id, const std::string& kind) const {
+  auto s = connection_.prepare(
+      "SELECT run_id, rank, time, kind, body FROM run_events WHERE run_id = ?1 AND (?2 = '' OR kind = ?2) ORDER BY id");
+  s.bind_all(run_id, kind);
+  std::vector<EventRow> out;
+  while (s.next())
+    out.push_back({s.integer(0), static_cast<std::int32_t>(s.integer(1)), s.real(2), s.text(3), parse_json(s.text(4))});
+  return out;
+}
+
+std::vector<Artifact> Store::artifacts(std::int64_t run_id) const {
+  auto s = connection_.prepare("SELECT run_id, kind, path, created_at FROM artifacts WHERE run_id = ? ORDER BY id");
+  s.bind_all(run_id);
+  std::vector<Artifact> out;
+  while (s.next()) out.push_back({s.integer(0), s.text(1), s.text(2), s.real(3)});
+  return out;
+}
+
+std::int64_t Store::count_steps(std::int64_t run_id) const {
+  auto s = connection_.prepare("SELECT count(*) FROM step_metrics WHERE run_id = ?");
+  s.bind_all(run_id);
+  return s.next() ? s.integer(0) : 0;
+}
+
+int Store::mark_orphans_interrupted() {
+  Transaction transaction(connection_);
+  std::set<std::string> dead;
+  auto owners = connection_.prepare(
+      "SELECT DISTINCT owner FROM runs WHERE status = 'running' UNION SELECT DISTINCT owner FROM sweeps WHERE status = "
+      "'running'");
+  while (owners.next()) {
+    const auto owner = owners.text(0);
+    if (!owner_alive(owner)) dead.insert(owner);
+  }
+  int changed = 0;
+  auto runs = connection_.prepare(
+      "UPDATE runs SET status = 'interrupted', reason = 'the process running it (' || owner || ') ended without "
+      "finishing it', finished_at = ? WHERE status = 'running' AND owner = ?");
+  auto sweeps = connection_.prepare(
+      "UPDATE sweeps SET status = 'interrupted', finished_at = ? WHERE status = 'running' AND owner = ?");
+  for (const auto& owner : dead) {
+    runs.run(unix_now(), owner);
+    changed += connection_.changes();
+    sweeps.run(unix_now(), owner);
+  }
+  transaction.commit();
+  return changed;
+}
+
+}  // namespace commtune::db

@@ -1,0 +1,221 @@
+// The run store: every run, sweep, per-step metric, hook statistic, event and
+// exported file, in one SQLite file. Typed reads and writes over one
+// connection; db::Writer feeds it from a background thread during runs, and
+// any number of readers (the GUI, the CLI) open their own.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "db/sqlite.h"
+
+namespace commtune::db {
+
+// A run's life: pending (planned by a sweep) -> running -> one of the ends.
+// paused: a sweep stopped it at a rung and may continue it; stopped: early
+// stopping ended it for good; interrupted: the process that ran it died.
+namespace status {
+inline constexpr const char* kPending = "pending";
+inline constexpr const char* kRunning = "running";
+inline constexpr const char* kPaused = "paused";
+inline constexpr const char* kSucceeded = "succeeded";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kCancelled = "cancelled";
+inline constexpr const char* kInterrupted = "interrupted";
+inline constexpr const char* kStopped = "stopped";
+}  // namespace status
+
+struct NewRun {
+  std::optional<std::int64_t> sweep_id;
+  std::optional<std::int64_t> trial;
+  std::string name;
+  nlohmann::json config;  // complete and validated
+  std::int64_t world_size = 0;
+  std::int64_t steps_requested = 0;
+  std::string fingerprint;
+};
+
+struct RunRecord {
+  std::int64_t id = 0;
+  std::optional<std::int64_t> sweep_id;
+  std::optional<std::int64_t> trial;
+  std::string name;
+  nlohmann::json config;
+  std::string status;
+  std::string host;
+  std::string owner;
+  std::int64_t world_size = 0;
+  std::int64_t steps_requested = 0;
+  std::int64_t steps_completed = 0;
+  std::string fingerprint;
+  double created_at = 0;
+  std::optional<double> started_at;
+  std::optional<double> finished_at;
+  double wall_s = 0;
+  std::optional<double> final_loss;
+  std::string reason;
+  nlohmann::json summary;  // null until the run ends
+};
+
+// How a run (or one launch of it) ended.
+struct RunEnd {
+  std::string status;
+  std::string reason;
+  std::int64_t steps_completed = 0;
+  std::optional<double> final_loss;
+  double wall_s = 0;  // of the whole run, all launches together
+  nlohmann::json summary;
+};
+
+struct SweepRecord {
+  std::int64_t id = 0;
+  std::string name;
+  nlohmann::json spec;
+  std::string status;
+  std::string owner;
+  double created_at = 0;
+  std::optional<double> finished_at;
+};
+
+struct RunFilter {
+  std::optional<std::int64_t> sweep_id;
+  std::vector<std::string> statuses;  // any of these
+  std::string search;                 // in the name or the configuration
+  // Parameter conditions, all of which must hold: name (e.g.
+  // hook.matrix_approximation_rank) equal to the value given as text.
+  std::vector<std::pair<std::string, std::string>> params;
+  std::string order_by = "id";  // id, created, name, status, steps, final_loss, wall
+  bool descending = false;
+  std::int64_t limit = 0;  // 0: all
+};
+
+// One rank's step: the columns of step_metrics.
+struct StepRow {
+  std::int64_t run_id = 0;
+  std::int32_t rank = 0;
+  std::int64_t step = 0;
+  double wall_s = 0;  // since the run started, when the launcher received it
+  double loss = 0;
+  double lr = 0;
+  double t_data = 0, t_forward = 0, t_backward = 0, t_comm_wait = 0, t_hook = 0, t_optimizer = 0, t_step = 0;
+  std::uint64_t wire_bytes = 0;
+  std::uint64_t uncompressed_bytes = 0;
+};
+
+inline constexpr std::int32_t kWholeStep = -1;  // the bucket of a statistic about the whole step
+
+struct StatRow {
+  std::int64_t run_id = 0;
+  std::int64_t stat_id = 0;  // from Store::stat_id
+  std::int32_t bucket = kWholeStep;
+  std::int32_t rank = 0;
+  std::int64_t step = 0;
+  double value = 0;
+};
+
+struct EventRow {
+  std::int64_t run_id = 0;
+  std::int32_t rank = 0;
+  double time = 0;  // Unix seconds
+  std::string kind;
+  nlohmann::json body;
+};
+
+struct Artifact {
+  std::int64_t run_id = 0;
+  std::string kind;  // checkpoint, export, ...
+  std::string path;
+  double created_at = 0;
+};
+
+// A statistic's values in one run: (rank, step, bucket, value).
+struct StatPoint {
+  std::int32_t rank = 0;
+  std::int64_t step = 0;
+  std::int32_t bucket = kWholeStep;
+  double value = 0;
+};
+
+// Per step, the mean over the ranks that reported it.
+struct CurvePoint {
+  std::int64_t step = 0;
+  double wall_s = 0;
+  double loss = 0;
+  double t_step = 0;
+  double wire_bytes = 0;
+  int ranks = 0;
+};
+
+class Store {
+ public:
+  using Access = Connection::Access;
+  // ReadWrite creates the file, migrates an older schema and marks runs
+  // whose process died as interrupted; ReadOnly needs a store of the current
+  // version and never writes.
+  explicit Store(const std::string& path, Access access = Access::ReadWrite);
+
+  const std::string& path() const { return connection_.path(); }
+  Connection& connection() { return connection_; }
+
+  // Sweeps
+  std::int64_t create_sweep(const std::string& name, const nlohmann::json& spec);
+  // Sets the status; the end time too when it is an end.
+  void set_sweep_status(std::int64_t sweep_id, const std::string& status);
+  // Claims a sweep for this process (resuming it), marking it running.
+  void claim_sweep(std::int64_t sweep_id);
+  std::optional<SweepRecord> sweep(std::int64_t sweep_id) const;
+  std::vector<SweepRecord> sweeps() const;
+
+  // Runs
+  std::int64_t create_run(const NewRun& run, const std::string& status = status::kRunning);
+  // Marks a run running in this process (for its first or a later launch).
+  void start_run(std::int64_t run_id);
+  void finish_run(std::int64_t run_id, const RunEnd& end);
+  void set_run_status(std::int64_t run_id, const std::string& status, const std::string& reason = "");
+  std::optional<RunRecord> run(std::int64_t run_id) const;
+  std::vector<RunRecord> runs(const RunFilter& filter = {}) const;
+  std::vector<std::pair<std::string, nlohmann::json>> params(std::int64_t run_id) const;
+
+  // Metrics
+  std::int64_t stat_id(const std::string& name);
+  void insert(const StepRow& row);
+  void insert(const StatRow& row);
+  void insert(const EventRow& row);
+  void add_artifact(std::int64_t run_id, const std::string& kind, const std::string& path);
+
+  std::vector<StepRow> steps(std::int64_t run_id, std::optional<std::int32_t> rank = std::nullopt) const;
+  std::vector<CurvePoint> curve(std::int64_t run_id) const;
+  std::vector<StatPoint> stat(std::int64_t run_id, const std::string& name) const;
+  std::vector<std::string> stat_names(std::int64_t run_id) const;
+  std::vector<EventRow> events(std::int64_t run_id, const std::string& kind = "") const;
+  std::vector<Artifact> artifacts(std::int64_t run_id) const;
+  std::int64_t count_steps(std::int64_t run_id) const;
+
+  // Runs and sweeps left running by a process that is gone (killed, crashed)
+  // become interrupted. Returns how many runs changed.
+  int mark_orphans_interrupted();
+
+ private:
+  Connection connection_;
+  std::optional<Statement> insert_step_, insert_stat_, insert_event_;
+  std::optional<Statement> find_stat_, add_stat_;
+};
+
+// $COMMTUNE_DB, else $XDG_DATA_HOME/commtune/runs.db, else
+// ~/.local/share/commtune/runs.db. Creates the folder.
+std::string default_store_path();
+
+// "host:pid:start-time" of this process: who runs a run or a sweep.
+std::string this_process_owner();
+// Whether the owner is a live process on this host; owners on other hosts
+// count as alive (nothing here can tell).
+bool owner_alive(const std::string& owner);
+
+double unix_now();
+
+}  // namespace commtune::db

@@ -1,0 +1,308 @@
+// The run store on real SQLite files in a scratch folder: schema creation
+// and migration, typed reads and writes, the batched writer, readers beside
+// it, and files that are not ours.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "db/schema.h"
+#include "db/store.h"
+#include "db/writer.h"
+
+using namespace commtune::db;
+namespace fs = std::filesystem;
+
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/commtune-store-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+NewRun sample_run(std::int64_t rank = 2) {
+  NewRun run;
+  run.name = "powersgd r" + std::to_string(rank);
+  run.config = {{"world_size", 2},
+                {"steps", 5},
+                {"hook", {{"name", "powersgd"}, {"matrix_approximation_rank", rank}, {"use_error_feedback", true}}},
+                {"model", {{"name", "mlp"}, {"hidden", {64, 32}}}}};
+  run.world_size = 2;
+  run.steps_requested = 5;
+  run.fingerprint = "0123456789abcdef";
+  return run;
+}
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(StoreTest, CreatesTheSchemaAndMarksTheFileAsOurs) {
+  Store store(file("runs.db"));
+  EXPECT_EQ(store.connection().query_integer("PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(store.connection().query_integer("PRAGMA application_id"), kApplicationId);
+  auto mode = store.connection().prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.next());
+  EXPECT_EQ(mode.text(0), "wal");
+}
+
+TEST_F(StoreTest, RunsKeepTheirConfigurationAsTypedParameters) {
+  Store store(file("runs.db"));
+  const auto a = store.create_run(sample_run(1));
+  const auto b = store.create_run(sample_run(4));
+  const auto params = store.params(b);
+  std::map<std::string, nlohmann::json> by_name(params.begin(), params.end());
+  EXPECT_EQ(by_name.at("hook.matrix_approximation_rank"), 4);
+  EXPECT_EQ(by_name.at("hook.name"), "powersgd");
+  EXPECT_EQ(by_name.at("hook.use_error_feedback"), 1);
+  EXPECT_EQ(by_name.at("model.hidden"), "[64,32]");
+
+  RunFilter filter;
+  filter.params = {{"hook.matrix_approximation_rank", "4"}};
+  auto found = store.runs(filter);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].id, b);
+  filter.params = {{"hook.use_error_feedback", "true"}, {"hook.name", "powersgd"}};
+  EXPECT_EQ(store.runs(filter).size(), 2u);
+  filter = {};
+  filter.search = "r1";
+  found = store.runs(filter);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].id, a);
+  EXPECT_EQ(found[0].status, status::kRunning);
+  EXPECT_EQ(found[0].config["hook"]["matrix_approximation_rank"], 1);
+}
+
+TEST_F(StoreTest, WriterCommitsRowsInOrderWithTasks) {
+  const auto path = file("runs.db");
+  std::int64_t run_id = 0;
+  {
+    Writer writer(path);
+    run_id = writer.call([](Store& s) { return s.create_run(sample_run()); }).get();
+    const auto rate = writer.name_id("compression_rate");
+    for (int rank = 0; rank < 2; ++rank)
+      for (int step = 0; step < 1000; ++step) {
+        StepRow row;
+        row.run_id = run_id;
+        row.rank = rank;
+        row.step = step;
+        row.loss = 1.0 / (step + 1) + rank;
+        row.wire_bytes = 1000 + step;
+        writer.add(row);
+        writer.add(Writer::Stat{run_id, rate, kWholeStep, rank, step, 2.0 * step});
+        writer.add(Writer::Stat{run_id, rate, 3, rank, step, 3.0 * step});
+      }
+    writer.add(EventRow{run_id, 0, 1.0, "log", {{"text", "hello"}}});
+    RunEnd end;
+    end.status = status::kSucceeded;
+    end.steps_completed = 1000;
+    end.final_loss = 0.5;
+    writer.call([=](Store& s) { s.finish_run(run_id, end); });
+    writer.flush();
+    const auto stats = writer.stats();
+    EXPECT_EQ(stats.rows, 2u * 1000u * 3u + 3u);
+    EXPECT_TRUE(writer.error().empty());
+  }
+  Store store(path, Store::Access::ReadOnly);
+  EXPECT_EQ(store.count_steps(run_id), 2000);
+  const auto rank1 = store.steps(run_id, 1);
+  ASSERT_EQ(rank1.size(), 1000u);
+  EXPECT_DOUBLE_EQ(rank1[9].loss, 0.1 + 1);
+  EXPECT_EQ(rank1[9].wire_bytes, 1009u);
+  const auto curve = store.curve(run_id);
+  ASSERT_EQ(curve.size(), 1000u);
+  EXPECT_DOUBLE_EQ(curve[0].loss, 1.5);
+  EXPECT_EQ(curve[0].ranks, 2);
+  const auto rate = store.stat(run_id, "compression_rate");
+  ASSERT_EQ(rate.size(), 4000u);
+  EXPECT_EQ(rate.front().bucket, kWholeStep);
+  EXPECT_EQ(rate.back().bucket, 3);
+  EXPECT_DOUBLE_EQ(rate.back().value, 3.0 * 999);
+  EXPECT_EQ(store.stat_names(run_id), std::vector<std::string>{"compression_rate"});
+  const auto run = store.run(run_id);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, status::kSucceeded);
+  EXPECT_TRUE(run->finished_at.has_value());
+  EXPECT_EQ(store.events(run_id, "log").at(0).body["text"], "hello");
+}
+
+TEST_F(StoreTest, AFailingTaskRollsBackOnlyItself) {
+  Writer writer(file("runs.db"));
+  const auto run_id = writer.call([](Store& s) { return s.create_run(sample_run()); }).get();
+  auto bad = writer.call([](Store& s) {
+    s.set_run_status(1, status::kFailed);
+    throw std::runtime_error("task went wrong");
+    return 0;
+  });
+  StepRow row;
+  row.run_id = run_id;
+  writer.add(row);
+  EXPECT_THROW(bad.get(), std::runtime_error);
+  writer.flush();
+  EXPECT_EQ(writer.call([=](Store& s) { return s.run(run_id)->status; }).get(), status::kRunning);
+  EXPECT_EQ(writer.call([=](Store& s) { return s.count_steps(run_id); }).get(), 1);
+}
+
+TEST_F(StoreTest, ReadersWorkBesideTheWriter) {
+  const auto path = file("runs.db");
+  Writer writer(path, WriterOptions{std::chrono::milliseconds(5)});
+  const auto run_id = writer.call([](Store& s) { return s.create_run(sample_run()); }).get();
+  std::atomic<bool> done{false};
+  std::vector<std::int64_t> seen;
+  std::string reader_error;
+  std::thread reader([&] {
+    try {
+      Store store(path, Store::Access::ReadOnly);
+      while (!done.load()) seen.push_back(store.count_steps(run_id));
+      seen.push_back(store.count_steps(run_id));
+    } catch (const std::exception& e) {
+      reader_error = e.what();
+    }
+  });
+  for (int step = 0; step < 200000; ++step) {
+    StepRow row;
+    row.run_id = run_id;
+    row.step = step;
+    writer.add(row);
+  }
+  writer.flush();
+  done = true;
+  reader.join();
+  EXPECT_EQ(reader_error, "");
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), 200000);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));  // each read sees a committed prefix
+  EXPECT_GT(std::count_if(seen.begin(), seen.end(), [](auto n) { return n > 0 && n < 200000; }), 0)
+      << "the reader never saw the writer in progress";
+}
+
+TEST_F(StoreTest, MigratesAVersion1FileAndKeepsItsRuns) {
+  const auto path = file("old.db");
+  {
+    Connection c(path, Connection::Access::ReadWrite);
+    migrate(c, 1);
+    c.prepare(
+         "INSERT INTO runs (id, name, config, status, host, world_size, steps_requested, created_at) VALUES (7, 'old', "
+         "?, 'succeeded', 'h', 2, 10, 1.0)")
+        .run(sample_run(2).config.dump());
+    c.prepare("INSERT INTO step_metrics (run_id, rank, step, wall_s, loss) VALUES (7, 0, 0, 0.5, 2.25)").run();
+    EXPECT_EQ(c.query_integer("PRAGMA user_version"), 1);
+  }
+  Store store(path);
+  EXPECT_EQ(store.connection().query_integer("PRAGMA user_version"), kSchemaVersion);
+  const auto run = store.run(7);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->name, "old");
+  EXPECT_EQ(store.steps(7).at(0).loss, 2.25);
+  RunFilter filter;
+  filter.params = {{"hook.matrix_approximation_rank", "2"}};
+  ASSERT_EQ(store.runs(filter).size(), 1u);  // backfilled by the migration
+  EXPECT_GT(store.params(7).size(), 4u);
+}
+
+TEST_F(StoreTest, RefusesFilesThatAreNotOurs) {
+  const auto text = file("notes.txt");
+  std::ofstream(text) << "these are my notes, not a database\n" << std::string(4096, 'x');
+  EXPECT_NE(message_of([&] { Store store(text); }).find("not a commtune database"), std::string::npos);
+
+  const auto other = file("other.db");
+  {
+    Connection c(other, Connection::Access::ReadWrite);
+    c.exec("CREATE TABLE recipes (name TEXT)");
+  }
+  EXPECT_NE(message_of([&] { Store store(other); }).find("another application"), std::string::npos);
+
+  const auto newer = file("newer.db");
+  {
+    Store store(newer);
+    store.connection().exec("PRAGMA user_version = " + std::to_string(kSchemaVersion + 1));
+  }
+  EXPECT_NE(message_of([&] { Store store(newer); }).find("newer commtune"), std::string::npos);
+
+  // None of them was touched.
+  std::ifstream in(text);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first, "these are my notes, not a database");
+  Connection c(other, Connection::Access::ReadOnly);
+  EXPECT_EQ(c.query_integer("SELECT count(*) FROM sqlite_master"), 1);
+  EXPECT_EQ(c.query_integer("PRAGMA user_version"), 0);
+}
+
+TEST_F(StoreTest, ADamagedFileGivesAClearError) {
+  const auto path = file("runs.db");
+  {
+    Writer writer(path);
+    const auto run_id = writer.call([](Store& s) { return s.create_run(sample_run()); }).get();
+    for (int step = 0; step < 20000; ++step) {
+      StepRow row;
+      row.run_id = run_id;
+      row.step = step;
+      writer.add(row);
+    }
+    writer.flush();
+  }
+  {
+    Connection c(path, Connection::Access::ReadWrite);
+    c.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  {
+    // Scribble over every page after the first few: the b-trees break.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0, std::ios::end);
+    const auto size = static_cast<std::size_t>(f.tellp());
+    ASSERT_GT(size, 40000u);
+    for (std::size_t offset = 8192; offset + 100 < size; offset += 4096) {
+      f.seekp(static_cast<std::streamoff>(offset));
+      f << std::string(100, '\x5a');
+    }
+  }
+  const auto message = message_of([&] {
+    Store store(path);
+    store.count_steps(1);
+    store.steps(1);
+  });
+  EXPECT_NE(message.find("damaged"), std::string::npos) << message;
+}
+
+TEST_F(StoreTest, RunsOfADeadProcessBecomeInterrupted) {
+  const auto path = file("runs.db");
+  std::int64_t orphan = 0, mine = 0;
+  {
+    Store store(path);
+    orphan = store.create_run(sample_run());
+    mine = store.create_run(sample_run());
+    // A process that cannot exist: pid 0 is never a user process.
+    store.connection().prepare("UPDATE runs SET owner = ? WHERE id = ?").run(this_process_owner().substr(0, this_process_owner().find(':')) + ":0:1", orphan);
+  }
+  Store store(path);
+  EXPECT_EQ(store.run(orphan)->status, status::kInterrupted);
+  EXPECT_NE(store.run(orphan)->reason.find("ended without finishing"), std::string::npos);
+  EXPECT_EQ(store.run(mine)->status, status::kRunning);  // this process is alive
+}
+
+TEST(StoreOwner, NamesThisProcessUniquely) {
+  const auto me = this_process_owner();
+  EXPECT_TRUE(owner_alive(me));
+  auto other_start = me.substr(0, me.rfind(':') + 1) + "12345";
+  EXPECT_FALSE(owner_alive(other_start));  // same pid, another process start: the pid was reused
+  EXPECT_TRUE(owner_alive("some-other-host:1:1"));  // cannot tell from here
+}
+
+}  // namespace
