@@ -1,6 +1,7 @@
 #include "core/config/run_config.h"
 
 #include <fstream>
+#include <optional>
 
 #include "core/catalog.h"
 
@@ -56,6 +57,7 @@ const std::vector<PlainSection>& plain_sections() {
       {"ddp", ReducerOptions::schema().erase()},
       {"weights", WeightsOptions::schema().erase()},
       {"checkpoint", CheckpointOptions::schema().erase()},
+      {"network", NetworkOptions::schema().erase()},
       {"debug", DebugOptions::schema().erase()},
   };
   return sections;
@@ -100,6 +102,7 @@ RunConfig RunConfig::parse(const nlohmann::json& raw) {
   c.ddp = ReducerOptions::schema().read(section_or_empty(raw, "ddp"), "ddp");
   c.weights = WeightsOptions::schema().read(section_or_empty(raw, "weights"), "weights");
   c.checkpoint = CheckpointOptions::schema().read(section_or_empty(raw, "checkpoint"), "checkpoint");
+  c.network = NetworkOptions::schema().read(section_or_empty(raw, "network"), "network");
   c.debug = DebugOptions::schema().read(section_or_empty(raw, "debug"), "debug");
   if (c.debug.dump_grads_steps > 0 && c.debug.dump_dir.empty())
     throw ConfigError("debug.dump_dir", "set a folder for the gradient dumps that debug.dump_grads_steps asks for");
@@ -128,8 +131,76 @@ nlohmann::json RunConfig::to_json() const {
   j["ddp"] = ReducerOptions::schema().write(ddp);
   j["weights"] = WeightsOptions::schema().write(weights);
   j["checkpoint"] = CheckpointOptions::schema().write(checkpoint);
+  j["network"] = NetworkOptions::schema().write(network);
   j["debug"] = DebugOptions::schema().write(debug);
   return j;
+}
+
+ParamSpec param_spec(const nlohmann::json& raw, std::string_view path_view) {
+  const std::string path(path_view);
+  static const nlohmann::json empty = nlohmann::json::object();
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) {
+    const auto* spec = root_params().find(path);
+    if (!spec) check_known_keys({{path, nullptr}}, "", {&root_params()}, section_keys());  // throws with a hint
+    if (!spec) throw ConfigError(path, "is a section, not a parameter");
+    return *spec;
+  }
+  const auto section = path.substr(0, dot), key = path.substr(dot + 1);
+  const auto& target = raw.is_object() && raw.contains(section) && raw[section].is_object() ? raw[section] : empty;
+  std::optional<ParamSpec> spec;
+  bool known_section = false;
+  for_each_registry([&](const auto& r) {
+    if (r.section() != section) return;
+    known_section = true;
+    if (key == "name") {
+      spec = r.name_spec();
+    } else if (const auto* found = r.find_spec(target, key)) {
+      spec = *found;
+    } else {
+      auto probe = target;
+      probe[key] = nullptr;
+      r.normalize(probe);  // throws: unknown parameter, with the allowed names
+    }
+  });
+  for (const auto& s : plain_sections()) {
+    if (section != s.key) continue;
+    known_section = true;
+    if (const auto* found = s.params.find(key)) spec = *found;
+    if (!spec) check_known_keys({{key, nullptr}}, section, {&s.params});
+  }
+  if (!known_section) check_known_keys({{section, nullptr}}, "", {&root_params()}, section_keys());
+  if (!spec) throw ConfigError(path, "is not a parameter");
+  return *spec;
+}
+
+void set_param(nlohmann::json& raw, std::string_view path_view, const nlohmann::json& value) {
+  const std::string path(path_view);
+  const auto checked = check_param(param_spec(raw, path), value, path);
+  if (!raw.is_object()) raw = nlohmann::json::object();
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) {
+    raw[path] = checked;
+    return;
+  }
+  const auto section = path.substr(0, dot), key = path.substr(dot + 1);
+  auto& target = raw[section];
+  if (!target.is_object()) target = nlohmann::json::object();
+  if (key == "name" && target.value("name", checked) != checked) {
+    // Another entry: keep only the keys it declares too (common ones, such as a hook's wrapper).
+    nlohmann::json kept = nlohmann::json::object();
+    nlohmann::json probe = {{"name", checked}};
+    for (const auto& [k, v] : target.items()) {
+      if (k == "name") continue;
+      bool declared = false;
+      for_each_registry([&](const auto& r) {
+        if (r.section() == section) declared = r.find_spec(probe, k) != nullptr;
+      });
+      if (declared) kept[k] = v;
+    }
+    target = std::move(kept);
+  }
+  target[key] = checked;
 }
 
 void apply_override(nlohmann::json& raw, std::string_view assignment) {
@@ -138,46 +209,7 @@ void apply_override(nlohmann::json& raw, std::string_view assignment) {
     throw ConfigError(
         "", "an override reads path=value (e.g. hook.name=fp16_compress), got '" + std::string(assignment) + "'");
   const std::string path(assignment.substr(0, eq));
-  const auto text = assignment.substr(eq + 1);
-  if (!raw.is_object()) raw = nlohmann::json::object();
-
-  const auto dot = path.find('.');
-  if (dot == std::string::npos) {
-    const auto* spec = root_params().find(path);
-    if (!spec) check_known_keys({{path, nullptr}}, "", {&root_params()}, section_keys());  // throws with a hint
-    if (!spec) throw ConfigError(path, "is a section, not a parameter");
-    raw[path] = parse_param_text(*spec, text, path);
-    return;
-  }
-  const auto section = path.substr(0, dot), key = path.substr(dot + 1);
-  auto& target = raw[section];
-  if (!target.is_object()) target = nlohmann::json::object();
-  const ParamSpec* spec = nullptr;
-  ParamSpec name_spec;
-  bool known_section = false;
-  for_each_registry([&](const auto& r) {
-    if (r.section() != section) return;
-    known_section = true;
-    if (key == "name") {
-      name_spec = r.name_spec();
-      spec = &name_spec;
-    } else {
-      spec = r.find_spec(target, key);
-      if (!spec) {
-        auto probe = target;
-        probe[key] = nullptr;
-        r.normalize(probe);  // throws: unknown parameter, with the allowed names
-      }
-    }
-  });
-  for (const auto& s : plain_sections()) {
-    if (section != s.key) continue;
-    known_section = true;
-    spec = s.params.find(key);
-    if (!spec) check_known_keys({{key, nullptr}}, section, {&s.params});
-  }
-  if (!known_section) check_known_keys({{section, nullptr}}, "", {&root_params()}, section_keys());
-  target[key] = parse_param_text(*spec, text, path);
+  set_param(raw, path, parse_param_text(param_spec(raw, path), assignment.substr(eq + 1), path));
 }
 
 nlohmann::json describe_schema() {

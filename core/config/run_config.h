@@ -8,6 +8,7 @@
 //     "ddp":       {"bucket_cap_mb": 25, ...},
 //     "weights":   {"init": "", "save_initial": "", "save_final": ""},
 //     "checkpoint": {"dir": "", "every": 0, "resume": ""},
+//     "network":   {"emulate": "none", ...},
 //     "debug":     {"dump_grads_steps": 0, "dump_dir": ""} }
 //
 // Every key is optional; defaults fill the rest. docs/config.md lists them all
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ddp/reducer.h"
+#include "core/dist/link_emulator.h"
 #include "core/schema/param_schema.h"
 #include "core/train/checkpoint.h"
 
@@ -65,9 +67,18 @@ class RunConfig {
   ReducerOptions ddp;
   WeightsOptions weights;
   CheckpointOptions checkpoint;
+  NetworkOptions network;
   DebugOptions debug;
   nlohmann::json model, data, optimizer, hook;  // normalised sections of the catalog
 };
+
+// The declaration of the parameter at a dotted path (hook.matrix_approximation_rank),
+// given the entries `raw` selects. Throws ConfigError for unknown paths, with a hint.
+ParamSpec param_spec(const nlohmann::json& raw, std::string_view path);
+
+// Sets one parameter of a raw configuration, checked against its
+// declaration. Selecting another entry (hook.name) drops the old entry's keys.
+void set_param(nlohmann::json& raw, std::string_view path, const nlohmann::json& value);
 
 // Applies one `--set path=value` override to a raw configuration. The value's
 // text is read as the parameter's type; unknown paths are errors.

@@ -114,6 +114,8 @@ bool Reducer::begin_step() {
   next_launch_ = 0;
   runs_done_ = 0;
   compute_ns_at_start_ = clock_.compute_ns();
+  inline_ns_ = 0;
+  bucket_ready_.assign(buckets_.size(), steady::time_point{});
   armed_ = true;
   return rebuild;
 }
@@ -140,7 +142,10 @@ void Reducer::on_gradient_ready(std::size_t index) {
       grad = view;
     }
     if (step_ == 0) ready_order_.push_back(index);
-    if (--pending_[bucket_of_[index]] == 0) run_now = launch_ready_buckets();
+    if (--pending_[bucket_of_[index]] == 0) {
+      bucket_ready_[bucket_of_[index]] = steady::now();
+      run_now = launch_ready_buckets();
+    }
   }
   for (auto b : run_now) run_bucket(b);
 }
@@ -161,14 +166,18 @@ void Reducer::run_bucket(std::size_t b) {
   }();
   Future future;
   std::exception_ptr error;
+  std::int64_t spent = 0;
   try {
+    BucketScope scope(static_cast<std::int32_t>(b));
     const auto start = thread_cpu_ns();
     future = hook_.run(bucket);
-    clock_.add_compute_ns(thread_cpu_ns() - start);
+    spent = thread_cpu_ns() - start;
+    clock_.add_compute_ns(spent);
   } catch (...) {
     error = std::current_exception();
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!hook_thread_.joinable()) inline_ns_ += spent;
   futures_[b] = std::move(future);
   errors_[b] = error;
   ++runs_done_;
@@ -245,6 +254,8 @@ BackwardReport Reducer::finish_backward() {
   }
   report.comm_wait_s = seconds_since(start);
   report.hook_compute_s = static_cast<double>(clock_.compute_ns() - compute_ns_at_start_) * 1e-9;
+  report.hook_inline_s = static_cast<double>(inline_ns_) * 1e-9;
+  report.bucket_ready = bucket_ready_;
   const double share = 2.0 * (comm_.size() - 1) / comm_.size();
   report.uncompressed_wire_bytes = static_cast<std::uint64_t>(share * 4.0 * static_cast<double>(params_.total_numel()));
   ++step_;

@@ -7,6 +7,7 @@
 // hooks that never wait, a dedicated hook thread for those that may.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,8 @@ struct ReducerOptions {
 struct BackwardReport {
   double comm_wait_s = 0;                     // time finish_backward waited for the last buckets
   double hook_compute_s = 0;                  // hook compute time of this step (overlaps backward)
+  double hook_inline_s = 0;                   // the part of it spent on the autograd thread, inside backward
+  std::vector<std::chrono::steady_clock::time_point> bucket_ready;  // when each bucket's gradients were all in
   std::uint64_t uncompressed_wire_bytes = 0;  // fp32 ring allreduce of every bucket
   bool rebuilt_buckets = false;
 };
@@ -116,6 +119,8 @@ class Reducer {
   std::vector<std::size_t> ready_order_;  // of the first step: the rebuilt layout
   std::int64_t step_ = 0;
   std::int64_t compute_ns_at_start_ = 0;
+  std::int64_t inline_ns_ = 0;  // hook time on the autograd thread this step
+  std::vector<std::chrono::steady_clock::time_point> bucket_ready_;
 
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> autograd_hooks_;
   std::thread hook_thread_;  // only for hooks that may block

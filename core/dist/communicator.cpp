@@ -3,8 +3,10 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "core/dist/c10d_compat.h"
+#include "core/dist/link_emulator.h"
 #include "kernels/kernels.h"
 
 namespace commtune {
@@ -13,15 +15,34 @@ namespace {
 
 std::uint64_t bytes_of(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
 
+thread_local std::int32_t current_bucket = -1;
+
 }  // namespace
+
+BucketScope::BucketScope(std::int32_t bucket) : previous_(current_bucket) { current_bucket = bucket; }
+BucketScope::~BucketScope() { current_bucket = previous_; }
 
 struct Communicator::Impl {
   DistEnv env;
   CommBackend backend;
+  // Declared before the group: destroyed after it, so no collective the
+  // group finishes while shutting down finds the emulator gone.
+  std::unique_ptr<LinkEmulator> emulator;
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::ProcessGroupBase> group;
   std::atomic<std::uint64_t> wire_bytes{0};
   std::atomic<std::uint64_t> collectives{0};
+  std::mutex log_mutex;
+  std::vector<CollectiveRecord> log;
+
+  void record(net::Collective kind, const at::Tensor& payload) {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    log.push_back({kind, current_bucket, static_cast<double>(bytes_of(payload))});
+  }
+  // What a collective hands back: its own future, or one the emulated link holds back.
+  Future issued(Future future, net::Collective kind, const at::Tensor& payload) {
+    return emulator ? emulator->delay(future, kind, static_cast<double>(bytes_of(payload))) : future;
+  }
 
   void count(double bytes) {
     wire_bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
@@ -100,14 +121,16 @@ int Communicator::size() const { return impl_->env.world_size; }
 CommBackend Communicator::backend() const { return impl_->backend; }
 
 Future Communicator::allreduce_sum(at::Tensor tensor) {
+  impl_->record(net::Collective::Allreduce, tensor);
   if (size() == 1) return completed(tensor);
   if (tensor.scalar_type() == at::kBFloat16 && impl_->backend == CommBackend::Gloo)
-    return impl_->emulated_bf16_allreduce(std::move(tensor));
+    return impl_->issued(impl_->emulated_bf16_allreduce(tensor), net::Collective::Allreduce, tensor);
   impl_->count(2.0 * impl_->share() * bytes_of(tensor));
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
-  return Impl::to_tensor_future(impl_->group->allreduce(tensors, options), tensor);
+  return impl_->issued(Impl::to_tensor_future(impl_->group->allreduce(tensors, options), tensor),
+                       net::Collective::Allreduce, tensor);
 }
 
 Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
@@ -146,6 +169,7 @@ Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
 Future Communicator::allgather(at::Tensor input, at::Tensor output) {
   if (output.numel() != input.numel() * size())
     throw std::invalid_argument("allgather: output must hold world_size * input.numel() elements");
+  impl_->record(net::Collective::Allgather, input);
   if (size() == 1) {
     output.copy_(input.reshape(output.sizes()));
     return completed(output);
@@ -153,28 +177,34 @@ Future Communicator::allgather(at::Tensor input, at::Tensor output) {
   impl_->count((size() - 1) * static_cast<double>(bytes_of(input)));
   std::vector<std::vector<at::Tensor>> outputs{output.reshape({-1}).chunk(size())};
   std::vector<at::Tensor> inputs{input.reshape({-1})};
-  return Impl::to_tensor_future(impl_->group->allgather(outputs, inputs), output);
+  return impl_->issued(Impl::to_tensor_future(impl_->group->allgather(outputs, inputs), output),
+                       net::Collective::Allgather, input);
 }
 
 Future Communicator::alltoall(at::Tensor input, at::Tensor output) {
   if (input.numel() % size() != 0 || output.numel() != input.numel())
     throw std::invalid_argument("alltoall: input and output must have equal sizes divisible by world_size");
+  impl_->record(net::Collective::Alltoall, input);
   if (size() == 1) {
     output.copy_(input);
     return completed(output);
   }
   impl_->count(impl_->share() * bytes_of(input));
   std::vector<int64_t> equal_splits;
-  return Impl::to_tensor_future(impl_->group->alltoall_base(output, input, equal_splits, equal_splits), output);
+  return impl_->issued(
+      Impl::to_tensor_future(impl_->group->alltoall_base(output, input, equal_splits, equal_splits), output),
+      net::Collective::Alltoall, input);
 }
 
 Future Communicator::broadcast(at::Tensor tensor, int root) {
+  impl_->record(net::Collective::Broadcast, tensor);
   if (size() == 1) return completed(tensor);
   impl_->count(impl_->share() * bytes_of(tensor));
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  return Impl::to_tensor_future(impl_->group->broadcast(tensors, options), tensor);
+  return impl_->issued(Impl::to_tensor_future(impl_->group->broadcast(tensors, options), tensor),
+                       net::Collective::Broadcast, tensor);
 }
 
 void Communicator::barrier() {
@@ -189,6 +219,13 @@ void Communicator::barrier() {
 Traffic Communicator::traffic() const {
   return {impl_->wire_bytes.load(std::memory_order_relaxed), impl_->collectives.load(std::memory_order_relaxed)};
 }
+
+std::vector<CollectiveRecord> Communicator::take_collectives() {
+  std::lock_guard<std::mutex> lock(impl_->log_mutex);
+  return std::exchange(impl_->log, {});
+}
+
+void Communicator::emulate_link(const net::Cluster& cluster) { impl_->emulator = std::make_unique<LinkEmulator>(cluster); }
 
 Future Communicator::completed(const at::Tensor& value) {
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::TensorType::get());

@@ -14,6 +14,7 @@
 #include <ATen/core/ivalue.h>
 
 #include "core/dist/dist_env.h"
+#include "core/netmodel/network.h"
 
 namespace commtune {
 
@@ -35,6 +36,27 @@ class CommunicationError : public std::runtime_error {
 struct Traffic {
   std::uint64_t wire_bytes = 0;
   std::uint64_t collectives = 0;
+};
+
+// One collective as a hook asked for it: the logical operation and the
+// bytes each rank contributed (what the network model needs), whatever the
+// backend did underneath.
+struct CollectiveRecord {
+  net::Collective kind = net::Collective::Allreduce;
+  std::int32_t bucket = -1;  // the bucket whose hook issued it; -1 outside any
+  double bytes = 0;
+};
+
+// While alive, collectives this thread issues are attributed to `bucket`.
+class BucketScope {
+ public:
+  explicit BucketScope(std::int32_t bucket);
+  ~BucketScope();
+  BucketScope(const BucketScope&) = delete;
+  BucketScope& operator=(const BucketScope&) = delete;
+
+ private:
+  std::int32_t previous_;
 };
 
 class Communicator {
@@ -64,6 +86,11 @@ class Communicator {
   void barrier();
 
   Traffic traffic() const;
+  // The collectives issued since the last call, in issue order.
+  std::vector<CollectiveRecord> take_collectives();
+  // From now on, every collective completes no earlier than it would on
+  // `cluster` (LinkEmulator).
+  void emulate_link(const net::Cluster& cluster);
 
   // An already completed future holding `value`.
   static Future completed(const at::Tensor& value);

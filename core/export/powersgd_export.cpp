@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/export/export_files.h"
 #include "core/io/pickle_file.h"
 #include "core/schema/param_schema.h"
 #include "core/train/checkpoint.h"
@@ -89,7 +90,6 @@ std::string snippet(const nlohmann::json& config, bool runtime) {
   const std::string function = hook_function(hook.at("name"));
   const std::string wrapper = wrapper_function(hook.value("wrapper", "none"));
   const std::string registered = wrapper == "none" ? "psgd." + function : "default_hooks." + wrapper + "(psgd." + function + ")";
-  const auto ddp = config.at("ddp");
   std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).
 
 The state file is a plain dict (torch.load(path, weights_only=True) reads it);
@@ -133,10 +133,7 @@ def restore_runtime_state(state, d, device):
     state.total_numel_after_compression = rt["total_numel_after_compression"]
 
 
-# Bucket like the commtune run (DDP reads the first bucket's cap when it is built):
-#   dist._DEFAULT_FIRST_BUCKET_BYTES = )PY" + std::to_string(static_cast<long long>(ddp.at("first_bucket_cap_mb").get<double>() * 1024 * 1024)) + R"PY(
-#   ddp_model = DistributedDataParallel(model, device_ids=[local_rank], bucket_cap_mb=)PY" + nlohmann::json(ddp.at("bucket_cap_mb")).dump() + R"PY()
-)PY";
+)PY" + ddp_bucketing_comment(config);
   if (runtime)
     s += R"PY(#   state, d = load_powersgd_state(f"powersgd_state-rank{dist.get_rank()}.pt")
 #   register(ddp_model, state)
@@ -147,12 +144,6 @@ def restore_runtime_state(state, d, device):
 #   register(ddp_model, state)
 )PY";
   return s;
-}
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
 }  // namespace
@@ -186,10 +177,10 @@ std::vector<std::string> export_powersgd(const nlohmann::json& config, const std
     }
   }
   const auto config_path = fs::path(out_dir) / "commtune_config.json";
-  write_text(config_path, config.dump(2) + "\n");
+  write_text_file(config_path, config.dump(2) + "\n");
   files.push_back(config_path.string());
   const auto snippet_path = fs::path(out_dir) / "use_powersgd.py";
-  write_text(snippet_path, snippet(config, !checkpoint_folder.empty()));
+  write_text_file(snippet_path, snippet(config, !checkpoint_folder.empty()));
   files.push_back(snippet_path.string());
   return files;
 }

@@ -424,17 +424,21 @@ RunOutcome launch(const LaunchOptions& options, const std::vector<EventSubscribe
   return job.run(cancel);
 }
 
-std::vector<std::vector<int>> split_cores(int world_size) {
+std::vector<int> allowed_cores() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
   std::vector<int> cores;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
     if (CPU_ISSET(cpu, &allowed)) cores.push_back(cpu);
-  if (world_size < 1 || cores.size() < static_cast<std::size_t>(world_size)) return {};
-  const std::size_t share = cores.size() / static_cast<std::size_t>(world_size);
-  std::vector<std::vector<int>> out(world_size);
-  for (int r = 0; r < world_size; ++r) out[r].assign(cores.begin() + r * share, cores.begin() + (r + 1) * share);
+  return cores;
+}
+
+std::vector<std::vector<int>> split_cores(int parts, std::vector<int> cores) {
+  if (parts < 1 || cores.size() < static_cast<std::size_t>(parts)) return {};
+  const std::size_t share = cores.size() / static_cast<std::size_t>(parts);
+  std::vector<std::vector<int>> out(parts);
+  for (int r = 0; r < parts; ++r) out[r].assign(cores.begin() + r * share, cores.begin() + (r + 1) * share);
   return out;
 }
 

@@ -65,8 +65,11 @@ RunOutcome launch(const LaunchOptions& options, const std::vector<EventSubscribe
 // commtune-worker beside the running executable, or $COMMTUNE_WORKER.
 std::string default_worker_path();
 
-// Splits the cores this process may use into world_size equal, disjoint
-// shares (rank r gets the r-th); empty when there are fewer cores than ranks.
-std::vector<std::vector<int>> split_cores(int world_size);
+// The cores this process may run on.
+std::vector<int> allowed_cores();
+
+// Splits `cores` (default: allowed_cores()) into `parts` equal, disjoint
+// shares; empty when there are fewer cores than parts.
+std::vector<std::vector<int>> split_cores(int parts, std::vector<int> cores = allowed_cores());
 
 }  // namespace commtune

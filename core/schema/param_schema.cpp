@@ -125,7 +125,11 @@ nlohmann::json ParamSpec::to_json() const {
 }
 
 ConfigError::ConfigError(std::string field, const std::string& problem)
-    : std::runtime_error(field.empty() ? problem : field + ": " + problem), field_(std::move(field)) {}
+    : std::runtime_error(field.empty() ? problem : field + ": " + problem), field_(std::move(field)), problem_(problem) {}
+
+ConfigError ConfigError::within(const std::string& prefix) const {
+  return ConfigError(field_.empty() ? prefix : prefix + "." + field_, problem_);
+}
 
 nlohmann::json check_param(const ParamSpec& spec, const nlohmann::json& value, const std::string& path) {
   auto fail = [&](const std::string& why) -> nlohmann::json {

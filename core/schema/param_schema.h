@@ -51,9 +51,13 @@ class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string field, const std::string& problem);
   const std::string& field() const { return field_; }
+  const std::string& problem() const { return problem_; }
+  // The same error for a configuration nested under `prefix` (base.hook.name).
+  ConfigError within(const std::string& prefix) const;
 
  private:
   std::string field_;
+  std::string problem_;
 };
 
 // Checks a JSON value against the spec and returns it normalised (3.0 -> 3 for

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "core/catalog.h"
@@ -75,6 +76,35 @@ void dump_step(const DebugOptions& debug, int rank, std::int64_t step, const Red
   const auto file = std::filesystem::path(debug.dump_dir) /
                     ("grads-rank" + std::to_string(rank) + "-step" + std::to_string(step) + ".pt");
   write_pickle_file(file.string(), dump);
+}
+
+// What the network model needs from a step: each bucket's collectives
+// (bytes and calls per kind) and when its gradients were ready, counted from
+// the start of backward; collectives outside any bucket count for the step.
+void add_communication_stats(events::StepRecord& record, const std::vector<CollectiveRecord>& collectives,
+                             const BackwardReport& report, steady::time_point backward_start) {
+  std::map<std::pair<std::int32_t, net::Collective>, std::pair<double, double>> totals;  // bytes, calls
+  for (const auto& c : collectives) {
+    auto& [bytes, calls] = totals[{c.bucket, c.kind}];
+    bytes += c.bytes;
+    calls += 1;
+  }
+  for (const auto& [key, value] : totals) {
+    const auto prefix = std::string("comm.") + net::to_string(key.second);
+    if (key.first < 0) {
+      record.stats.push_back({prefix + ".bytes", value.first});
+      record.stats.push_back({prefix + ".calls", value.second});
+    } else {
+      const auto bucket = static_cast<std::uint32_t>(key.first);
+      record.bucket_stats.push_back({bucket, prefix + ".bytes", value.first});
+      record.bucket_stats.push_back({bucket, prefix + ".calls", value.second});
+    }
+  }
+  for (std::size_t b = 0; b < report.bucket_ready.size(); ++b)
+    if (report.bucket_ready[b] != steady::time_point{})
+      record.bucket_stats.push_back(
+          {static_cast<std::uint32_t>(b), "ready_s", std::max(0.0, seconds_between(backward_start, report.bucket_ready[b]))});
+  record.stats.push_back({"hook_inline_s", report.hook_inline_s});
 }
 
 nlohmann::json parameter_list(const FlatParameters& flat) {
@@ -206,6 +236,7 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
         for (auto& [name, value] : step_stats) record.stats.push_back({std::move(name), value});
         for (auto& [bucket, name, value] : bucket_stats)
           record.bucket_stats.push_back({static_cast<std::uint32_t>(bucket), std::move(name), value});
+        add_communication_stats(record, comm.take_collectives(), report, t2);
         events->step(record);
       }
       if (!config.checkpoint.dir.empty() && config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0 &&
@@ -253,6 +284,7 @@ void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
 
   Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
                     std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));
+  if (const auto cluster = config.network.emulated_cluster(env.world_size)) comm.emulate_link(*cluster);
 
   try {
     train_with(config, env, device, threads, comm, events);

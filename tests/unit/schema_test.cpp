@@ -118,7 +118,7 @@ TEST(Schema, DescribeListsEverySection) {
   std::vector<std::string> sections;
   for (const auto& s : d["sections"]) sections.push_back(s["section"]);
   EXPECT_EQ(sections,
-            (std::vector<std::string>{"model", "data", "optimizer", "hook", "ddp", "weights", "checkpoint", "debug"}));
+            (std::vector<std::string>{"model", "data", "optimizer", "hook", "ddp", "weights", "checkpoint", "network", "debug"}));
   for (const auto& p : d["root"]) {
     EXPECT_FALSE(p["doc"].get<std::string>().empty()) << p.dump();
     EXPECT_FALSE(p["allowed"].get<std::string>().empty()) << p.dump();

@@ -1,0 +1,101 @@
+#include "core/launch/job.h"
+
+#include <cmath>
+#include <memory>
+
+#include "core/dist/devices.h"
+#include "core/launch/run_report.h"
+#include "core/store/run_recorder.h"
+
+namespace commtune {
+
+int job_world_size(const RunConfig& config) {
+  const int world_size = resolve_world_size(config.run.world_size, config.run.device);
+  config.network.emulated_cluster(world_size);  // throws when ranks_per_node does not fit
+  return world_size;
+}
+
+std::string stored_status(RunStatus status) {
+  switch (status) {
+    case RunStatus::Succeeded:
+      return db::status::kSucceeded;
+    case RunStatus::Cancelled:
+      return db::status::kCancelled;
+    case RunStatus::Failed:
+      return db::status::kFailed;
+  }
+  return db::status::kFailed;
+}
+
+JobResult run_job(const JobRequest& request) {
+  const auto& config = request.config;
+  LaunchOptions options;
+  options.config = config.to_json();
+  options.world_size = job_world_size(config);
+  options.worker_path = default_worker_path();
+  options.echo_worker_output = request.echo_worker_output;
+  options.env = request.env;
+  options.rank_cpus = request.rank_cpus;
+  if (options.rank_cpus.empty() && config.run.cpu_affinity == "cores" && cuda_device_count() == 0)
+    options.rank_cpus = split_cores(options.world_size);
+
+  JobResult result;
+  double prior_wall_s = 0;
+  std::unique_ptr<RunRecorder> recorder;
+  if (request.store) {
+    if (request.continue_run) {
+      const auto id = *request.continue_run;
+      prior_wall_s = request.store
+                         ->call([id](db::Store& store) {
+                           const auto run = store.run(id);
+                           if (!run) throw db::Error("no run " + std::to_string(id) + " in the store");
+                           store.start_run(id);
+                           return run->wall_s;
+                         })
+                         .get();
+      result.run_id = id;
+    } else {
+      db::NewRun run;
+      run.sweep_id = request.sweep_id;
+      run.trial = request.trial;
+      run.name = request.name;
+      run.config = options.config;
+      run.world_size = options.world_size;
+      run.steps_requested = config.run.steps;
+      run.fingerprint = run_fingerprint(config);
+      result.run_id = request.store->call([run](db::Store& store) { return store.create_run(run); }).get();
+    }
+    recorder = std::make_unique<RunRecorder>(*request.store, *result.run_id, prior_wall_s);
+  }
+
+  RunSummary summary(options.world_size);
+  std::vector<EventSubscriber*> subscribers{&summary};
+  if (recorder) subscribers.push_back(recorder.get());
+  subscribers.insert(subscribers.end(), request.subscribers.begin(), request.subscribers.end());
+
+  try {
+    result.outcome = launch(options, subscribers, request.cancel);
+  } catch (const std::exception& e) {
+    result.outcome.status = RunStatus::Failed;
+    result.outcome.reason = std::string("could not launch: ") + e.what();
+  }
+  result.summary = summary.to_json(result.outcome, options.config);
+
+  if (request.store && result.run_id) {
+    db::RunEnd end;
+    end.status = stored_status(result.outcome.status);
+    end.reason = result.outcome.reason;
+    end.steps_completed = result.summary["steps"].value("completed", std::int64_t{0});
+    if (result.summary.contains("loss") && result.summary["loss"]["final"].is_number())
+      end.final_loss = result.summary["loss"]["final"].get<double>();
+    end.wall_s = prior_wall_s + result.outcome.wall_s;
+    end.summary = result.summary;
+    const auto id = *result.run_id;
+    request.store->call([id, end](db::Store& store) { store.finish_run(id, end); });
+    request.store->flush();
+    result.summary["run_id"] = id;
+  }
+  return result;
+}
+
+}  // namespace commtune

@@ -1,0 +1,57 @@
+// One training job from a configuration to a stored result: resolves the
+// world size, launches the workers, summarises the run, and records it in the
+// run store. The CLI's `run`, the sweep scheduler and the GUI all start runs
+// through here.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/run_config.h"
+#include "core/launch/launcher.h"
+#include "db/writer.h"
+
+namespace commtune {
+
+struct JobRequest {
+  RunConfig config;
+  std::vector<EventSubscriber*> subscribers;  // besides the summary and the store
+  std::vector<std::vector<int>> rank_cpus;    // cores per rank; empty: from config.run.cpu_affinity
+  std::vector<std::pair<std::string, std::string>> env;  // extra worker environment (e.g. CUDA_VISIBLE_DEVICES)
+  bool echo_worker_output = false;
+  const std::atomic<bool>* cancel = nullptr;
+
+  // Where to record the run (null: nowhere). A new stored run gets `name`
+  // and, in a sweep, its sweep and trial; `continue_run` instead records
+  // into an existing run (one resumed from a checkpoint).
+  db::Writer* store = nullptr;
+  std::string name;
+  std::optional<std::int64_t> sweep_id;
+  std::optional<std::int64_t> trial;
+  std::optional<std::int64_t> continue_run;
+};
+
+struct JobResult {
+  RunOutcome outcome;
+  nlohmann::json summary;  // RunSummary::to_json, plus "run_id" when stored
+  std::optional<std::int64_t> run_id;
+};
+
+// Validates what can only be checked once the world size is known. Throws
+// ConfigError naming the field.
+int job_world_size(const RunConfig& config);
+
+// Blocks until the run ends. Throws ConfigError or db::Error before anything
+// is launched; once workers run, every outcome is a result.
+JobResult run_job(const JobRequest& request);
+
+// The store's status for a launch outcome.
+std::string stored_status(RunStatus status);
+
+}  // namespace commtune

@@ -1,0 +1,180 @@
+#include "core/netmodel/cost_model.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace commtune {
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2) return v[mid];
+  return 0.5 * (v[mid] + *std::max_element(v.begin(), v.begin() + mid));
+}
+
+// A statistic's per-step values (averaged over ranks) over the steady steps,
+// reduced to their median, per bucket.
+std::map<std::int32_t, double> steady_median(const std::vector<db::StatPoint>& points, std::int64_t first_step) {
+  std::map<std::pair<std::int32_t, std::int64_t>, std::pair<double, int>> per_step;
+  for (const auto& p : points) {
+    if (p.step < first_step) continue;
+    auto& [sum, n] = per_step[{p.bucket, p.step}];
+    sum += p.value;
+    ++n;
+  }
+  std::map<std::int32_t, std::vector<double>> series;
+  for (const auto& [key, acc] : per_step) series[key.first].push_back(acc.first / acc.second);
+  std::map<std::int32_t, double> out;
+  for (auto& [bucket, values] : series) out[bucket] = median(std::move(values));
+  return out;
+}
+
+struct StepTimes {
+  double data = 0, forward = 0, backward = 0, optimizer = 0, hook = 0, total = 0;
+  int ranks = 0;
+};
+
+}  // namespace
+
+RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
+  const auto run = store.run(run_id);
+  if (!run) throw db::Error("there is no run " + std::to_string(run_id) + " in " + store.path());
+  std::map<std::int64_t, StepTimes> by_step;
+  for (const auto& row : store.steps(run_id)) {
+    auto& s = by_step[row.step];
+    s.data += row.t_data;
+    s.forward += row.t_forward;
+    s.backward += row.t_backward;
+    s.optimizer += row.t_optimizer;
+    s.hook += row.t_hook;
+    s.total += row.t_step;
+    ++s.ranks;
+  }
+  if (by_step.size() < 4)
+    throw db::Error("run " + std::to_string(run_id) + " has " + std::to_string(by_step.size()) +
+                    " steps: too few to profile (at least 4)");
+  // The steady half: after DDP's bucket rebuild, warm-up and any start iteration.
+  const auto first_step = std::next(by_step.begin(), static_cast<std::ptrdiff_t>(by_step.size() / 2))->first;
+
+  RunProfile p;
+  p.run_id = run_id;
+  p.world_size = static_cast<int>(run->world_size);
+  std::vector<double> data, forward, backward, optimizer, hook, total;
+  for (const auto& [step, s] : by_step) {
+    if (step < first_step) continue;
+    const double n = s.ranks;
+    data.push_back(s.data / n);
+    forward.push_back(s.forward / n);
+    backward.push_back(s.backward / n);
+    optimizer.push_back(s.optimizer / n);
+    hook.push_back(s.hook / n);
+    total.push_back(s.total / n);
+  }
+  p.steps = static_cast<std::int64_t>(total.size());
+  p.data_s = median(data);
+  p.forward_s = median(forward);
+  p.backward_s = median(backward);
+  p.optimizer_s = median(optimizer);
+  p.hook_s = median(hook);
+  p.measured_step_s = median(total);
+
+  const auto names = store.stat_names(run_id);
+  const std::set<std::string> have(names.begin(), names.end());
+  if (!have.count("hook_inline_s"))
+    throw db::Error("run " + std::to_string(run_id) +
+                    " has no communication profile (it was recorded by an older commtune): run it again");
+  p.hook_inline_s = steady_median(store.stat(run_id, "hook_inline_s"), first_step)[db::kWholeStep];
+
+  std::map<std::int32_t, BucketProfile> buckets;
+  for (const auto& [bucket, ready] : steady_median(store.stat(run_id, "ready_s"), first_step)) {
+    buckets[bucket].index = bucket;
+    buckets[bucket].ready_s = ready;
+  }
+  for (const auto kind : net::all_collectives()) {
+    const auto prefix = std::string("comm.") + net::to_string(kind);
+    if (!have.count(prefix + ".bytes")) continue;
+    const auto bytes = steady_median(store.stat(run_id, prefix + ".bytes"), first_step);
+    auto calls = steady_median(store.stat(run_id, prefix + ".calls"), first_step);
+    for (const auto& [bucket, b] : bytes) {
+      const CollectiveUse use{kind, b, calls[bucket]};
+      if (bucket == db::kWholeStep) {
+        p.step_collectives.push_back(use);
+      } else {
+        buckets[bucket].index = bucket;
+        buckets[bucket].collectives.push_back(use);
+      }
+    }
+  }
+  const auto layouts = store.events(run_id, "buckets");
+  if (!layouts.empty())
+    for (const auto& b : layouts.back().body.value("buckets", nlohmann::json::array())) {
+      const auto index = b.value("index", -1);
+      if (buckets.count(index)) buckets[index].fp32_bytes = b.value("bytes", 0.0);
+    }
+  for (auto& [index, bucket] : buckets) p.buckets.push_back(std::move(bucket));
+  return p;
+}
+
+double RunProfile::collective_bytes() const {
+  double sum = 0;
+  for (const auto& b : buckets)
+    for (const auto& c : b.collectives) sum += c.bytes;
+  for (const auto& c : step_collectives) sum += c.bytes;
+  return sum;
+}
+
+nlohmann::json RunProfile::to_json() const {
+  auto uses = [](const std::vector<CollectiveUse>& v) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : v) out.push_back({{"kind", net::to_string(c.kind)}, {"bytes", c.bytes}, {"calls", c.calls}});
+    return out;
+  };
+  nlohmann::json buckets_json = nlohmann::json::array();
+  for (const auto& b : buckets)
+    buckets_json.push_back(
+        {{"index", b.index}, {"ready_s", b.ready_s}, {"fp32_bytes", b.fp32_bytes}, {"collectives", uses(b.collectives)}});
+  return {{"run_id", run_id},       {"world_size", world_size},   {"steps_profiled", steps},
+          {"data_s", data_s},       {"forward_s", forward_s},     {"backward_s", backward_s},
+          {"optimizer_s", optimizer_s}, {"hook_s", hook_s},       {"hook_inline_s", hook_inline_s},
+          {"measured_step_s", measured_step_s}, {"buckets", buckets_json},
+          {"step_collectives", uses(step_collectives)}};
+}
+
+nlohmann::json StepPrediction::to_json() const {
+  return {{"step_s", step_s}, {"compute_s", compute_s}, {"communication_s", communication_s}, {"exposed_s", exposed_s}};
+}
+
+StepPrediction predict(const RunProfile& p, const net::Cluster& cluster) {
+  auto time_of = [&](const std::vector<CollectiveUse>& uses) {
+    double t = 0;
+    for (const auto& c : uses)
+      if (c.calls > 0) t += c.calls * net::collective_time(c.kind, c.bytes / c.calls, cluster);
+    return t;
+  };
+  // Hook work off the backward thread (a may-block hook's own thread) sits in
+  // the buckets' chains, shared out by bucket size.
+  const double off_thread_hook = std::max(0.0, p.hook_s - p.hook_inline_s);
+  double total_bytes = 0;
+  for (const auto& b : p.buckets) total_bytes += b.fp32_bytes;
+
+  StepPrediction out;
+  double chain_end = 0;
+  for (const auto& b : p.buckets) {
+    const double share = total_bytes > 0 ? b.fp32_bytes / total_bytes : 1.0 / static_cast<double>(p.buckets.size());
+    const double comm = time_of(b.collectives);
+    out.communication_s += comm;
+    chain_end = std::max(chain_end, std::min(b.ready_s, p.backward_s)) + off_thread_hook * share + comm;
+  }
+  const double step_comm = time_of(p.step_collectives);
+  out.communication_s += step_comm;
+  out.compute_s = p.data_s + p.forward_s + p.backward_s + p.optimizer_s;
+  out.exposed_s = std::max(0.0, chain_end - p.backward_s) + step_comm;
+  out.step_s = out.compute_s + out.exposed_s;
+  return out;
+}
+
+}  // namespace commtune

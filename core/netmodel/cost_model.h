@@ -1,0 +1,68 @@
+// Will it pay off? A measured run's profile (compute, hook work, and the
+// collectives of each bucket) predicts its step time on another cluster.
+// docs/network-model.md states the model:
+//
+//   bucket b's chain starts when its gradients are ready (as measured, as a
+//   share of backward) and when the link is free after bucket b-1; it runs
+//   the hook's work off the backward thread, then its collectives
+//   (net::collective_time). step = data + forward + backward
+//   + max(0, end of the last chain - backward) + collectives outside buckets
+//   + optimizer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/netmodel/network.h"
+#include "db/store.h"
+
+namespace commtune {
+
+struct CollectiveUse {
+  net::Collective kind = net::Collective::Allreduce;
+  double bytes = 0;  // per step, over all its calls
+  double calls = 0;  // per step
+};
+
+struct BucketProfile {
+  std::int32_t index = 0;
+  double ready_s = 0;  // after backward started
+  double fp32_bytes = 0;
+  std::vector<CollectiveUse> collectives;
+};
+
+// Medians over the steady part of a run (its second half), per step and
+// averaged over ranks.
+struct RunProfile {
+  std::int64_t run_id = 0;
+  int world_size = 0;
+  std::int64_t steps = 0;  // the steps profiled
+  double data_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0;
+  double hook_s = 0;         // all hook work
+  double hook_inline_s = 0;  // the part done on the backward thread (inside backward_s)
+  double measured_step_s = 0;
+  std::vector<BucketProfile> buckets;
+  std::vector<CollectiveUse> step_collectives;  // outside any bucket
+
+  // Throws db::Error when the run has too few steps or lacks the statistics
+  // (runs stored before the network model existed).
+  static RunProfile from_store(const db::Store& store, std::int64_t run_id);
+  double collective_bytes() const;  // per step, all collectives
+  nlohmann::json to_json() const;
+};
+
+struct StepPrediction {
+  double step_s = 0;
+  double compute_s = 0;       // data, forward, backward, optimizer
+  double communication_s = 0;  // every collective back to back
+  double exposed_s = 0;       // communication and off-thread hook work not hidden behind backward
+  nlohmann::json to_json() const;
+};
+
+StepPrediction predict(const RunProfile& profile, const net::Cluster& cluster);
+
+}  // namespace commtune

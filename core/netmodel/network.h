@@ -1,0 +1,52 @@
+// Networks and how long a collective takes on them: the latency-bandwidth
+// (alpha-beta) model of ring collectives that both the step-time predictor
+// and the link emulator use. docs/network-model.md states it and its limits.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commtune::net {
+
+struct Link {
+  std::string name;
+  double bandwidth_bytes_per_s = 0;  // per direction, what a collective can use
+  double latency_s = 0;              // per message hop
+  std::string doc;
+};
+
+// 100mbit, 1gbit, 10gbit, 25gbit, 100gbit (Ethernet/InfiniBand between
+// nodes) and nvlink (between GPUs of one node).
+const std::vector<Link>& link_presets();
+// A preset by name; throws ConfigError naming `field` and the presets.
+const Link& link_preset(std::string_view name, const std::string& field);
+Link custom_link(double bandwidth_gbit_s, double latency_us);
+
+struct Cluster {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  Link inter;  // between nodes
+  Link intra;  // between ranks of one node
+
+  int ranks() const { return nodes * gpus_per_node; }
+  // A ring over every rank crosses the inter-node link when there is more
+  // than one node, and that link sets the pace.
+  const Link& bottleneck() const { return nodes > 1 ? inter : intra; }
+  std::string describe() const;
+};
+
+enum class Collective { Allreduce, Allgather, Alltoall, Broadcast };
+const char* to_string(Collective kind);
+const std::vector<Collective>& all_collectives();
+
+// Seconds for one collective in which every rank contributes `bytes`
+// (allreduce, allgather, alltoall: its input; broadcast: the root's buffer):
+//   allreduce  2(p-1) a + 2(p-1)/p n/B     (ring: reduce-scatter + allgather)
+//   allgather   (p-1) a +  (p-1)   n/B
+//   alltoall    (p-1) a +  (p-1)/p n/B
+//   broadcast   (p-1) a +          n/B     (pipelined ring)
+// with p ranks, and a, B the bottleneck link's latency and bandwidth.
+double collective_time(Collective kind, double bytes, const Cluster& cluster);
+
+}  // namespace commtune::net

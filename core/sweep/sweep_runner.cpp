@@ -1,0 +1,378 @@
+#include "core/sweep/sweep_runner.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "core/dist/devices.h"
+#include "core/launch/job.h"
+#include "core/store/run_metrics.h"
+#include "core/store/run_recorder.h"
+#include "core/sweep/successive_halving.h"
+
+namespace commtune {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where a trial runs: its cores (CPU) or GPUs, and its threads per rank.
+struct Slot {
+  std::vector<std::vector<int>> rank_cpus;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::int64_t threads = 0;
+};
+
+std::vector<Slot> make_slots(std::int64_t parallel, const RunConfig& base) {
+  std::vector<Slot> slots(static_cast<std::size_t>(parallel));
+  if (parallel == 1) return slots;  // one trial at a time uses the machine as a single run does
+  const int gpus = cuda_device_count();
+  const bool cuda = base.run.device == "cuda" || (base.run.device == "auto" && gpus > 0);
+  if (cuda) {
+    if (base.run.world_size < 1)
+      throw ConfigError("base.world_size", "set it explicitly when GPU trials run in parallel");
+    if (base.run.world_size * parallel > gpus)
+      throw ConfigError("parallel", std::to_string(parallel) + " trials of " + std::to_string(base.run.world_size) +
+                                        " ranks need " + std::to_string(base.run.world_size * parallel) +
+                                        " GPUs; this machine has " + std::to_string(gpus));
+    for (std::int64_t s = 0; s < parallel; ++s) {
+      std::string devices;
+      for (std::int64_t g = 0; g < base.run.world_size; ++g)
+        devices += (g ? "," : "") + std::to_string(s * base.run.world_size + g);
+      slots[s].env = {{"CUDA_VISIBLE_DEVICES", devices}};
+    }
+    return slots;
+  }
+  const int world = resolve_world_size(base.run.world_size, base.run.device);
+  const auto cores = allowed_cores();
+  for (std::int64_t s = 0; s < parallel; ++s) {
+    // Slots share cores round-robin when there are more slots than cores.
+    std::vector<int> mine;
+    const auto shares = split_cores(static_cast<int>(parallel), cores);
+    if (!shares.empty())
+      mine = shares[s];
+    else
+      mine = {cores.at(static_cast<std::size_t>(s) % cores.size())};
+    auto per_rank = split_cores(world, mine);
+    if (per_rank.empty()) per_rank.assign(world, mine);  // fewer cores than ranks: the ranks share them
+    slots[s].rank_cpus = per_rank;
+    slots[s].threads = std::max<std::int64_t>(1, static_cast<std::int64_t>(mine.size()) / world);
+  }
+  return slots;
+}
+
+struct Trial {
+  db::RunRecord run;
+  RunConfig config;  // the trial's whole configuration (all steps)
+};
+
+struct Job {
+  std::size_t trial = 0;
+  std::size_t rung = 0;  // for the baseline: the last one
+  std::optional<SuccessiveHalving::Job> asha;
+};
+
+bool in_flight(const std::string& status) {
+  return status == db::status::kRunning || status == db::status::kInterrupted || status == db::status::kCancelled;
+}
+
+class SweepExecution {
+ public:
+  SweepExecution(std::int64_t sweep_id, const SweepRunOptions& options) : id_(sweep_id), options_(options) {}
+  SweepOutcome run();
+
+ private:
+  void load();
+  std::optional<Job> take_job();
+  void run_segment(const Job& job, const Slot& slot);
+  std::optional<double> loss_at(std::int64_t run_id, std::int64_t step);
+  // The newest checkpoint of the run at or before `step` that is still on disk: (step, folder).
+  std::optional<std::pair<std::int64_t, std::string>> checkpoint_before(std::int64_t run_id, std::int64_t step);
+  void prune_checkpoints(std::int64_t run_id, const std::string& keep);
+  void notify(const TrialEvent& event);
+  bool cancelled() const { return options_.cancel && options_.cancel->load(); }
+
+  std::int64_t id_;
+  const SweepRunOptions& options_;
+  db::Writer& store() const { return *options_.store; }
+
+  SweepSpec spec_;
+  std::vector<Trial> trials_;
+  std::vector<std::int64_t> rung_steps_;
+  std::optional<std::size_t> baseline_;
+  std::vector<std::size_t> asha_trials_;  // ASHA's trial i is trials_[asha_trials_[i]]
+  std::unique_ptr<SuccessiveHalving> halving_;
+  std::deque<Job> forced_;  // resumed in-flight segments and the baseline, before anything else
+
+  std::mutex mutex_;  // guards halving_, forced_, running_
+  std::condition_variable changed_;
+  int running_ = 0;
+  std::mutex notify_mutex_;
+};
+
+void SweepExecution::load() {
+  const auto sweep = store().call([id = id_](db::Store& s) { return s.sweep(id); }).get();
+  if (!sweep) throw db::Error("there is no sweep " + std::to_string(id_) + " in " + store().path());
+  if (sweep->status == db::status::kRunning && db::owner_alive(sweep->owner) && sweep->owner != db::this_process_owner())
+    throw db::Error("sweep " + std::to_string(id_) + " is running in another process (" + sweep->owner + ")");
+  if (sweep->status == db::status::kSucceeded)
+    throw db::Error("sweep " + std::to_string(id_) + " has finished: nothing to resume");
+  spec_ = SweepSpec::parse(sweep->spec);
+  db::RunFilter filter;
+  filter.sweep_id = id_;
+  for (auto& run : store().call([filter](db::Store& s) { return s.runs(filter); }).get()) {
+    Trial t;
+    t.config = RunConfig::parse(run.config);
+    t.run = std::move(run);
+    trials_.push_back(std::move(t));
+  }
+  if (trials_.empty()) throw db::Error("sweep " + std::to_string(id_) + " has no trials");
+  store().call([id = id_](db::Store& s) { s.claim_sweep(id); }).get();
+
+  const auto& base = trials_.front().config;
+  rung_steps_ = spec_.early_stopping.rungs(base.run.steps);
+  if (spec_.options.baseline) baseline_ = 0;  // the plan puts the baseline first
+  for (std::size_t t = 0; t < trials_.size(); ++t)
+    if (t != baseline_) asha_trials_.push_back(t);
+  halving_ = std::make_unique<SuccessiveHalving>(static_cast<std::int64_t>(asha_trials_.size()), rung_steps_,
+                                                 spec_.early_stopping.reduction_factor);
+
+  // What the store says happened: rungs finished, trials failed, segments in flight.
+  if (baseline_) {
+    const auto& s = trials_[*baseline_].run.status;
+    if (s != db::status::kSucceeded && s != db::status::kFailed) forced_.push_back({*baseline_, rung_steps_.size() - 1, {}});
+  }
+  for (std::size_t a = 0; a < asha_trials_.size(); ++a) {
+    const auto& run = trials_[asha_trials_[a]].run;
+    if (run.status == db::status::kFailed) {
+      halving_->failed(static_cast<std::int64_t>(a));
+      continue;
+    }
+    if (run.status == db::status::kPending && run.steps_completed == 0) continue;
+    int finished = -1;
+    for (std::size_t k = 0; k < rung_steps_.size() && rung_steps_[k] <= run.steps_completed; ++k) {
+      halving_->report(static_cast<std::int64_t>(a), k, loss_at(run.id, rung_steps_[k]).value_or(INFINITY));
+      finished = static_cast<int>(k);
+    }
+    const auto next = static_cast<std::size_t>(finished + 1);
+    if (in_flight(run.status) && next < rung_steps_.size()) {
+      const SuccessiveHalving::Job asha{static_cast<std::int64_t>(a), next};
+      halving_->mark_started(asha);
+      forced_.push_back({asha_trials_[a], next, asha});
+    }
+  }
+}
+
+std::optional<Job> SweepExecution::take_job() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!cancelled()) {
+    if (!forced_.empty()) {
+      auto job = forced_.front();
+      forced_.pop_front();
+      ++running_;
+      return job;
+    }
+    if (auto asha = halving_->next()) {
+      ++running_;
+      return Job{asha_trials_[static_cast<std::size_t>(asha->trial)], asha->rung, asha};
+    }
+    if (running_ == 0) return std::nullopt;  // nothing left, and no running trial can change that
+    changed_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+  return std::nullopt;
+}
+
+std::optional<double> SweepExecution::loss_at(std::int64_t run_id, std::int64_t step) {
+  const auto curve = store().call([run_id](db::Store& s) { return s.curve(run_id); }).get();
+  return tail_loss(curve, step);
+}
+
+std::optional<std::pair<std::int64_t, std::string>> SweepExecution::checkpoint_before(std::int64_t run_id,
+                                                                                      std::int64_t step) {
+  const auto events = store().call([run_id](db::Store& s) { return s.events(run_id, "checkpoint"); }).get();
+  std::optional<std::pair<std::int64_t, std::string>> best;
+  for (const auto& e : events) {
+    const auto at = e.body.value("step", std::int64_t{-1});
+    const auto folder = e.body.value("folder", "");
+    if (at < 0 || at > step || !fs::is_directory(folder)) continue;
+    if (!best || at > best->first) best = {at, folder};
+  }
+  return best;
+}
+
+void SweepExecution::prune_checkpoints(std::int64_t run_id, const std::string& keep) {
+  for (const auto& e : store().call([run_id](db::Store& s) { return s.events(run_id, "checkpoint"); }).get()) {
+    const auto folder = e.body.value("folder", "");
+    std::error_code ignored;
+    if (!folder.empty() && folder != keep) fs::remove_all(folder, ignored);
+  }
+}
+
+void SweepExecution::notify(const TrialEvent& event) {
+  if (!options_.on_trial) return;
+  std::lock_guard<std::mutex> lock(notify_mutex_);
+  options_.on_trial(event);
+}
+
+void SweepExecution::run_segment(const Job& job, const Slot& slot) {
+  const auto& trial = trials_[job.trial];
+  const auto run_id = trial.run.id;
+  const auto to_step = rung_steps_[job.rung];
+  const bool final_rung = job.rung + 1 == rung_steps_.size();
+
+  auto config = trial.config;
+  config.run.steps = to_step;
+  config.checkpoint.dir = (fs::path(options_.work_dir) / ("sweep-" + std::to_string(id_)) /
+                           ("trial-" + std::to_string(job.trial)))
+                              .string();
+  config.checkpoint.every = spec_.options.checkpoint_every;
+  const auto resume = checkpoint_before(run_id, to_step);
+  config.checkpoint.resume = resume ? resume->second : "";
+  if (config.run.threads == 0) config.run.threads = slot.threads;
+
+  TrialEvent event;
+  event.sweep_id = id_;
+  event.trial = static_cast<std::int64_t>(job.trial);
+  event.trials = static_cast<std::int64_t>(trials_.size());
+  event.run_id = run_id;
+  event.label = trial.run.name;
+  event.from_step = resume ? resume->first : 0;
+  event.to_step = to_step;
+  event.final_rung = final_rung;
+  notify(event);
+
+  std::vector<std::unique_ptr<EventSubscriber>> owned;
+  if (options_.subscribers) owned = options_.subscribers(event);
+  JobRequest request;
+  request.config = config;
+  for (auto& s : owned) request.subscribers.push_back(s.get());
+  request.rank_cpus = slot.rank_cpus;
+  request.env = slot.env;
+  request.echo_worker_output = options_.echo_worker_output;
+  request.cancel = options_.cancel;
+  request.store = options_.store;
+  request.continue_run = run_id;
+
+  JobResult result;
+  try {
+    result = run_job(request);
+  } catch (const std::exception& e) {  // nothing launched: the trial's configuration cannot run here
+    result.outcome.status = RunStatus::Failed;
+    result.outcome.reason = e.what();
+    db::RunEnd end;
+    end.status = db::status::kFailed;
+    end.reason = e.what();
+    end.steps_completed = trial.run.steps_completed;
+    store().call([run_id, end](db::Store& s) { s.finish_run(run_id, end); }).get();
+  }
+
+  event.finished = true;
+  event.summary = result.summary;
+  event.status = stored_status(result.outcome.status);
+  const bool succeeded = result.outcome.status == RunStatus::Succeeded;
+  if (succeeded) {
+    event.loss = loss_at(run_id, to_step);
+    if (!final_rung) {
+      event.status = db::status::kPaused;
+      store().call([run_id](db::Store& s) { s.set_run_status(run_id, db::status::kPaused); }).get();
+    }
+    if (const auto latest = checkpoint_before(run_id, to_step)) prune_checkpoints(run_id, latest->second);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+    if (job.asha) {
+      if (succeeded)
+        halving_->report(job.asha->trial, job.asha->rung, event.loss.value_or(INFINITY));
+      else if (result.outcome.status == RunStatus::Failed)
+        halving_->failed(job.asha->trial);
+      else
+        halving_->abandon(*job.asha);
+    }
+  }
+  changed_.notify_all();
+  notify(event);
+}
+
+SweepOutcome SweepExecution::run() {
+  load();
+  const auto slots = make_slots(spec_.options.parallel, trials_.front().config);
+  std::vector<std::thread> threads;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (const auto& slot : slots)
+    threads.emplace_back([&, slot] {
+      try {
+        while (const auto job = take_job()) run_segment(*job, slot);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+      changed_.notify_all();
+    });
+  for (auto& t : threads) t.join();
+  if (failure) {
+    store().call([id = id_](db::Store& s) { s.set_sweep_status(id, db::status::kFailed); }).get();
+    std::rethrow_exception(failure);
+  }
+
+  SweepOutcome outcome;
+  outcome.sweep_id = id_;
+  outcome.status = cancelled() ? db::status::kCancelled : db::status::kSucceeded;
+  db::RunFilter filter;
+  filter.sweep_id = id_;
+  const auto status = outcome.status;
+  const auto runs = store()
+                        .call([filter, status, id = id_](db::Store& s) {
+                          // Trials that waited at a rung and were never promoted were stopped early.
+                          if (status == db::status::kSucceeded)
+                            for (const auto& r : s.runs(filter))
+                              if (r.status == db::status::kPaused)
+                                s.set_run_status(r.id, db::status::kStopped, "stopped early by successive halving");
+                          s.set_sweep_status(id, status);
+                          return s.runs(filter);
+                        })
+                        .get();
+  store().flush();
+  for (const auto& r : runs) ++outcome.trial_statuses[r.status];
+  return outcome;
+}
+
+}  // namespace
+
+std::int64_t create_sweep(const SweepSpec& spec, db::Writer& store) {
+  const auto trials = plan_trials(spec);
+  const auto spec_json = spec.to_json();
+  std::vector<db::NewRun> runs;
+  for (const auto& t : trials) {
+    db::NewRun run;
+    run.trial = t.index;
+    run.name = t.label;
+    run.config = t.config.to_json();
+    run.world_size = job_world_size(t.config);
+    run.steps_requested = t.config.run.steps;
+    run.fingerprint = run_fingerprint(t.config);
+    runs.push_back(std::move(run));
+  }
+  return store
+      .call([spec_json, runs, name = spec.options.name](db::Store& s) {
+        const auto id = s.create_sweep(name, spec_json);
+        for (auto run : runs) {
+          run.sweep_id = id;
+          s.create_run(run, db::status::kPending);
+        }
+        return id;
+      })
+      .get();
+}
+
+SweepOutcome run_sweep(std::int64_t sweep_id, const SweepRunOptions& options) {
+  if (!options.store) throw std::invalid_argument("run_sweep needs the run store");
+  SweepExecution execution(sweep_id, options);
+  return execution.run();
+}
+
+}  // namespace commtune

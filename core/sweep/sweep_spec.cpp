@@ -1,0 +1,310 @@
+#include "core/sweep/sweep_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+namespace commtune {
+
+Schema<SweepOptions> SweepOptions::schema() {
+  return Schema<SweepOptions>()
+      .text("name", &SweepOptions::name, "a name to find the sweep by")
+      .choice("strategy", &SweepOptions::strategy, {"grid", "random"},
+              "grid: every combination of the axes' values; random: `trials` draws from them")
+      .integer("trials", &SweepOptions::trials, {1, 100000}, "trials", "how many trials random search draws")
+      .integer("seed", &SweepOptions::seed, {0, (1LL << 53)}, "", "seed of random search")
+      .flag("baseline", &SweepOptions::baseline,
+            "also run the base configuration with the allreduce hook, the reference that compare and recommend use")
+      .integer("parallel", &SweepOptions::parallel, {1, 1024}, "trials",
+               "trials at once, each on its own share of the cores (CPU) or its own GPUs")
+      .integer("checkpoint_every", &SweepOptions::checkpoint_every, Range::at_least(0), "steps",
+               "checkpoint trials this often, so a resumed sweep continues an interrupted trial from there (0: only "
+               "at the end of each segment)");
+}
+
+Schema<EarlyStoppingOptions> EarlyStoppingOptions::schema() {
+  return Schema<EarlyStoppingOptions>()
+      .integer("min_steps", &EarlyStoppingOptions::min_steps, Range::at_least(0), "steps",
+               "steps every trial runs before the first comparison (0: no early stopping)")
+      .real("reduction_factor", &EarlyStoppingOptions::reduction_factor, Range::above(1), "",
+            "at each rung, the best 1/reduction_factor of the trials go on");
+}
+
+std::vector<std::int64_t> EarlyStoppingOptions::rungs(std::int64_t max_steps) const {
+  std::vector<std::int64_t> out;
+  if (enabled())
+    for (double r = static_cast<double>(min_steps); r < static_cast<double>(max_steps); r *= reduction_factor)
+      if (out.empty() || static_cast<std::int64_t>(r) > out.back()) out.push_back(static_cast<std::int64_t>(r));
+  out.push_back(max_steps);
+  return out;
+}
+
+namespace {
+
+const std::vector<std::string> kSpecKeys = {"base", "axes", "early_stopping"};
+
+bool is_name_param(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".name") == 0; }
+
+SweepAxis parse_axis(const std::string& param, const nlohmann::json& j) {
+  const auto field = "axes." + param;
+  SweepAxis axis;
+  axis.param = param;
+  if (j.is_array()) {
+    if (j.empty()) throw ConfigError(field, "lists no values");
+    axis.values.assign(j.begin(), j.end());
+    return axis;
+  }
+  if (!j.is_object())
+    throw ConfigError(field, "must be a list of values or a range {\"min\", \"max\", \"log\", \"points\"}");
+  for (const auto& [key, value] : j.items())
+    if (key != "min" && key != "max" && key != "log" && key != "points" && key != "values")
+      throw ConfigError(field + "." + key, "is not a key of an axis: use values, or min, max, log and points");
+  if (j.contains("values")) return parse_axis(param, j["values"]);
+  for (const char* key : {"min", "max"})
+    if (!j.contains(key) || !j[key].is_number()) throw ConfigError(field + "." + key, "a range needs a number here");
+  axis.min = j["min"].get<double>();
+  axis.max = j["max"].get<double>();
+  if (*axis.min > *axis.max) throw ConfigError(field, "min is above max");
+  axis.log = j.value("log", false);
+  if (axis.log && *axis.min <= 0) throw ConfigError(field + ".min", "a log-scaled range must start above 0");
+  if (j.contains("points")) {
+    if (!j["points"].is_number_integer() || j["points"].get<std::int64_t>() < 1)
+      throw ConfigError(field + ".points", "must be an integer of at least 1");
+    axis.points = j["points"].get<std::int64_t>();
+  }
+  return axis;
+}
+
+// Random numbers that are the same on every platform (the standard
+// distributions are not): 53-bit uniform doubles from mt19937_64.
+class Draw {
+ public:
+  explicit Draw(std::int64_t seed) : engine_(static_cast<std::uint64_t>(seed)) {}
+  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  std::size_t index(std::size_t n) { return std::min(n - 1, static_cast<std::size_t>(uniform() * n)); }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+double range_point(const SweepAxis& axis, double fraction) {
+  if (axis.log) return std::exp(std::log(*axis.min) + fraction * (std::log(*axis.max) - std::log(*axis.min)));
+  return *axis.min + fraction * (*axis.max - *axis.min);
+}
+
+// A number for the parameter: integers are rounded.
+nlohmann::json typed_number(const ParamSpec& spec, double v) {
+  if (spec.kind == ParamKind::Integer) return static_cast<std::int64_t>(std::llround(v));
+  return v;
+}
+
+// The values a grid takes along an axis.
+std::vector<nlohmann::json> grid_values(const SweepAxis& axis, const ParamSpec& spec) {
+  if (!axis.min) return axis.values;
+  if (axis.points < 1)
+    throw ConfigError("axes." + axis.param + ".points", "a grid over a range needs the number of points");
+  std::vector<nlohmann::json> out;
+  for (std::int64_t i = 0; i < axis.points; ++i) {
+    const double fraction = axis.points == 1 ? 0.0 : static_cast<double>(i) / static_cast<double>(axis.points - 1);
+    auto v = typed_number(spec, range_point(axis, fraction));
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// hook.matrix_approximation_rank -> matrix_approximation_rank; hook.name -> hook.
+std::string short_name(const std::string& path) {
+  if (is_name_param(path)) return path.substr(0, path.size() - 5);
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+SweepSpec SweepSpec::parse(const nlohmann::json& j) {
+  if (!j.is_object()) throw ConfigError("", "a sweep specification must be a JSON object");
+  const auto options_set = SweepOptions::schema().erase();
+  check_known_keys(j, "", {&options_set}, kSpecKeys);
+  SweepSpec spec;
+  spec.options = SweepOptions::schema().read(j, "");
+  if (j.contains("early_stopping")) {
+    const auto& es = j["early_stopping"];
+    const auto es_set = EarlyStoppingOptions::schema().erase();
+    if (!es.is_object()) throw ConfigError("early_stopping", "must be an object {\"min_steps\", \"reduction_factor\"}");
+    check_known_keys(es, "early_stopping", {&es_set});
+    spec.early_stopping = EarlyStoppingOptions::schema().read(es, "early_stopping");
+  }
+  if (j.contains("base")) {
+    if (!j["base"].is_object()) throw ConfigError("base", "must be a run configuration (a JSON object)");
+    spec.base = j["base"];
+  }
+  RunConfig base;
+  try {
+    base = RunConfig::parse(spec.base);
+  } catch (const ConfigError& e) {
+    throw e.within("base");
+  }
+  if (spec.early_stopping.enabled() && spec.early_stopping.min_steps >= base.run.steps)
+    throw ConfigError("early_stopping.min_steps",
+                      "must be below the base configuration's steps (" + std::to_string(base.run.steps) + ")");
+
+  if (j.contains("axes")) {
+    const auto& axes = j["axes"];
+    if (axes.is_object()) {
+      // Entry names first: which hook a trial uses decides which parameters it has.
+      for (int names_pass = 1; names_pass >= 0; --names_pass)
+        for (const auto& [param, values] : axes.items())
+          if (is_name_param(param) == (names_pass == 1)) spec.axes.push_back(parse_axis(param, values));
+    } else if (axes.is_array()) {
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const auto& a = axes[i];
+        if (!a.is_object() || !a.contains("param") || !a["param"].is_string())
+          throw ConfigError("axes[" + std::to_string(i) + "]", "an axis needs \"param\" and its values or range");
+        auto rest = a;
+        rest.erase("param");
+        spec.axes.push_back(parse_axis(a["param"].get<std::string>(), rest));
+      }
+    } else {
+      throw ConfigError("axes", "must map parameter paths to their values");
+    }
+  }
+  std::set<std::string> seen;
+  for (const auto& axis : spec.axes) {
+    if (!seen.insert(axis.param).second) throw ConfigError("axes." + axis.param, "appears twice");
+    if (axis.min && spec.options.strategy == "grid" && axis.points < 1)
+      throw ConfigError("axes." + axis.param + ".points", "a grid over a range needs the number of points");
+  }
+  if (spec.axes.empty() && !spec.options.baseline)
+    throw ConfigError("axes", "a sweep needs at least one axis (or the baseline)");
+  plan_trials(spec);  // every trial's configuration must be valid
+  return spec;
+}
+
+nlohmann::json SweepSpec::to_json() const {
+  auto j = SweepOptions::schema().write(options);
+  j["base"] = base;
+  if (early_stopping.enabled()) j["early_stopping"] = EarlyStoppingOptions::schema().write(early_stopping);
+  nlohmann::json axes_json = nlohmann::json::array();
+  for (const auto& a : axes) {
+    nlohmann::json one = {{"param", a.param}};
+    if (a.min) {
+      one["min"] = *a.min;
+      one["max"] = *a.max;
+      one["log"] = a.log;
+      if (a.points > 0) one["points"] = a.points;
+    } else {
+      one["values"] = a.values;
+    }
+    axes_json.push_back(std::move(one));
+  }
+  j["axes"] = axes_json;
+  return j;
+}
+
+namespace {
+
+// One trial's position along each axis: an index into its listed values or
+// grid points, or a fraction of its range (random search).
+using Position = std::vector<double>;
+
+std::size_t axis_size(const SweepAxis& axis) {
+  return axis.min ? static_cast<std::size_t>(std::max<std::int64_t>(axis.points, 1)) : axis.values.size();
+}
+
+std::vector<Position> positions(const SweepSpec& spec) {
+  std::vector<Position> out;
+  const auto& axes = spec.axes;
+  if (axes.empty()) return out;
+  if (spec.options.strategy == "random") {
+    Draw draw(spec.options.seed);
+    for (std::int64_t t = 0; t < spec.options.trials; ++t) {
+      Position p;
+      for (const auto& axis : axes)
+        p.push_back(axis.min ? draw.uniform() : static_cast<double>(draw.index(axis.values.size())));
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+  // Grid: every combination, the last axis varying fastest.
+  Position p(axes.size(), 0.0);
+  while (true) {
+    out.push_back(p);
+    std::size_t a = axes.size();
+    while (a > 0) {
+      --a;
+      if (p[a] + 1 < static_cast<double>(axis_size(axes[a]))) {
+        p[a] += 1;
+        break;
+      }
+      p[a] = 0;
+      if (a == 0) return out;
+    }
+  }
+}
+
+nlohmann::json axis_value(const SweepSpec& spec, const SweepAxis& axis, double position, const ParamSpec& param) {
+  if (!axis.min) return axis.values.at(static_cast<std::size_t>(position));
+  if (spec.options.strategy == "random") return typed_number(param, range_point(axis, position));
+  return grid_values(axis, param).at(static_cast<std::size_t>(position));
+}
+
+bool section_has_name_axis(const SweepSpec& spec, const std::string& param) {
+  const auto section = param.substr(0, param.find('.'));
+  return std::any_of(spec.axes.begin(), spec.axes.end(),
+                     [&](const SweepAxis& a) { return a.param == section + ".name"; });
+}
+
+}  // namespace
+
+std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
+  std::vector<PlannedTrial> trials;
+  std::set<std::string> configs;
+  auto add = [&](PlannedTrial trial, const nlohmann::json& raw) {
+    try {
+      trial.config = RunConfig::parse(raw);
+    } catch (const ConfigError& e) {
+      throw ConfigError(e.field(), "in trial '" + trial.label + "': " + e.problem());
+    }
+    if (!configs.insert(trial.config.to_json().dump()).second) return;  // the same run twice
+    trial.index = static_cast<std::int64_t>(trials.size());
+    trials.push_back(std::move(trial));
+  };
+
+  if (spec.options.baseline) {
+    auto raw = spec.base;
+    raw["hook"] = {{"name", "allreduce"}};
+    PlannedTrial baseline;
+    baseline.label = "baseline: allreduce";
+    baseline.baseline = true;
+    add(std::move(baseline), raw);
+  }
+  for (const auto& position : positions(spec)) {
+    auto raw = spec.base;
+    PlannedTrial trial;
+    for (std::size_t a = 0; a < spec.axes.size(); ++a) {
+      const auto& axis = spec.axes[a];
+      ParamSpec param;
+      try {
+        param = param_spec(raw, axis.param);
+      } catch (const ConfigError& e) {
+        if (section_has_name_axis(spec, axis.param)) continue;  // a parameter of another entry than this trial's
+        throw ConfigError("axes." + axis.param, e.problem());
+      }
+      const auto value = axis_value(spec, axis, position[a], param);
+      try {
+        set_param(raw, axis.param, value);
+      } catch (const ConfigError& e) {
+        throw ConfigError("axes." + axis.param, e.problem());
+      }
+      trial.overrides[axis.param] = value;
+      trial.label += (trial.label.empty() ? "" : " ") + short_name(axis.param) + "=" + value_text(value);
+    }
+    add(std::move(trial), raw);
+  }
+  return trials;
+}
+
+}  // namespace commtune

@@ -1,0 +1,85 @@
+// A sweep: a base configuration, axes over parameters of the one schema, how
+// to pick trials from them (grid or random search), optional early stopping
+// by successive halving, and how many trials run at once.
+//
+//   { "name": "powersgd-grid",
+//     "base": { "steps": 200, "hook": {"name": "powersgd"} },
+//     "axes": { "hook.matrix_approximation_rank": [1, 2, 4],
+//               "hook.start_powerSGD_iter": [2, 10],
+//               "optimizer.lr": {"min": 0.01, "max": 0.1, "log": true, "points": 3} },
+//     "strategy": "grid",                    (or "random" with "trials" and "seed")
+//     "baseline": true,                      (plus one trial with the allreduce hook)
+//     "parallel": 1,
+//     "early_stopping": {"min_steps": 20, "reduction_factor": 3} }
+//
+// docs/sweeps.md describes every key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/run_config.h"
+#include "core/schema/param_schema.h"
+
+namespace commtune {
+
+struct SweepAxis {
+  std::string param;                   // dotted path, e.g. hook.matrix_approximation_rank
+  std::vector<nlohmann::json> values;  // listed values (grid points, or choices for random search)
+  // Or a range: grid takes `points` values spaced evenly (geometrically with
+  // `log`); random search draws uniformly (log-uniformly).
+  std::optional<double> min, max;
+  bool log = false;
+  std::int64_t points = 0;
+};
+
+struct SweepOptions {
+  std::string name;
+  std::string strategy = "grid";
+  std::int64_t trials = 10;  // random search
+  std::int64_t seed = 0;     // random search
+  bool baseline = true;
+  std::int64_t parallel = 1;
+  std::int64_t checkpoint_every = 0;
+  static Schema<SweepOptions> schema();
+};
+
+// Successive halving (ASHA): every trial runs to the first rung; the best
+// 1/reduction_factor at each rung continue to the next. Rungs are at
+// min_steps * reduction_factor^k steps, and at the base configuration's steps.
+struct EarlyStoppingOptions {
+  std::int64_t min_steps = 0;  // 0: no early stopping
+  double reduction_factor = 3;
+  static Schema<EarlyStoppingOptions> schema();
+  bool enabled() const { return min_steps > 0; }
+  std::vector<std::int64_t> rungs(std::int64_t max_steps) const;
+};
+
+struct SweepSpec {
+  SweepOptions options;
+  EarlyStoppingOptions early_stopping;
+  nlohmann::json base = nlohmann::json::object();  // a raw run configuration
+  std::vector<SweepAxis> axes;
+
+  // Validates everything, including every trial's configuration. Throws
+  // ConfigError naming the field (axes.hook.matrix_approximation_rank, ...).
+  static SweepSpec parse(const nlohmann::json& spec);
+  nlohmann::json to_json() const;
+};
+
+struct PlannedTrial {
+  std::int64_t index = 0;
+  std::string label;                                   // "matrix_approximation_rank=2 start_powerSGD_iter=10"
+  nlohmann::json overrides = nlohmann::json::object();  // axis values, by parameter path
+  RunConfig config;
+  bool baseline = false;
+};
+
+// The trials of a sweep, in order; deterministic for a spec.
+std::vector<PlannedTrial> plan_trials(const SweepSpec& spec);
+
+}  // namespace commtune
