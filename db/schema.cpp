@@ -142,7 +142,8 @@ std::string fill_run_params_sql(const std::string& source) {
          "SELECT r.id, replace(substr(t.fullkey, 3), '\"', ''), "
          "CASE t.type WHEN 'true' THEN 1 WHEN 'false' THEN 0 WHEN 'array' THEN t.value ELSE t.atom END "
          "FROM (" +
-         source + ") AS r, json_tree(r.config) AS t "
+         source +
+         ") AS r, json_tree(r.config) AS t "
          "WHERE t.type != 'object' AND instr(t.fullkey, '[') = 0";
 }
 
@@ -167,8 +168,7 @@ void migrate(Connection& c, int target_version) {
 void check_current(const Connection& c) {
   const auto state = read_state(c);
   check_ownership(c, state);
-  if (state.version == 0)
-    throw Error(c.path() + " holds no commtune store yet (it is empty): run something first");
+  if (state.version == 0) throw Error(c.path() + " holds no commtune store yet (it is empty): run something first");
   if (state.version < kSchemaVersion)
     throw Error(c.path() + " has store schema version " + std::to_string(state.version) +
                 "; open it once with write access (any commtune-cli command) to migrate it to version " +

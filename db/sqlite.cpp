@@ -22,9 +22,8 @@ void throw_error(sqlite3* db, int code, const std::string& path, std::string_vie
     case SQLITE_NOTADB:
       throw Error(path + " is not a commtune database (not an SQLite file); commtune leaves it untouched", primary);
     case SQLITE_CORRUPT:
-      throw Error("the database " + path + " is damaged (" + detail +
-                      "); commtune will not write to it. `sqlite3 " + path +
-                      " .recover` can rescue what is left, or choose another file with --db",
+      throw Error("the database " + path + " is damaged (" + detail + "); commtune will not write to it. `sqlite3 " +
+                      path + " .recover` can rescue what is left, or choose another file with --db",
                   primary);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -41,8 +40,8 @@ void throw_error(sqlite3* db, int code, const std::string& path, std::string_vie
 }
 
 Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
-  const int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_,
-                                    nullptr);
+  const int rc =
+      sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   if (rc != SQLITE_OK) throw_error(db, rc, database_path(db), "preparing '" + std::string(sql.substr(0, 60)) + "'");
 }
 
@@ -62,7 +61,8 @@ Statement& Statement::operator=(Statement&& other) noexcept {
 
 void Statement::fail(int code) const {
   const char* sql = sqlite3_sql(stmt_);
-  throw_error(db_, code, database_path(db_), std::string("running '") + std::string(sql ? sql : "").substr(0, 60) + "'");
+  throw_error(db_, code, database_path(db_),
+              std::string("running '") + std::string(sql ? sql : "").substr(0, 60) + "'");
 }
 
 void Statement::bind(int index, std::int64_t value) {

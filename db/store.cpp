@@ -35,11 +35,6 @@ std::string process_start_time(long pid) {
   return "";
 }
 
-bool is_end_status(const std::string& s) {
-  return s == status::kSucceeded || s == status::kFailed || s == status::kCancelled || s == status::kInterrupted ||
-         s == status::kStopped;
-}
-
 nlohmann::json parse_json(const std::string& text) {
   if (text.empty()) return nullptr;
   return nlohmann::json::parse(text, nullptr, false);
@@ -79,8 +74,9 @@ SweepRecord read_sweep(const Statement& s) {
 
 std::string order_column(const std::string& key) {
   static const std::pair<const char*, const char*> columns[] = {
-      {"id", "id"},         {"created", "created_at"},      {"name", "name"}, {"status", "status"},
-      {"steps", "steps_completed"}, {"final_loss", "final_loss"}, {"wall", "wall_s"}};
+      {"id", "id"},         {"created", "created_at"},    {"name", "name"},
+      {"status", "status"}, {"steps", "steps_completed"}, {"final_loss", "final_loss"},
+      {"wall", "wall_s"}};
   for (const auto& [k, column] : columns)
     if (key == k) return column;
   std::string allowed;
@@ -90,9 +86,11 @@ std::string order_column(const std::string& key) {
 
 }  // namespace
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+bool status::is_end(const std::string& s) {
+  return s == kSucceeded || s == kFailed || s == kCancelled || s == kInterrupted || s == kStopped;
 }
+
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string this_process_owner() {
   const long pid = static_cast<long>(::getpid());
@@ -145,7 +143,7 @@ std::int64_t Store::create_sweep(const std::string& name, const nlohmann::json& 
 
 void Store::set_sweep_status(std::int64_t sweep_id, const std::string& s) {
   connection_.prepare("UPDATE sweeps SET status = ?, finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
-      .run(s, static_cast<std::int64_t>(is_end_status(s)), unix_now(), sweep_id);
+      .run(s, static_cast<std::int64_t>(status::is_end(s)), unix_now(), sweep_id);
 }
 
 void Store::claim_sweep(std::int64_t sweep_id) {
@@ -154,7 +152,8 @@ void Store::claim_sweep(std::int64_t sweep_id) {
 }
 
 std::optional<SweepRecord> Store::sweep(std::int64_t sweep_id) const {
-  auto s = connection_.prepare("SELECT id, name, spec, status, owner, created_at, finished_at FROM sweeps WHERE id = ?");
+  auto s =
+      connection_.prepare("SELECT id, name, spec, status, owner, created_at, finished_at FROM sweeps WHERE id = ?");
   s.bind_all(sweep_id);
   if (!s.next()) return std::nullopt;
   return read_sweep(s);
@@ -198,13 +197,14 @@ void Store::finish_run(std::int64_t run_id, const RunEnd& end) {
           "finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
       .run(end.status, end.reason, end.steps_completed, end.final_loss, end.wall_s,
            end.summary.is_null() ? std::optional<std::string>() : std::optional<std::string>(end.summary.dump()),
-           static_cast<std::int64_t>(is_end_status(end.status)), unix_now(), run_id);
+           static_cast<std::int64_t>(status::is_end(end.status)), unix_now(), run_id);
 }
 
 void Store::set_run_status(std::int64_t run_id, const std::string& s, const std::string& reason) {
   connection_
-      .prepare("UPDATE runs SET status = ?, reason = ?, finished_at = CASE WHEN ? THEN ? ELSE finished_at END WHERE id = ?")
-      .run(s, reason, static_cast<std::int64_t>(is_end_status(s)), unix_now(), run_id);
+      .prepare(
+          "UPDATE runs SET status = ?, reason = ?, finished_at = CASE WHEN ? THEN ? ELSE finished_at END WHERE id = ?")
+      .run(s, reason, static_cast<std::int64_t>(status::is_end(s)), unix_now(), run_id);
 }
 
 std::optional<RunRecord> Store::run(std::int64_t run_id) const {
@@ -313,8 +313,7 @@ void Store::insert(const EventRow& r) {
 }
 
 void Store::add_artifact(std::int64_t run_id, const std::string& kind, const std::string& path) {
-  connection_
-      .prepare("INSERT OR REPLACE INTO artifacts (run_id, kind, path, created_at) VALUES (?, ?, ?, ?)")
+  connection_.prepare("INSERT OR REPLACE INTO artifacts (run_id, kind, path, created_at) VALUES (?, ?, ?, ?)")
       .run(run_id, kind, path, unix_now());
 }
 
@@ -349,12 +348,14 @@ std::vector<StepRow> Store::steps(std::int64_t run_id, std::optional<std::int32_
 
 std::vector<CurvePoint> Store::curve(std::int64_t run_id) const {
   auto s = connection_.prepare(
-      "SELECT step, max(wall_s), avg(loss), avg(t_step), avg(wire_bytes), count(*) FROM step_metrics "
+      "SELECT step, max(wall_s), avg(loss), avg(t_step), avg(wire_bytes), avg(uncompressed_bytes), count(*) "
+      "FROM step_metrics "
       "WHERE run_id = ? GROUP BY step ORDER BY step");
   s.bind_all(run_id);
   std::vector<CurvePoint> out;
   while (s.next())
-    out.push_back({s.integer(0), s.real(1), s.real(2), s.real(3), s.real(4), static_cast<int>(s.integer(5))});
+    out.push_back(
+        {s.integer(0), s.real(1), s.real(2), s.real(3), s.real(4), s.real(5), static_cast<int>(s.integer(6))});
   return out;
 }
 
@@ -365,8 +366,8 @@ std::vector<StatPoint> Store::stat(std::int64_t run_id, const std::string& name)
   s.bind_all(run_id, name);
   std::vector<StatPoint> out;
   while (s.next())
-    out.push_back({static_cast<std::int32_t>(s.integer(0)), s.integer(1), static_cast<std::int32_t>(s.integer(2)),
-                   s.real(3)});
+    out.push_back(
+        {static_cast<std::int32_t>(s.integer(0)), s.integer(1), static_cast<std::int32_t>(s.integer(2)), s.real(3)});
   return out;
 }
 
@@ -396,6 +397,14 @@ std::vector<Artifact> Store::artifacts(std::int64_t run_id) const {
   std::vector<Artifact> out;
   while (s.next()) out.push_back({s.integer(0), s.text(1), s.text(2), s.real(3)});
   return out;
+}
+
+std::int64_t Store::steps_of_every_rank(std::int64_t run_id) const {
+  auto s = connection_.prepare(
+      "SELECT CASE WHEN count(*) = (SELECT world_size FROM runs WHERE id = ?1) THEN min(n) ELSE 0 END "
+      "FROM (SELECT max(step) + 1 AS n FROM step_metrics WHERE run_id = ?1 GROUP BY rank)");
+  s.bind_all(run_id);
+  return s.next() && !s.is_null(0) ? s.integer(0) : 0;
 }
 
 std::int64_t Store::count_steps(std::int64_t run_id) const {

@@ -28,6 +28,8 @@ inline constexpr const char* kFailed = "failed";
 inline constexpr const char* kCancelled = "cancelled";
 inline constexpr const char* kInterrupted = "interrupted";
 inline constexpr const char* kStopped = "stopped";
+// Whether a run (or sweep) with this status has ended for good or for now.
+bool is_end(const std::string& status);
 }  // namespace status
 
 struct NewRun {
@@ -148,6 +150,7 @@ struct CurvePoint {
   double loss = 0;
   double t_step = 0;
   double wire_bytes = 0;
+  double uncompressed_bytes = 0;
   int ranks = 0;
 };
 
@@ -195,6 +198,9 @@ class Store {
   std::vector<EventRow> events(std::int64_t run_id, const std::string& kind = "") const;
   std::vector<Artifact> artifacts(std::int64_t run_id) const;
   std::int64_t count_steps(std::int64_t run_id) const;
+  // Steps stored for every rank of the run: the least, over its ranks, of
+  // the highest stored step + 1 (0 when a rank has none).
+  std::int64_t steps_of_every_rank(std::int64_t run_id) const;
 
   // Runs and sweeps left running by a process that is gone (killed, crashed)
   // become interrupted. Returns how many runs changed.

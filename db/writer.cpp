@@ -105,7 +105,8 @@ void Writer::thread_main() {
     if (healthy) {
       stats_.rows += batch.size();
       ++stats_.transactions;
-      stats_.max_latency_s = std::max(stats_.max_latency_s, std::chrono::duration<double>(steady::now() - oldest).count());
+      stats_.max_latency_s =
+          std::max(stats_.max_latency_s, std::chrono::duration<double>(steady::now() - oldest).count());
     }
     batch.clear();
     wake_producers_.notify_all();

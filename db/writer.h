@@ -120,9 +120,9 @@ class Writer {
   std::string error_;
   WriterStats stats_;
 
-  std::vector<std::string> names_;                           // guarded by mutex_
+  std::vector<std::string> names_;                          // guarded by mutex_
   std::unordered_map<std::string, std::int32_t> name_ids_;  // guarded by mutex_
-  std::vector<std::int64_t> store_ids_;                      // writer thread: names_[i] -> stat_names.id
+  std::vector<std::int64_t> store_ids_;                     // writer thread: names_[i] -> stat_names.id
 
   std::thread thread_;
 };

@@ -26,18 +26,36 @@ struct Communicator::Impl {
   DistEnv env;
   CommBackend backend;
   // Declared before the group: destroyed after it, so no collective the
-  // group finishes while shutting down finds the emulator gone.
+  // group finishes while shutting down finds the log or the emulator gone.
+  std::mutex log_mutex;
+  std::vector<CollectiveRecord> log;
+  std::vector<std::chrono::steady_clock::time_point> log_issued;
+  std::uint64_t log_base = 0;  // sequence number of log[0]
   std::unique_ptr<LinkEmulator> emulator;
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::ProcessGroupBase> group;
   std::atomic<std::uint64_t> wire_bytes{0};
   std::atomic<std::uint64_t> collectives{0};
-  std::mutex log_mutex;
-  std::vector<CollectiveRecord> log;
 
-  void record(net::Collective kind, const at::Tensor& payload) {
+  // Logs a collective being issued; returns its sequence number.
+  std::uint64_t record(net::Collective kind, const at::Tensor& payload) {
     std::lock_guard<std::mutex> lock(log_mutex);
     log.push_back({kind, current_bucket, static_cast<double>(bytes_of(payload))});
+    log_issued.push_back(std::chrono::steady_clock::now());
+    return log_base + log.size() - 1;
+  }
+  // Called where the real collective completes, before its future does (so
+  // before anyone waiting on it can take the log).
+  void finished(std::uint64_t sequence) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(log_mutex);
+    if (sequence < log_base || sequence >= log_base + log.size()) return;
+    const auto i = sequence - log_base;
+    log[i].seconds = std::chrono::duration<double>(now - log_issued[i]).count();
+  }
+  Future completed_now(std::uint64_t sequence, const at::Tensor& value) {
+    finished(sequence);
+    return completed(value);
   }
   // What a collective hands back: its own future, or one the emulated link holds back.
   Future issued(Future future, net::Collective kind, const at::Tensor& payload) {
@@ -53,16 +71,17 @@ struct Communicator::Impl {
   // Work futures hold a list of tensors; ours hold the one tensor. c10's
   // then() runs the callback on failure too: value() rethrows the failure
   // into the child future, so a failed collective never looks like a result.
-  static Future to_tensor_future(const c10::intrusive_ptr<c10d::Work>& work, at::Tensor result) {
+  Future to_tensor_future(const c10::intrusive_ptr<c10d::Work>& work, at::Tensor result, std::uint64_t sequence) {
     return work->getFuture()->then(
-        [result = std::move(result)](c10::ivalue::Future& done) -> c10::IValue {
+        [this, result = std::move(result), sequence](c10::ivalue::Future& done) -> c10::IValue {
           done.value();
+          finished(sequence);
           return result;
         },
         c10::TensorType::get());
   }
 
-  Future emulated_bf16_allreduce(at::Tensor tensor);
+  Future emulated_bf16_allreduce(at::Tensor tensor, std::uint64_t sequence);
 };
 
 Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono::milliseconds timeout)
@@ -121,19 +140,19 @@ int Communicator::size() const { return impl_->env.world_size; }
 CommBackend Communicator::backend() const { return impl_->backend; }
 
 Future Communicator::allreduce_sum(at::Tensor tensor) {
-  impl_->record(net::Collective::Allreduce, tensor);
-  if (size() == 1) return completed(tensor);
+  const auto sequence = impl_->record(net::Collective::Allreduce, tensor);
+  if (size() == 1) return impl_->completed_now(sequence, tensor);
   if (tensor.scalar_type() == at::kBFloat16 && impl_->backend == CommBackend::Gloo)
-    return impl_->issued(impl_->emulated_bf16_allreduce(tensor), net::Collective::Allreduce, tensor);
+    return impl_->issued(impl_->emulated_bf16_allreduce(tensor, sequence), net::Collective::Allreduce, tensor);
   impl_->count(2.0 * impl_->share() * bytes_of(tensor));
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
-  return impl_->issued(Impl::to_tensor_future(impl_->group->allreduce(tensors, options), tensor),
+  return impl_->issued(impl_->to_tensor_future(impl_->group->allreduce(tensors, options), tensor, sequence),
                        net::Collective::Allreduce, tensor);
 }
 
-Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
+Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor, std::uint64_t sequence) {
   // Gloo moves the bytes (viewed as fp16, which it supports) and never does
   // arithmetic on them; the sum happens here, in float32, in rank order.
   const int p = env.world_size;
@@ -146,7 +165,7 @@ Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
     auto in = padded.view(at::kHalf), out = received.view(at::kHalf);
     std::vector<int64_t> equal_splits;
     count(share() * bytes_of(padded));
-    Communicator::wait(to_tensor_future(group->alltoall_base(out, in, equal_splits, equal_splits), received));
+    Communicator::wait(group->alltoall_base(out, in, equal_splits, equal_splits)->getFuture());
   }
   auto mine = at::empty({chunk}, tensor.options());
   const auto device = tensor.is_cuda() ? kernels::Device::Cuda : kernels::Device::Cpu;
@@ -158,9 +177,10 @@ Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
   count((p - 1) * static_cast<double>(bytes_of(mine)));
   auto work = group->allgather(outputs, inputs);
   return work->getFuture()->then(
-      [tensor, gathered, n](c10::ivalue::Future& done) -> c10::IValue {
+      [this, tensor, gathered, n, sequence](c10::ivalue::Future& done) -> c10::IValue {
         done.value();  // rethrows a failed allgather
         tensor.reshape({-1}).copy_(gathered.narrow(0, 0, n));
+        finished(sequence);
         return tensor;
       },
       c10::TensorType::get());
@@ -169,41 +189,41 @@ Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor) {
 Future Communicator::allgather(at::Tensor input, at::Tensor output) {
   if (output.numel() != input.numel() * size())
     throw std::invalid_argument("allgather: output must hold world_size * input.numel() elements");
-  impl_->record(net::Collective::Allgather, input);
+  const auto sequence = impl_->record(net::Collective::Allgather, input);
   if (size() == 1) {
     output.copy_(input.reshape(output.sizes()));
-    return completed(output);
+    return impl_->completed_now(sequence, output);
   }
   impl_->count((size() - 1) * static_cast<double>(bytes_of(input)));
   std::vector<std::vector<at::Tensor>> outputs{output.reshape({-1}).chunk(size())};
   std::vector<at::Tensor> inputs{input.reshape({-1})};
-  return impl_->issued(Impl::to_tensor_future(impl_->group->allgather(outputs, inputs), output),
+  return impl_->issued(impl_->to_tensor_future(impl_->group->allgather(outputs, inputs), output, sequence),
                        net::Collective::Allgather, input);
 }
 
 Future Communicator::alltoall(at::Tensor input, at::Tensor output) {
   if (input.numel() % size() != 0 || output.numel() != input.numel())
     throw std::invalid_argument("alltoall: input and output must have equal sizes divisible by world_size");
-  impl_->record(net::Collective::Alltoall, input);
+  const auto sequence = impl_->record(net::Collective::Alltoall, input);
   if (size() == 1) {
     output.copy_(input);
-    return completed(output);
+    return impl_->completed_now(sequence, output);
   }
   impl_->count(impl_->share() * bytes_of(input));
   std::vector<int64_t> equal_splits;
   return impl_->issued(
-      Impl::to_tensor_future(impl_->group->alltoall_base(output, input, equal_splits, equal_splits), output),
+      impl_->to_tensor_future(impl_->group->alltoall_base(output, input, equal_splits, equal_splits), output, sequence),
       net::Collective::Alltoall, input);
 }
 
 Future Communicator::broadcast(at::Tensor tensor, int root) {
-  impl_->record(net::Collective::Broadcast, tensor);
-  if (size() == 1) return completed(tensor);
+  const auto sequence = impl_->record(net::Collective::Broadcast, tensor);
+  if (size() == 1) return impl_->completed_now(sequence, tensor);
   impl_->count(impl_->share() * bytes_of(tensor));
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  return impl_->issued(Impl::to_tensor_future(impl_->group->broadcast(tensors, options), tensor),
+  return impl_->issued(impl_->to_tensor_future(impl_->group->broadcast(tensors, options), tensor, sequence),
                        net::Collective::Broadcast, tensor);
 }
 
@@ -222,10 +242,14 @@ Traffic Communicator::traffic() const {
 
 std::vector<CollectiveRecord> Communicator::take_collectives() {
   std::lock_guard<std::mutex> lock(impl_->log_mutex);
+  impl_->log_base += impl_->log.size();
+  impl_->log_issued.clear();
   return std::exchange(impl_->log, {});
 }
 
-void Communicator::emulate_link(const net::Cluster& cluster) { impl_->emulator = std::make_unique<LinkEmulator>(cluster); }
+void Communicator::emulate_link(const net::Cluster& cluster) {
+  impl_->emulator = std::make_unique<LinkEmulator>(cluster);
+}
 
 Future Communicator::completed(const at::Tensor& value) {
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::TensorType::get());

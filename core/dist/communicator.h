@@ -45,6 +45,10 @@ struct CollectiveRecord {
   net::Collective kind = net::Collective::Allreduce;
   std::int32_t bucket = -1;  // the bucket whose hook issued it; -1 outside any
   double bytes = 0;
+  // From issue to completion on this rank, before any link emulation delay:
+  // the collective's real cost here (reduction work, software overhead and
+  // waiting for peers included). -1 while it is still in flight.
+  double seconds = -1;
 };
 
 // While alive, collectives this thread issues are attributed to `bucket`.

@@ -20,8 +20,8 @@ Schema<NetworkOptions> NetworkOptions::schema() {
 std::optional<net::Cluster> NetworkOptions::emulated_cluster(int world_size) const {
   if (emulate == "none") return std::nullopt;
   if (world_size % ranks_per_node != 0)
-    throw ConfigError("network.ranks_per_node", "must divide the world size " + std::to_string(world_size) +
-                                                    ", got " + std::to_string(ranks_per_node));
+    throw ConfigError("network.ranks_per_node", "must divide the world size " + std::to_string(world_size) + ", got " +
+                                                    std::to_string(ranks_per_node));
   const auto link = emulate == "custom" ? net::custom_link(bandwidth_gbit_s, latency_us)
                                         : net::link_preset(emulate, "network.emulate");
   net::Cluster cluster;

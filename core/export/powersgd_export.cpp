@@ -78,7 +78,8 @@ Dict runtime_state(const std::string& folder, int rank) {
   for (const auto& bucket : root.at("reducer").toGenericDict().at("buckets").toList()) {
     c10::impl::GenericList bucket_names(c10::StringType::get());
     const auto indices = bucket.get().toTensor().to(at::kLong).contiguous();
-    for (std::int64_t i = 0; i < indices.numel(); ++i) bucket_names.push_back(names.get(indices[i].item<std::int64_t>()));
+    for (std::int64_t i = 0; i < indices.numel(); ++i)
+      bucket_names.push_back(names.get(indices[i].item<std::int64_t>()));
     buckets.push_back(bucket_names);
   }
   out.insert("bucket_parameters", buckets);
@@ -89,7 +90,8 @@ std::string snippet(const nlohmann::json& config, bool runtime) {
   const auto& hook = config.at("hook");
   const std::string function = hook_function(hook.at("name"));
   const std::string wrapper = wrapper_function(hook.value("wrapper", "none"));
-  const std::string registered = wrapper == "none" ? "psgd." + function : "default_hooks." + wrapper + "(psgd." + function + ")";
+  const std::string registered =
+      wrapper == "none" ? "psgd." + function : "default_hooks." + wrapper + "(psgd." + function + ")";
   std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).
 
 The state file is a plain dict (torch.load(path, weights_only=True) reads it);
@@ -114,7 +116,8 @@ def load_powersgd_state(path, process_group=None):
 
 def register(ddp_model, state):
     """Registers the hook commtune ran (wrapped as it was)."""
-    ddp_model.register_comm_hook(state, )PY" + registered + R"PY()
+    ddp_model.register_comm_hook(state, )PY" +
+                  registered + R"PY()
 
 
 def restore_runtime_state(state, d, device):

@@ -21,8 +21,8 @@ namespace commtune {
 
 struct JobRequest {
   RunConfig config;
-  std::vector<EventSubscriber*> subscribers;  // besides the summary and the store
-  std::vector<std::vector<int>> rank_cpus;    // cores per rank; empty: from config.run.cpu_affinity
+  std::vector<EventSubscriber*> subscribers;             // besides the summary and the store
+  std::vector<std::vector<int>> rank_cpus;               // cores per rank; empty: from config.run.cpu_affinity
   std::vector<std::pair<std::string, std::string>> env;  // extra worker environment (e.g. CUDA_VISIBLE_DEVICES)
   bool echo_worker_output = false;
   const std::atomic<bool>* cancel = nullptr;

@@ -55,7 +55,8 @@ void RunSummary::on_event(const events::Event& event) {
   if (kind == "buckets" && event.rank == 0) buckets_ = event.message()->value("buckets", nlohmann::json::array());
   if (kind == "run_end") rank.end = *event.message();
   if (kind == "checkpoint" && event.rank == 0)
-    checkpoints_.push_back({{"step", event.message()->value("step", 0)}, {"folder", event.message()->value("folder", "")}});
+    checkpoints_.push_back(
+        {{"step", event.message()->value("step", 0)}, {"folder", event.message()->value("folder", "")}});
 }
 
 std::int64_t RunSummary::steps_completed() const {

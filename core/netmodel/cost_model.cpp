@@ -99,8 +99,9 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
     if (!have.count(prefix + ".bytes")) continue;
     const auto bytes = steady_median(store.stat(run_id, prefix + ".bytes"), first_step);
     auto calls = steady_median(store.stat(run_id, prefix + ".calls"), first_step);
+    auto local = steady_median(store.stat(run_id, prefix + ".seconds"), first_step);
     for (const auto& [bucket, b] : bytes) {
-      const CollectiveUse use{kind, b, calls[bucket]};
+      const CollectiveUse use{kind, b, calls[bucket], local[bucket]};
       if (bucket == db::kWholeStep) {
         p.step_collectives.push_back(use);
       } else {
@@ -130,17 +131,27 @@ double RunProfile::collective_bytes() const {
 nlohmann::json RunProfile::to_json() const {
   auto uses = [](const std::vector<CollectiveUse>& v) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& c : v) out.push_back({{"kind", net::to_string(c.kind)}, {"bytes", c.bytes}, {"calls", c.calls}});
+    for (const auto& c : v)
+      out.push_back({{"kind", net::to_string(c.kind)}, {"bytes", c.bytes}, {"calls", c.calls}, {"local_s", c.local_s}});
     return out;
   };
   nlohmann::json buckets_json = nlohmann::json::array();
   for (const auto& b : buckets)
-    buckets_json.push_back(
-        {{"index", b.index}, {"ready_s", b.ready_s}, {"fp32_bytes", b.fp32_bytes}, {"collectives", uses(b.collectives)}});
-  return {{"run_id", run_id},       {"world_size", world_size},   {"steps_profiled", steps},
-          {"data_s", data_s},       {"forward_s", forward_s},     {"backward_s", backward_s},
-          {"optimizer_s", optimizer_s}, {"hook_s", hook_s},       {"hook_inline_s", hook_inline_s},
-          {"measured_step_s", measured_step_s}, {"buckets", buckets_json},
+    buckets_json.push_back({{"index", b.index},
+                            {"ready_s", b.ready_s},
+                            {"fp32_bytes", b.fp32_bytes},
+                            {"collectives", uses(b.collectives)}});
+  return {{"run_id", run_id},
+          {"world_size", world_size},
+          {"steps_profiled", steps},
+          {"data_s", data_s},
+          {"forward_s", forward_s},
+          {"backward_s", backward_s},
+          {"optimizer_s", optimizer_s},
+          {"hook_s", hook_s},
+          {"hook_inline_s", hook_inline_s},
+          {"measured_step_s", measured_step_s},
+          {"buckets", buckets_json},
           {"step_collectives", uses(step_collectives)}};
 }
 
@@ -149,10 +160,19 @@ nlohmann::json StepPrediction::to_json() const {
 }
 
 StepPrediction predict(const RunProfile& p, const net::Cluster& cluster) {
-  auto time_of = [&](const std::vector<CollectiveUse>& uses) {
+  // Per bucket (or per step, outside buckets): the collectives' time on the
+  // target link alone, and with each call taking at least what it took here.
+  auto link_time = [&](const std::vector<CollectiveUse>& uses) {
     double t = 0;
     for (const auto& c : uses)
       if (c.calls > 0) t += c.calls * net::collective_time(c.kind, c.bytes / c.calls, cluster);
+    return t;
+  };
+  auto floored_time = [&](const std::vector<CollectiveUse>& uses) {
+    double t = 0;
+    for (const auto& c : uses)
+      if (c.calls > 0)
+        t += c.calls * std::max(net::collective_time(c.kind, c.bytes / c.calls, cluster), c.local_s / c.calls);
     return t;
   };
   // Hook work off the backward thread (a may-block hook's own thread) sits in
@@ -162,17 +182,21 @@ StepPrediction predict(const RunProfile& p, const net::Cluster& cluster) {
   for (const auto& b : p.buckets) total_bytes += b.fp32_bytes;
 
   StepPrediction out;
-  double chain_end = 0;
+  // The link carries one bucket at a time; the work around each collective
+  // (reductions, casts) runs as it did here, buckets side by side.
+  double link_free = 0, last_end = 0;
   for (const auto& b : p.buckets) {
     const double share = total_bytes > 0 ? b.fp32_bytes / total_bytes : 1.0 / static_cast<double>(p.buckets.size());
-    const double comm = time_of(b.collectives);
-    out.communication_s += comm;
-    chain_end = std::max(chain_end, std::min(b.ready_s, p.backward_s)) + off_thread_hook * share + comm;
+    const double start = std::min(b.ready_s, p.backward_s) + off_thread_hook * share;
+    const double on_link = link_time(b.collectives);
+    out.communication_s += on_link;
+    link_free = std::max(link_free, start) + on_link;
+    last_end = std::max({last_end, link_free, start + floored_time(b.collectives)});
   }
-  const double step_comm = time_of(p.step_collectives);
-  out.communication_s += step_comm;
+  const double step_comm = floored_time(p.step_collectives);
+  out.communication_s += link_time(p.step_collectives);
   out.compute_s = p.data_s + p.forward_s + p.backward_s + p.optimizer_s;
-  out.exposed_s = std::max(0.0, chain_end - p.backward_s) + step_comm;
+  out.exposed_s = std::max(0.0, last_end - p.backward_s) + step_comm;
   out.step_s = out.compute_s + out.exposed_s;
   return out;
 }

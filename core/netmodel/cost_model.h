@@ -4,8 +4,8 @@
 //
 //   bucket b's chain starts when its gradients are ready (as measured, as a
 //   share of backward) and when the link is free after bucket b-1; it runs
-//   the hook's work off the backward thread, then its collectives
-//   (net::collective_time). step = data + forward + backward
+//   the hook's work off the backward thread, then its collectives, each
+//   taking max(net::collective_time on the target, its measured time here). step = data + forward + backward
 //   + max(0, end of the last chain - backward) + collectives outside buckets
 //   + optimizer.
 #pragma once
@@ -26,6 +26,10 @@ struct CollectiveUse {
   net::Collective kind = net::Collective::Allreduce;
   double bytes = 0;  // per step, over all its calls
   double calls = 0;  // per step
+  // Per step, how long its calls took in the measured run (issue to
+  // completion). A collective is predicted to take at least this long on
+  // any network: the reduction and the software around it stay.
+  double local_s = 0;
 };
 
 struct BucketProfile {
@@ -57,9 +61,9 @@ struct RunProfile {
 
 struct StepPrediction {
   double step_s = 0;
-  double compute_s = 0;       // data, forward, backward, optimizer
+  double compute_s = 0;        // data, forward, backward, optimizer
   double communication_s = 0;  // every collective back to back
-  double exposed_s = 0;       // communication and off-thread hook work not hidden behind backward
+  double exposed_s = 0;        // communication and off-thread hook work not hidden behind backward
   nlohmann::json to_json() const;
 };
 

@@ -91,7 +91,8 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
     c.loss = tail_loss(store.curve(id));
     if (c.loss && baseline_loss && *baseline_loss != 0) {
       c.loss_change = (*c.loss - *baseline_loss) / std::fabs(*baseline_loss);
-      c.within_tolerance = std::isfinite(*c.loss) && *c.loss <= *baseline_loss + options.tolerance * std::fabs(*baseline_loss);
+      c.within_tolerance =
+          std::isfinite(*c.loss) && *c.loss <= *baseline_loss + options.tolerance * std::fabs(*baseline_loss);
     }
     try {
       c.prediction = predict(RunProfile::from_store(store, id), options.cluster);
@@ -105,13 +106,15 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
     r.candidates.push_back(std::move(c));
   }
   std::stable_sort(r.candidates.begin(), r.candidates.end(), [](const Candidate& a, const Candidate& b) {
-    const double ta = a.prediction ? a.prediction->step_s : INFINITY, tb = b.prediction ? b.prediction->step_s : INFINITY;
+    const double ta = a.prediction ? a.prediction->step_s : INFINITY,
+                 tb = b.prediction ? b.prediction->step_s : INFINITY;
     return ta < tb;
   });
 
   const Candidate* best = nullptr;
   for (const auto& c : r.candidates)
-    if (c.excluded.empty() && c.run_id != r.baseline_run && c.speedup && (!best || *c.speedup > *best->speedup)) best = &c;
+    if (c.excluded.empty() && c.run_id != r.baseline_run && c.speedup && (!best || *c.speedup > *best->speedup))
+      best = &c;
   const auto where = options.cluster.describe();
   if (best && *best->speedup >= options.min_speedup) {
     r.chosen_run = best->run_id;
@@ -127,7 +130,8 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
     r.verdict = "keep allreduce: ";
     if (best) {
       char text[256];
-      std::snprintf(text, sizeof text, "the best configuration within %s of its loss, %s, is predicted only %.2fx as fast on %s",
+      std::snprintf(text, sizeof text,
+                    "the best configuration within %s of its loss, %s, is predicted only %.2fx as fast on %s",
                     percent(options.tolerance).substr(1).c_str(), best->label.c_str(), *best->speedup, where.c_str());
       r.verdict += text;
     } else {

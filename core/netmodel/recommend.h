@@ -19,16 +19,16 @@ namespace commtune {
 
 struct RecommendOptions {
   net::Cluster cluster;
-  double tolerance = 0.01;   // relative: a loss at most (1 + tolerance) x the baseline's
-  double min_speedup = 1.05;  // predicted gains below 5% are within the model's error
+  double tolerance = 0.01;                   // relative: a loss at most (1 + tolerance) x the baseline's
+  double min_speedup = 1.05;                 // predicted gains below 5% are within the model's error
   std::optional<std::int64_t> baseline_run;  // default: the allreduce run among the candidates
 };
 
 struct Candidate {
   std::int64_t run_id = 0;
-  std::string label;  // the run's name, or its hook
-  std::string hook;   // hook name (+ wrapper)
-  std::optional<double> loss;  // tail_loss
+  std::string label;                  // the run's name, or its hook
+  std::string hook;                   // hook name (+ wrapper)
+  std::optional<double> loss;         // tail_loss
   std::optional<double> loss_change;  // relative to the baseline's
   bool within_tolerance = false;
   std::string excluded;  // why it cannot be recommended ("" when it can)
@@ -40,7 +40,7 @@ struct Recommendation {
   net::Cluster cluster;
   double tolerance = 0;
   std::int64_t baseline_run = 0;
-  std::vector<Candidate> candidates;  // fastest predicted first
+  std::vector<Candidate> candidates;       // fastest predicted first
   std::optional<std::int64_t> chosen_run;  // null: keep allreduce
   std::string verdict;                     // one sentence for humans
 

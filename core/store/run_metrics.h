@@ -19,4 +19,16 @@ std::optional<double> tail_loss(const std::vector<db::CurvePoint>& curve,
 // Steps in tail_loss's window when a run has `steps` steps.
 std::int64_t tail_window(std::int64_t steps);
 
+// What a comparison shows of a run, from its stored steps: tail_loss, the
+// median step time and mean bytes on the wire over the steady second half,
+// and the compression ratio (uncompressed / wire bytes).
+struct RunDigest {
+  std::optional<double> loss;
+  std::optional<double> step_ms;
+  std::optional<double> wire_mb;
+  std::optional<double> compression_ratio;
+  std::int64_t steps = 0;  // steps every reporting rank finished
+};
+RunDigest digest_run(const db::Store& store, std::int64_t run_id);
+
 }  // namespace commtune

@@ -7,7 +7,9 @@
 namespace commtune {
 
 SuccessiveHalving::SuccessiveHalving(std::int64_t trials, std::vector<std::int64_t> rung_steps, double reduction_factor)
-    : rung_steps_(std::move(rung_steps)), reduction_factor_(reduction_factor), trials_(static_cast<std::size_t>(trials)) {
+    : rung_steps_(std::move(rung_steps)),
+      reduction_factor_(reduction_factor),
+      trials_(static_cast<std::size_t>(trials)) {
   if (rung_steps_.empty()) throw std::invalid_argument("successive halving needs at least one rung");
 }
 

@@ -89,6 +89,8 @@ class SweepExecution {
   std::optional<Job> take_job();
   void run_segment(const Job& job, const Slot& slot);
   std::optional<double> loss_at(std::int64_t run_id, std::int64_t step);
+  // What successive halving ranks the trial by at `rung` (lower is better).
+  double rung_metric(std::int64_t run_id, std::size_t rung);
   // The newest checkpoint of the run at or before `step` that is still on disk: (step, folder).
   std::optional<std::pair<std::int64_t, std::string>> checkpoint_before(std::int64_t run_id, std::int64_t step);
   void prune_checkpoints(std::int64_t run_id, const std::string& keep);
@@ -116,7 +118,8 @@ class SweepExecution {
 void SweepExecution::load() {
   const auto sweep = store().call([id = id_](db::Store& s) { return s.sweep(id); }).get();
   if (!sweep) throw db::Error("there is no sweep " + std::to_string(id_) + " in " + store().path());
-  if (sweep->status == db::status::kRunning && db::owner_alive(sweep->owner) && sweep->owner != db::this_process_owner())
+  if (sweep->status == db::status::kRunning && db::owner_alive(sweep->owner) &&
+      sweep->owner != db::this_process_owner())
     throw db::Error("sweep " + std::to_string(id_) + " is running in another process (" + sweep->owner + ")");
   if (sweep->status == db::status::kSucceeded)
     throw db::Error("sweep " + std::to_string(id_) + " has finished: nothing to resume");
@@ -143,7 +146,8 @@ void SweepExecution::load() {
   // What the store says happened: rungs finished, trials failed, segments in flight.
   if (baseline_) {
     const auto& s = trials_[*baseline_].run.status;
-    if (s != db::status::kSucceeded && s != db::status::kFailed) forced_.push_back({*baseline_, rung_steps_.size() - 1, {}});
+    if (s != db::status::kSucceeded && s != db::status::kFailed)
+      forced_.push_back({*baseline_, rung_steps_.size() - 1, {}});
   }
   for (std::size_t a = 0; a < asha_trials_.size(); ++a) {
     const auto& run = trials_[asha_trials_[a]].run;
@@ -154,7 +158,7 @@ void SweepExecution::load() {
     if (run.status == db::status::kPending && run.steps_completed == 0) continue;
     int finished = -1;
     for (std::size_t k = 0; k < rung_steps_.size() && rung_steps_[k] <= run.steps_completed; ++k) {
-      halving_->report(static_cast<std::int64_t>(a), k, loss_at(run.id, rung_steps_[k]).value_or(INFINITY));
+      halving_->report(static_cast<std::int64_t>(a), k, rung_metric(run.id, k));
       finished = static_cast<int>(k);
     }
     const auto next = static_cast<std::size_t>(finished + 1);
@@ -190,14 +194,35 @@ std::optional<double> SweepExecution::loss_at(std::int64_t run_id, std::int64_t 
   return tail_loss(curve, step);
 }
 
+double SweepExecution::rung_metric(std::int64_t run_id, std::size_t rung) {
+  if (spec_.early_stopping.metric == "tail_loss") return loss_at(run_id, rung_steps_[rung]).value_or(INFINITY);
+  const auto from = rung > 0 ? rung_steps_[rung - 1] : 0, to = rung_steps_[rung];
+  const auto curve = store().call([run_id](db::Store& s) { return s.curve(run_id); }).get();
+  std::vector<double> times;
+  for (const auto& p : curve)
+    if (p.step >= from && p.step < to) times.push_back(p.t_step);
+  if (times.empty()) return INFINITY;
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
 std::optional<std::pair<std::int64_t, std::string>> SweepExecution::checkpoint_before(std::int64_t run_id,
                                                                                       std::int64_t step) {
-  const auto events = store().call([run_id](db::Store& s) { return s.events(run_id, "checkpoint"); }).get();
+  const auto [events, stored] =
+      store()
+          .call([run_id](db::Store& s) {
+            return std::make_pair(s.events(run_id, "checkpoint"), s.steps_of_every_rank(run_id));
+          })
+          .get();
+  // A checkpoint past the steps every rank has stored would leave a gap in
+  // the run's metrics: rank 0 writes checkpoints while slower ranks' last
+  // steps may not have reached the store when the process died.
+  const auto limit = std::min(step, stored);
   std::optional<std::pair<std::int64_t, std::string>> best;
   for (const auto& e : events) {
     const auto at = e.body.value("step", std::int64_t{-1});
     const auto folder = e.body.value("folder", "");
-    if (at < 0 || at > step || !fs::is_directory(folder)) continue;
+    if (at < 0 || at > limit || !fs::is_directory(folder)) continue;
     if (!best || at > best->first) best = {at, folder};
   }
   return best;
@@ -225,9 +250,9 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
 
   auto config = trial.config;
   config.run.steps = to_step;
-  config.checkpoint.dir = (fs::path(options_.work_dir) / ("sweep-" + std::to_string(id_)) /
-                           ("trial-" + std::to_string(job.trial)))
-                              .string();
+  config.checkpoint.dir =
+      (fs::path(options_.work_dir) / ("sweep-" + std::to_string(id_)) / ("trial-" + std::to_string(job.trial)))
+          .string();
   config.checkpoint.every = spec_.options.checkpoint_every;
   const auto resume = checkpoint_before(run_id, to_step);
   config.checkpoint.resume = resume ? resume->second : "";
@@ -273,8 +298,10 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   event.summary = result.summary;
   event.status = stored_status(result.outcome.status);
   const bool succeeded = result.outcome.status == RunStatus::Succeeded;
+  double metric = INFINITY;
   if (succeeded) {
     event.loss = loss_at(run_id, to_step);
+    if (job.asha) metric = rung_metric(run_id, job.asha->rung);
     if (!final_rung) {
       event.status = db::status::kPaused;
       store().call([run_id](db::Store& s) { s.set_run_status(run_id, db::status::kPaused); }).get();
@@ -286,7 +313,7 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
     --running_;
     if (job.asha) {
       if (succeeded)
-        halving_->report(job.asha->trial, job.asha->rung, event.loss.value_or(INFINITY));
+        halving_->report(job.asha->trial, job.asha->rung, metric);
       else if (result.outcome.status == RunStatus::Failed)
         halving_->failed(job.asha->trial);
       else

@@ -35,7 +35,7 @@ struct TrialEvent {
   std::int64_t to_step = 0;
   bool final_rung = true;
   // When finished:
-  std::string status;  // the run's status in the store
+  std::string status;          // the run's status in the store
   std::optional<double> loss;  // tail_loss at to_step
   nlohmann::json summary;
 };
@@ -53,7 +53,7 @@ struct SweepRunOptions {
 
 struct SweepOutcome {
   std::int64_t sweep_id = 0;
-  std::string status;                        // succeeded (all trials ended), cancelled
+  std::string status;                         // succeeded (all trials ended), cancelled
   std::map<std::string, int> trial_statuses;  // how many trials ended how
 };
 

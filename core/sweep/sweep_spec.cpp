@@ -28,7 +28,10 @@ Schema<EarlyStoppingOptions> EarlyStoppingOptions::schema() {
       .integer("min_steps", &EarlyStoppingOptions::min_steps, Range::at_least(0), "steps",
                "steps every trial runs before the first comparison (0: no early stopping)")
       .real("reduction_factor", &EarlyStoppingOptions::reduction_factor, Range::above(1), "",
-            "at each rung, the best 1/reduction_factor of the trials go on");
+            "at each rung, the best 1/reduction_factor of the trials go on")
+      .choice("metric", &EarlyStoppingOptions::metric, {"tail_loss", "step_time"},
+              "what trials are ranked by at a rung, lower is better: tail_loss (mean loss of the last 10% of steps) "
+              "or step_time (median step time since the previous rung)");
 }
 
 std::vector<std::int64_t> EarlyStoppingOptions::rungs(std::int64_t max_steps) const {
@@ -44,7 +47,9 @@ namespace {
 
 const std::vector<std::string> kSpecKeys = {"base", "axes", "early_stopping"};
 
-bool is_name_param(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".name") == 0; }
+bool is_name_param(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".name") == 0;
+}
 
 SweepAxis parse_axis(const std::string& param, const nlohmann::json& j) {
   const auto field = "axes." + param;

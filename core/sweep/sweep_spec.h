@@ -54,6 +54,11 @@ struct SweepOptions {
 struct EarlyStoppingOptions {
   std::int64_t min_steps = 0;  // 0: no early stopping
   double reduction_factor = 3;
+  // What trials are ranked by at a rung (lower is better): tail_loss (the
+  // loss, as run_metrics.h's tail_loss), or step_time (the median step time
+  // of the steps since the previous rung: for sweeps over knobs that leave
+  // the loss alone, such as bucket sizes).
+  std::string metric = "tail_loss";
   static Schema<EarlyStoppingOptions> schema();
   bool enabled() const { return min_steps > 0; }
   std::vector<std::int64_t> rungs(std::int64_t max_steps) const;
@@ -73,7 +78,7 @@ struct SweepSpec {
 
 struct PlannedTrial {
   std::int64_t index = 0;
-  std::string label;                                   // "matrix_approximation_rank=2 start_powerSGD_iter=10"
+  std::string label;                                    // "matrix_approximation_rank=2 start_powerSGD_iter=10"
   nlohmann::json overrides = nlohmann::json::object();  // axis values, by parameter path
   RunConfig config;
   bool baseline = false;

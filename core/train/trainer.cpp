@@ -17,8 +17,8 @@
 #include "core/catalog.h"
 #include "core/dist/devices.h"
 #include "core/io/pickle_file.h"
-#include "core/train/checkpoint.h"
 #include "core/models/weights_file.h"
+#include "core/train/checkpoint.h"
 
 namespace commtune {
 
@@ -83,27 +83,29 @@ void dump_step(const DebugOptions& debug, int rank, std::int64_t step, const Red
 // the start of backward; collectives outside any bucket count for the step.
 void add_communication_stats(events::StepRecord& record, const std::vector<CollectiveRecord>& collectives,
                              const BackwardReport& report, steady::time_point backward_start) {
-  std::map<std::pair<std::int32_t, net::Collective>, std::pair<double, double>> totals;  // bytes, calls
+  struct Totals {
+    double bytes = 0, calls = 0, seconds = 0;
+  };
+  std::map<std::pair<std::int32_t, net::Collective>, Totals> totals;
   for (const auto& c : collectives) {
-    auto& [bytes, calls] = totals[{c.bucket, c.kind}];
-    bytes += c.bytes;
-    calls += 1;
+    auto& t = totals[{c.bucket, c.kind}];
+    t.bytes += c.bytes;
+    t.calls += 1;
+    t.seconds += std::max(0.0, c.seconds);
   }
-  for (const auto& [key, value] : totals) {
+  for (const auto& [key, t] : totals) {
     const auto prefix = std::string("comm.") + net::to_string(key.second);
-    if (key.first < 0) {
-      record.stats.push_back({prefix + ".bytes", value.first});
-      record.stats.push_back({prefix + ".calls", value.second});
-    } else {
-      const auto bucket = static_cast<std::uint32_t>(key.first);
-      record.bucket_stats.push_back({bucket, prefix + ".bytes", value.first});
-      record.bucket_stats.push_back({bucket, prefix + ".calls", value.second});
+    for (const auto& [name, value] : {std::pair{".bytes", t.bytes}, {".calls", t.calls}, {".seconds", t.seconds}}) {
+      if (key.first < 0)
+        record.stats.push_back({prefix + name, value});
+      else
+        record.bucket_stats.push_back({static_cast<std::uint32_t>(key.first), prefix + name, value});
     }
   }
   for (std::size_t b = 0; b < report.bucket_ready.size(); ++b)
     if (report.bucket_ready[b] != steady::time_point{})
-      record.bucket_stats.push_back(
-          {static_cast<std::uint32_t>(b), "ready_s", std::max(0.0, seconds_between(backward_start, report.bucket_ready[b]))});
+      record.bucket_stats.push_back({static_cast<std::uint32_t>(b), "ready_s",
+                                     std::max(0.0, seconds_between(backward_start, report.bucket_ready[b]))});
   record.stats.push_back({"hook_inline_s", report.hook_inline_s});
 }
 
