@@ -1,0 +1,178 @@
+#include "app/cli/cli_common.h"
+
+#include <signal.h>
+
+#include <cmath>
+#include <ctime>
+
+#include "core/config/run_config.h"
+#include "core/netmodel/recommend.h"
+
+namespace commtune::cli {
+
+nlohmann::json load_raw_config(const std::string& path, const std::vector<std::string>& overrides) {
+  nlohmann::json raw = nlohmann::json::object();
+  if (!path.empty()) raw = RunConfig::from_file(path).to_json();
+  for (const auto& o : overrides) apply_override(raw, o);
+  return raw;
+}
+
+std::atomic<bool> g_stop{false};
+
+namespace {
+void on_stop_signal(int) { g_stop.store(true); }
+}  // namespace
+
+void watch_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &action, nullptr);
+}
+
+std::string store_path(const std::string& path) { return path.empty() ? db::default_store_path() : path; }
+
+std::unique_ptr<db::Store> open_store(const std::string& path) {
+  const auto file = store_path(path);
+  try {
+    return std::make_unique<db::Store>(file);
+  } catch (const db::Error& e) {
+    if (e.code() != 8 /* SQLITE_READONLY */ && e.code() != 14 /* SQLITE_CANTOPEN */) throw;
+    return std::make_unique<db::Store>(file, db::Store::Access::ReadOnly);
+  }
+}
+
+std::unique_ptr<db::Writer> open_writer(const std::string& path) {
+  return std::make_unique<db::Writer>(store_path(path));
+}
+
+void Table::print(std::ostream& out) const {
+  std::vector<std::size_t> width(headers_.size(), 0);
+  std::vector<bool> numeric(headers_.size(), true);
+  auto is_number = [](const std::string& s) {
+    return !s.empty() &&
+           (std::isdigit(static_cast<unsigned char>(s[0])) || ((s[0] == '-' || s[0] == '+') && s.size() > 1));
+  };
+  for (std::size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
+  for (const auto& row : rows_)
+    for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+      if (row[c] != "-" && !is_number(row[c])) numeric[c] = false;
+    }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (std::size_t c = 0; c < width.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      const std::string pad(width[c] - cell.size(), ' ');
+      if (c) text += "  ";
+      text += numeric[c] ? pad + cell : (c + 1 == width.size() ? cell : cell + pad);
+    }
+    out << text << "\n";
+  };
+  line(headers_);
+  for (const auto& row : rows_) line(row);
+}
+
+std::string format(const char* printf_format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, printf_format, value);
+  return text;
+}
+
+std::string format_optional(const char* printf_format, const std::optional<double>& value, const char* missing) {
+  return value && std::isfinite(*value) ? format(printf_format, *value) : missing;
+}
+
+std::string format_time(double unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", &local);
+  return text;
+}
+
+std::vector<std::int64_t> select_runs(const db::Store& store, const std::vector<std::int64_t>& run_ids,
+                                      std::optional<std::int64_t> sweep_id) {
+  if (!run_ids.empty()) {
+    for (const auto id : run_ids)
+      if (!store.run(id)) throw db::Error("there is no run " + std::to_string(id) + " in " + store.path());
+    return run_ids;
+  }
+  db::RunFilter filter;
+  filter.sweep_id = sweep_id;
+  if (sweep_id && !store.sweep(*sweep_id))
+    throw db::Error("there is no sweep " + std::to_string(*sweep_id) + " in " + store.path());
+  std::vector<std::int64_t> ids;
+  for (const auto& r : store.runs(filter)) ids.push_back(r.id);
+  return ids;
+}
+
+namespace {
+template <class T>
+nlohmann::json optional_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+}  // namespace
+
+nlohmann::json run_json(const db::RunRecord& r, bool full) {
+  nlohmann::json j{{"id", r.id},
+                   {"sweep_id", optional_json(r.sweep_id)},
+                   {"trial", optional_json(r.trial)},
+                   {"name", r.name},
+                   {"status", r.status},
+                   {"reason", r.reason},
+                   {"hook", describe_hook(r.config)},
+                   {"host", r.host},
+                   {"world_size", r.world_size},
+                   {"steps_requested", r.steps_requested},
+                   {"steps_completed", r.steps_completed},
+                   {"fingerprint", r.fingerprint},
+                   {"created_at", r.created_at},
+                   {"started_at", optional_json(r.started_at)},
+                   {"finished_at", optional_json(r.finished_at)},
+                   {"wall_s", r.wall_s},
+                   {"final_loss", optional_json(r.final_loss)}};
+  if (full) {
+    j["config"] = r.config;
+    j["summary"] = r.summary;
+  }
+  return j;
+}
+
+nlohmann::json sweep_json(const db::Store& store, const db::SweepRecord& s) {
+  db::RunFilter filter;
+  filter.sweep_id = s.id;
+  auto trials = nlohmann::json::array();
+  for (const auto& r : store.runs(filter))
+    trials.push_back({{"trial", optional_json(r.trial)},
+                      {"run_id", r.id},
+                      {"name", r.name},
+                      {"status", r.status},
+                      {"steps_completed", r.steps_completed},
+                      {"final_loss", optional_json(r.final_loss)}});
+  return {{"id", s.id},
+          {"name", s.name},
+          {"status", s.status},
+          {"spec", s.spec},
+          {"created_at", s.created_at},
+          {"finished_at", optional_json(s.finished_at)},
+          {"trials", trials}};
+}
+
+nlohmann::json digest_json(const RunDigest& d) {
+  return {{"tail_loss", optional_json(d.loss)},
+          {"step_ms", optional_json(d.step_ms)},
+          {"wire_mb_per_step", optional_json(d.wire_mb)},
+          {"compression_ratio", optional_json(d.compression_ratio)},
+          {"steps", d.steps}};
+}
+
+std::optional<double> summary_number(const nlohmann::json& summary, const char* pointer) {
+  if (!summary.is_object()) return std::nullopt;
+  const nlohmann::json::json_pointer p(pointer);
+  if (!summary.contains(p) || !summary.at(p).is_number()) return std::nullopt;
+  return summary.at(p).get<double>();
+}
+
+}  // namespace commtune::cli

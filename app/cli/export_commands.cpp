@@ -1,0 +1,229 @@
+// `export`: runs and their metrics as CSV or JSON for analysis elsewhere, and
+// a tuned configuration for a production PyTorch job (`production` for any
+// hook, `powersgd` for PowerSGD's state file).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "core/export/powersgd_export.h"
+#include "core/export/production_export.h"
+
+namespace commtune::cli {
+namespace {
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string csv_value(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return csv_field(v.get<std::string>());
+  return csv_field(v.dump());
+}
+
+void write_csv_row(std::ostream& out, const std::vector<std::string>& fields) {
+  for (std::size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << fields[i];
+  out << "\n";
+}
+
+nlohmann::json step_json(const db::StepRow& s) {
+  return {{"run_id", s.run_id},
+          {"rank", s.rank},
+          {"step", s.step},
+          {"wall_s", s.wall_s},
+          {"loss", s.loss},
+          {"lr", s.lr},
+          {"t_data", s.t_data},
+          {"t_forward", s.t_forward},
+          {"t_backward", s.t_backward},
+          {"t_comm_wait", s.t_comm_wait},
+          {"t_hook", s.t_hook},
+          {"t_optimizer", s.t_optimizer},
+          {"t_step", s.t_step},
+          {"wire_bytes", s.wire_bytes},
+          {"uncompressed_bytes", s.uncompressed_bytes}};
+}
+
+struct ExportRunsArgs {
+  std::vector<std::int64_t> runs;
+  std::optional<std::int64_t> sweep;
+  std::string format = "csv", out;
+  bool metrics = false;
+};
+
+// Runs: one row each with their numbers and every parameter. With
+// --metrics: one row per run, rank and step instead.
+int export_runs_command(const ExportRunsArgs& args, const Context& context) {
+  const auto store = open_store(context.db);
+  const auto ids = select_runs(*store, args.runs, args.sweep);
+  std::ofstream file;
+  if (!args.out.empty()) {
+    file.open(args.out);
+    if (!file) throw std::runtime_error("cannot write " + args.out);
+  }
+  std::ostream& out = args.out.empty() ? std::cout : file;
+
+  if (args.metrics) {
+    bool header = true;
+    auto all = nlohmann::json::array();
+    for (const auto id : ids)
+      for (const auto& s : store->steps(id)) {
+        auto row = step_json(s);
+        if (args.format == "json") {
+          all.push_back(std::move(row));
+          continue;
+        }
+        if (header) {
+          std::vector<std::string> names;
+          for (const auto& [k, v] : row.items()) names.push_back(k);
+          write_csv_row(out, names);
+          header = false;
+        }
+        std::vector<std::string> fields;
+        for (const auto& [k, v] : row.items()) fields.push_back(csv_value(v));
+        write_csv_row(out, fields);
+      }
+    if (args.format == "json") out << all.dump(1) << "\n";
+    return out ? kExitOk : kExitFailed;
+  }
+
+  std::vector<nlohmann::json> rows;
+  std::set<std::string> param_names;
+  for (const auto id : ids) {
+    auto row = run_json(*store->run(id), false);
+    row["digest"] = digest_json(digest_run(*store, id));
+    row["params"] = nlohmann::json::object();
+    for (const auto& [name, value] : store->params(id)) {
+      row["params"][name] = value;
+      param_names.insert(name);
+    }
+    rows.push_back(std::move(row));
+  }
+  if (args.format == "json") {
+    out << nlohmann::json(rows).dump(2) << "\n";
+    return out ? kExitOk : kExitFailed;
+  }
+  const std::vector<std::string> run_columns{
+      "id",         "sweep_id",        "trial",           "name",   "status",    "hook",
+      "world_size", "steps_requested", "steps_completed", "wall_s", "final_loss"};
+  const std::vector<std::string> digest_columns{"tail_loss", "step_ms", "wire_mb_per_step", "compression_ratio"};
+  std::vector<std::string> header = run_columns;
+  header.insert(header.end(), digest_columns.begin(), digest_columns.end());
+  header.insert(header.end(), param_names.begin(), param_names.end());
+  write_csv_row(out, header);
+  for (const auto& row : rows) {
+    std::vector<std::string> fields;
+    for (const auto& c : run_columns) fields.push_back(csv_value(row[c]));
+    for (const auto& c : digest_columns) fields.push_back(csv_value(row["digest"][c]));
+    for (const auto& p : param_names) fields.push_back(csv_value(row["params"].value(p, nlohmann::json(nullptr))));
+    write_csv_row(out, fields);
+  }
+  return out ? kExitOk : kExitFailed;
+}
+
+struct ExportConfigArgs {
+  std::string from, out;
+  std::optional<std::int64_t> run;
+  bool runtime_state = false;
+};
+
+// The configuration to export and the checkpoint to take runtime state from:
+// from a stored run, a run summary file or a checkpoint folder.
+std::pair<nlohmann::json, std::string> export_source(const ExportConfigArgs& args, const Context& context) {
+  namespace fs = std::filesystem;
+  if (args.run.has_value() == !args.from.empty())
+    throw std::invalid_argument("name what to export: either --run ID or --from FILE_OR_FOLDER");
+  nlohmann::json config, checkpoints;
+  std::string checkpoint;
+  if (args.run) {
+    const auto store = open_store(context.db);
+    const auto run = store->run(*args.run);
+    if (!run) throw db::Error("there is no run " + std::to_string(*args.run) + " in " + store->path());
+    config = run->config;
+    for (const auto& a : store->artifacts(run->id))
+      if (a.kind == "checkpoint" && fs::is_directory(a.path)) checkpoint = a.path;
+  } else if (fs::is_directory(args.from)) {
+    std::ifstream in(fs::path(args.from) / "config.json");
+    if (!in) throw std::runtime_error(args.from + " has no config.json: not a commtune checkpoint folder");
+    config = nlohmann::json::parse(in);
+    checkpoint = args.from;
+  } else {
+    std::ifstream in(args.from);
+    if (!in) throw std::runtime_error("cannot read " + args.from);
+    const auto summary = nlohmann::json::parse(in);
+    if (!summary.contains("config")) throw std::runtime_error(args.from + " is not a commtune run summary");
+    config = summary["config"];
+    if (summary.contains("checkpoints") && !summary["checkpoints"].empty())
+      checkpoint = summary["checkpoints"].back()["folder"];
+  }
+  if (!args.runtime_state) return {config, ""};
+  if (checkpoint.empty())
+    throw std::runtime_error("the run left no checkpoint to take runtime state from: run it with checkpoint.dir set");
+  return {config, checkpoint};
+}
+
+int export_config_command(const ExportConfigArgs& args, const Context& context, bool powersgd_only) {
+  const auto [config, checkpoint] = export_source(args, context);
+  const auto files = powersgd_only ? export_powersgd(config, checkpoint, args.out)
+                                   : export_for_production(config, checkpoint, args.out);
+  for (const auto& file : files) std::printf("%s\n", file.c_str());
+  if (args.run) {
+    const auto writer = open_writer(context.db);
+    const auto run_id = *args.run;
+    writer->call([run_id, files](db::Store& s) {
+      for (const auto& f : files) s.add_artifact(run_id, "export", std::filesystem::absolute(f).string());
+    });
+    writer->flush();
+  }
+  return kExitOk;
+}
+
+void add_export_config_options(CLI::App& command, ExportConfigArgs& args) {
+  command.add_option("--run", args.run, "a stored run");
+  command.add_option("--from", args.from, "or a run summary (JSON) or a checkpoint folder (step-NNNNNN)")
+      ->check(CLI::ExistingPath);
+  command.add_option("--out", args.out, "folder to write into")->required();
+  command.add_flag("--runtime-state", args.runtime_state,
+                   "also each rank's runtime state (iteration, random generator, error and P/Q memories) from the "
+                   "run's last checkpoint, so the job continues where the run stopped");
+}
+
+}  // namespace
+
+void add_export_commands(CLI::App& app, Context& context) {
+  auto* export_cmd = app.add_subcommand("export", "export runs and metrics, or a tuned configuration for production");
+  export_cmd->require_subcommand(1);
+
+  auto runs_args = std::make_shared<ExportRunsArgs>();
+  auto* runs = export_cmd->add_subcommand("runs", "stored runs (or their per-step metrics) as CSV or JSON");
+  runs->add_option("runs", runs_args->runs, "run ids (default: all, or the sweep's)");
+  runs->add_option("--sweep", runs_args->sweep, "the trials of this sweep");
+  runs->add_option("--format", runs_args->format, "csv or json")->check(CLI::IsMember({"csv", "json"}));
+  runs->add_flag("--metrics", runs_args->metrics, "one row per run, rank and step instead of one per run");
+  runs->add_option("-o,--out", runs_args->out, "write here instead of to stdout");
+  runs->callback([runs_args, &context] { context.exit_code = export_runs_command(*runs_args, context); });
+
+  auto production_args = std::make_shared<ExportConfigArgs>();
+  auto* production = export_cmd->add_subcommand(
+      "production",
+      "a run's configuration for a production PyTorch job: the hook's state file if it has one, the "
+      "configuration (JSON) and a Python file that registers the hook");
+  add_export_config_options(*production, *production_args);
+  production->callback(
+      [production_args, &context] { context.exit_code = export_config_command(*production_args, context, false); });
+
+  auto powersgd_args = std::make_shared<ExportConfigArgs>();
+  auto* powersgd = export_cmd->add_subcommand(
+      "powersgd", "a PowerSGDState file (torch.load(..., weights_only=True)), the configuration and a Python snippet");
+  add_export_config_options(*powersgd, *powersgd_args);
+  powersgd->callback(
+      [powersgd_args, &context] { context.exit_code = export_config_command(*powersgd_args, context, true); });
+}
+
+}  // namespace commtune::cli

@@ -1,0 +1,218 @@
+// Will it pay off? `predict` a stored run's step time on other networks from
+// its measured profile; `recommend` the configuration to use on one, or say
+// to keep allreduce; `--export` writes it out for production.
+#include <iostream>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "core/export/production_export.h"
+#include "core/netmodel/cost_model.h"
+#include "core/netmodel/recommend.h"
+
+namespace commtune::cli {
+namespace {
+
+struct ClusterArgs {
+  std::vector<std::string> networks;
+  std::optional<int> nodes;
+  int gpus_per_node = 1;
+  std::string intra = "nvlink";
+  std::optional<double> bandwidth_gbit, latency_us;
+};
+
+void add_cluster_options(CLI::App& command, ClusterArgs& args, const std::string& default_networks) {
+  command
+      .add_option(
+          "--network", args.networks,
+          "link between nodes: 100mbit, 1gbit, 10gbit, 25gbit, 100gbit or nvlink (default " + default_networks + ")")
+      ->delimiter(',');
+  command.add_option("--bandwidth-gbit", args.bandwidth_gbit, "a custom link between nodes: bandwidth in Gbit/s")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--latency-us", args.latency_us, "and its latency in microseconds (default 20)")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("--nodes", args.nodes, "nodes in the target cluster (default: the run's ranks)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--gpus-per-node", args.gpus_per_node, "ranks per node (default 1)")->check(CLI::PositiveNumber);
+  command.add_option("--intra", args.intra, "link between ranks of one node (default nvlink)");
+}
+
+// One cluster per network named, with `ranks` spread over nodes when
+// --nodes is not given.
+std::vector<net::Cluster> clusters(const ClusterArgs& args, int ranks, const std::vector<std::string>& defaults) {
+  net::Cluster shape;
+  shape.gpus_per_node = args.gpus_per_node;
+  shape.nodes = args.nodes ? *args.nodes : std::max(1, ranks / args.gpus_per_node);
+  shape.intra = net::link_preset(args.intra, "--intra");
+  std::vector<net::Cluster> out;
+  if (args.bandwidth_gbit) {
+    shape.inter = net::custom_link(*args.bandwidth_gbit, args.latency_us.value_or(20));
+    out.push_back(shape);
+  } else if (args.latency_us) {
+    throw std::invalid_argument("--latency-us goes with --bandwidth-gbit (a custom link)");
+  }
+  for (const auto& name : args.networks.empty() && out.empty() ? defaults : args.networks) {
+    shape.inter = net::link_preset(name, "--network");
+    out.push_back(shape);
+  }
+  return out;
+}
+
+std::string network_name(const net::Cluster& c) { return c.nodes > 1 ? c.inter.name : c.intra.name; }
+
+struct PredictArgs {
+  std::vector<std::int64_t> runs;
+  std::optional<std::int64_t> sweep, baseline;
+  ClusterArgs cluster;
+  bool as_json = false;
+};
+
+int predict_command(const PredictArgs& args, const Context& context) {
+  const auto store = open_store(context.db);
+  auto ids = select_runs(*store, args.runs, args.sweep);
+  if (ids.empty()) throw std::invalid_argument("nothing to predict: name runs, or a sweep with --sweep");
+  const auto baseline = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
+  std::vector<RunProfile> profiles;
+  std::vector<std::string> labels;
+  for (const auto id : ids) {
+    const auto run = store->run(id);
+    if (run->status != db::status::kSucceeded && run->status != db::status::kStopped) continue;
+    profiles.push_back(RunProfile::from_store(*store, id));
+    labels.push_back(run->name.empty() ? describe_hook(run->config) : run->name);
+  }
+  if (profiles.empty()) throw std::invalid_argument("none of these runs finished: nothing measured to predict from");
+  const auto targets =
+      clusters(args.cluster, profiles.front().world_size, {"100mbit", "1gbit", "10gbit", "25gbit", "100gbit"});
+  std::optional<RunProfile> baseline_profile;
+  if (baseline) baseline_profile = RunProfile::from_store(*store, *baseline);
+
+  auto out = nlohmann::json::array();
+  std::vector<std::string> headers{"run", "label", "measured ms"};
+  for (const auto& c : targets) headers.push_back(network_name(c) + " ms");
+  if (baseline_profile)
+    for (const auto& c : targets) headers.push_back(network_name(c) + " speedup");
+  Table table(headers);
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    const auto& p = profiles[i];
+    std::vector<std::string> cells{std::to_string(p.run_id) + (baseline && p.run_id == *baseline ? "*" : ""), labels[i],
+                                   format("%.2f", 1e3 * p.measured_step_s)};
+    std::vector<std::string> speedups;
+    auto predictions = nlohmann::json::array();
+    for (const auto& c : targets) {
+      const auto prediction = predict(p, c);
+      cells.push_back(format("%.2f", 1e3 * prediction.step_s));
+      auto j = prediction.to_json();
+      j["cluster"] = c.describe();
+      j["network"] = network_name(c);
+      if (baseline_profile) {
+        const double speedup = predict(*baseline_profile, c).step_s / prediction.step_s;
+        speedups.push_back(format("%.2fx", speedup));
+        j["speedup_over_allreduce"] = speedup;
+      }
+      predictions.push_back(j);
+    }
+    cells.insert(cells.end(), speedups.begin(), speedups.end());
+    table.add(cells);
+    out.push_back({{"run_id", p.run_id}, {"label", labels[i]}, {"profile", p.to_json()}, {"predictions", predictions}});
+  }
+  if (args.as_json) {
+    std::cout << nlohmann::json{{"baseline_run", baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr)},
+                                {"runs", out}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << "predicted step time on " << targets.front().describe().substr(0, targets.front().describe().find(','))
+            << (baseline ? "; * is the allreduce baseline the speedups are over" : "") << "\n";
+  table.print(std::cout);
+  return kExitOk;
+}
+
+struct RecommendArgs {
+  std::vector<std::int64_t> runs;
+  std::optional<std::int64_t> sweep, baseline;
+  ClusterArgs cluster;
+  double tolerance = 0.01, min_speedup = 1.05;
+  std::string export_dir;
+  bool as_json = false;
+};
+
+int recommend_command(const RecommendArgs& args, const Context& context) {
+  const auto store = open_store(context.db);
+  const auto ids = select_runs(*store, args.runs, args.sweep);
+  if (ids.empty()) throw std::invalid_argument("nothing to choose from: name runs, or a sweep with --sweep");
+  RecommendOptions options;
+  options.tolerance = args.tolerance;
+  options.min_speedup = args.min_speedup;
+  options.baseline_run = args.baseline;
+  const auto reference = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
+  const int ranks = static_cast<int>(store->run(reference ? *reference : ids.front())->world_size);
+  const auto targets = clusters(args.cluster, ranks, {"10gbit"});
+  if (targets.size() != 1) throw std::invalid_argument("recommend answers for one network: name one with --network");
+  options.cluster = targets.front();
+  const auto r = recommend(*store, ids, options);
+
+  std::vector<std::string> files;
+  if (!args.export_dir.empty() && r.chosen_run) {
+    files = export_for_production(store->run(*r.chosen_run)->config, "", args.export_dir);
+  }
+  if (args.as_json) {
+    auto j = r.to_json();
+    j["exported"] = files;
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "on " << r.cluster.describe() << ", loss within " << format("%g%%", 100 * r.tolerance)
+            << " of allreduce (run " << r.baseline_run << "):\n";
+  Table table({"run", "label", "tail loss", "vs base", "predicted ms", "speedup", "excluded because"});
+  for (const auto& c : r.candidates)
+    table.add({std::to_string(c.run_id) + (c.run_id == r.baseline_run ? "*" : ""), c.label,
+               format_optional("%.5f", c.loss), c.loss_change ? format("%+.2f%%", 100 * *c.loss_change) : "-",
+               c.prediction ? format("%.2f", 1e3 * c.prediction->step_s) : "-", format_optional("%.2fx", c.speedup),
+               c.excluded.empty() ? "-" : c.excluded});
+  table.print(std::cout);
+  std::cout << "\n" << r.verdict << "\n";
+  if (!args.export_dir.empty()) {
+    if (files.empty()) std::cout << "nothing exported: allreduce needs no hook\n";
+    for (const auto& f : files) std::cout << "exported " << f << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_netmodel_commands(CLI::App& app, Context& context) {
+  auto predict_args = std::make_shared<PredictArgs>();
+  auto* predict_cmd = app.add_subcommand(
+      "predict", "predict stored runs' step time on other networks from what they measured (docs/network-model.md)");
+  predict_cmd->add_option("runs", predict_args->runs, "run ids");
+  predict_cmd->add_option("--sweep", predict_args->sweep, "the trials of this sweep");
+  predict_cmd->add_option("--baseline", predict_args->baseline, "speedups over this run (default: the allreduce run)");
+  add_cluster_options(*predict_cmd, predict_args->cluster, "100mbit,1gbit,10gbit,25gbit,100gbit");
+  predict_cmd->add_flag("--json", predict_args->as_json, "machine-readable, with each run's measured profile");
+  predict_cmd->callback([predict_args, &context] { context.exit_code = predict_command(*predict_args, context); });
+
+  auto recommend_args = std::make_shared<RecommendArgs>();
+  auto* recommend_cmd =
+      app.add_subcommand("recommend",
+                         "the configuration with the best predicted step time whose loss stays near allreduce's, or "
+                         "'keep allreduce'");
+  recommend_cmd->add_option("runs", recommend_args->runs, "run ids");
+  recommend_cmd->add_option("--sweep", recommend_args->sweep, "the trials of this sweep");
+  recommend_cmd->add_option("--baseline", recommend_args->baseline, "the allreduce run to compare with");
+  add_cluster_options(*recommend_cmd, recommend_args->cluster, "10gbit");
+  recommend_cmd
+      ->add_option("--tolerance", recommend_args->tolerance,
+                   "how much worse a loss may be than the baseline's, relative (default 0.01: 1%)")
+      ->check(CLI::Range(0.0, 10.0));
+  recommend_cmd
+      ->add_option("--min-speedup", recommend_args->min_speedup,
+                   "predicted speedups below this are within the model's error (default 1.05)")
+      ->check(CLI::Range(1.0, 100.0));
+  recommend_cmd->add_option("--export", recommend_args->export_dir,
+                            "write the recommended configuration here for production (export production)");
+  recommend_cmd->add_flag("--json", recommend_args->as_json, "machine-readable");
+  recommend_cmd->callback(
+      [recommend_args, &context] { context.exit_code = recommend_command(*recommend_args, context); });
+}
+
+}  // namespace commtune::cli

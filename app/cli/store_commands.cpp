@@ -1,0 +1,285 @@
+// Reading the run store: `list` runs (or sweeps), `show` one run or sweep,
+// `compare` runs side by side against their allreduce baseline.
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "core/netmodel/recommend.h"
+#include "core/store/run_metrics.h"
+
+namespace commtune::cli {
+namespace {
+
+std::string steps_text(const db::RunRecord& r) {
+  return std::to_string(r.steps_completed) + "/" + std::to_string(r.steps_requested);
+}
+
+std::string label_of(const db::RunRecord& r) { return r.name.empty() ? describe_hook(r.config) : r.name; }
+
+struct ListArgs {
+  std::optional<std::int64_t> sweep;
+  std::vector<std::string> statuses, params;
+  std::string search, sort = "id";
+  bool descending = false, as_json = false, sweeps = false;
+  std::int64_t limit = 0;
+};
+
+int list_sweeps(const db::Store& store, bool as_json) {
+  const auto sweeps = store.sweeps();
+  if (as_json) {
+    auto out = nlohmann::json::array();
+    for (const auto& s : sweeps) out.push_back(sweep_json(store, s));
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  Table table({"sweep", "name", "status", "trials", "ended", "created"});
+  for (const auto& s : sweeps) {
+    db::RunFilter filter;
+    filter.sweep_id = s.id;
+    const auto runs = store.runs(filter);
+    const auto ended =
+        std::count_if(runs.begin(), runs.end(), [](const auto& r) { return db::status::is_end(r.status); });
+    table.add({std::to_string(s.id), s.name, s.status, std::to_string(runs.size()), std::to_string(ended),
+               format_time(s.created_at)});
+  }
+  table.print(std::cout);
+  return kExitOk;
+}
+
+int list_command(const ListArgs& args, const Context& context) {
+  const auto store = open_store(context.db);
+  if (args.sweeps) return list_sweeps(*store, args.as_json);
+  db::RunFilter filter;
+  filter.sweep_id = args.sweep;
+  filter.statuses = args.statuses;
+  filter.search = args.search;
+  for (const auto& p : args.params) {
+    const auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("--param wants NAME=VALUE (e.g. hook.name=powersgd), got '" + p + "'");
+    filter.params.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+  }
+  filter.order_by = args.sort;
+  filter.descending = args.descending;
+  filter.limit = args.limit;
+  const auto runs = store->runs(filter);
+  if (args.as_json) {
+    auto out = nlohmann::json::array();
+    for (const auto& r : runs) out.push_back(run_json(r, false));
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  Table table({"run", "sweep", "name", "status", "hook", "ranks", "steps", "final loss", "wall s", "created"});
+  for (const auto& r : runs)
+    table.add({std::to_string(r.id), r.sweep_id ? std::to_string(*r.sweep_id) + "/" + std::to_string(*r.trial) : "-",
+               r.name.empty() ? "-" : r.name, r.status, describe_hook(r.config), std::to_string(r.world_size),
+               steps_text(r), format_optional("%.4f", r.final_loss), format("%.1f", r.wall_s),
+               format_time(r.created_at)});
+  table.print(std::cout);
+  if (runs.empty()) std::cerr << "commtune: no runs match in " << store->path() << "\n";
+  return kExitOk;
+}
+
+int show_sweep(const db::Store& store, std::int64_t id, bool as_json) {
+  const auto sweep = store.sweep(id);
+  if (!sweep) throw db::Error("there is no sweep " + std::to_string(id) + " in " + store.path());
+  if (as_json) {
+    std::cout << sweep_json(store, *sweep).dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "sweep " << sweep->id << " '" << sweep->name << "': " << sweep->status << ", created "
+            << format_time(sweep->created_at) << "\n"
+            << sweep->spec.dump(2) << "\n\n";
+  db::RunFilter filter;
+  filter.sweep_id = id;
+  Table table({"trial", "run", "label", "status", "steps", "final loss", "reason"});
+  for (const auto& r : store.runs(filter))
+    table.add({std::to_string(r.trial.value_or(0)), std::to_string(r.id), r.name, r.status, steps_text(r),
+               format_optional("%.4f", r.final_loss), r.reason.empty() ? "-" : r.reason});
+  table.print(std::cout);
+  return kExitOk;
+}
+
+int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t> sweep_id, bool as_json,
+                 bool config_only, const Context& context) {
+  const auto store = open_store(context.db);
+  if (sweep_id) return show_sweep(*store, *sweep_id, as_json);
+  if (!run_id) throw std::invalid_argument("show wants a run id, or --sweep ID");
+  const auto run = store->run(*run_id);
+  if (!run) throw db::Error("there is no run " + std::to_string(*run_id) + " in " + store->path());
+  if (config_only) {
+    std::cout << run->config.dump(2) << "\n";
+    return kExitOk;
+  }
+  const auto digest = digest_run(*store, run->id);
+  auto events = nlohmann::json::array();
+  for (const auto& e : store->events(run->id))
+    if (e.kind != "checkpoint")
+      events.push_back({{"rank", e.rank}, {"time", e.time}, {"kind", e.kind}, {"body", e.body}});
+  auto artifacts = nlohmann::json::array();
+  for (const auto& a : store->artifacts(run->id))
+    artifacts.push_back({{"kind", a.kind}, {"path", a.path}, {"created_at", a.created_at}});
+  if (as_json) {
+    auto out = run_json(*run, true);
+    out["digest"] = digest_json(digest);
+    out["stats"] = store->stat_names(run->id);
+    out["events"] = events;
+    out["artifacts"] = artifacts;
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "run " << run->id << (run->name.empty() ? "" : " '" + run->name + "'") << ": " << run->status
+            << (run->reason.empty() ? "" : " (" + run->reason + ")") << "\n";
+  if (run->sweep_id) std::cout << "  sweep        " << *run->sweep_id << ", trial " << *run->trial << "\n";
+  std::cout << "  hook         " << describe_hook(run->config) << "\n"
+            << "  ranks        " << run->world_size << " on " << run->host << "\n"
+            << "  steps        " << steps_text(*run) << "\n"
+            << "  created      " << format_time(run->created_at) << "\n"
+            << "  wall         " << format("%.1f s", run->wall_s) << "\n"
+            << "  fingerprint  " << run->fingerprint << "\n"
+            << "  tail loss    " << format_optional("%.5f", digest.loss) << "\n"
+            << "  step time    " << format_optional("%.2f ms", digest.step_ms) << " (median, second half)\n"
+            << "  on the wire  " << format_optional("%.3f MB/step", digest.wire_mb) << ", compression "
+            << format_optional("%.1fx", digest.compression_ratio) << "\n";
+  std::cout << "parameters:\n";
+  for (const auto& [name, value] : store->params(run->id)) std::cout << "  " << name << " = " << value.dump() << "\n";
+  std::cout << "statistics: ";
+  for (const auto& name : store->stat_names(run->id)) std::cout << name << " ";
+  std::cout << "\n";
+  for (const auto& e : events)
+    std::cout << "event rank " << e["rank"] << " " << e["kind"].get<std::string>() << ": " << e["body"].dump() << "\n";
+  for (const auto& a : artifacts)
+    std::cout << "artifact " << a["kind"].get<std::string>() << ": " << a["path"].get<std::string>() << "\n";
+  return kExitOk;
+}
+
+// Parameters with different values among the runs that have them (a hook's
+// own parameters are absent from runs of other hooks), bookkeeping aside.
+std::vector<std::string> differing_params(const std::vector<std::map<std::string, nlohmann::json>>& params) {
+  std::set<std::string> names;
+  for (const auto& p : params)
+    for (const auto& [name, value] : p)
+      if (name.rfind("checkpoint.", 0) != 0 && name.rfind("debug.", 0) != 0) names.insert(name);
+  std::vector<std::string> out;
+  for (const auto& name : names) {
+    std::set<std::string> values;
+    for (const auto& p : params)
+      if (p.count(name)) values.insert(p.at(name).dump());
+    if (values.size() > 1) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+int compare_command(const CompareArgs& args, const Context& context) {
+  const auto store = open_store(context.db);
+  const auto ids = select_runs(*store, args.runs, args.sweep);
+  if (ids.empty()) throw std::invalid_argument("nothing to compare: name runs, or a sweep with --sweep");
+  std::vector<db::RunRecord> runs;
+  std::vector<std::map<std::string, nlohmann::json>> params;
+  std::vector<RunDigest> digests;
+  for (const auto id : ids) {
+    runs.push_back(*store->run(id));
+    const auto p = store->params(id);
+    params.emplace_back(p.begin(), p.end());
+    digests.push_back(digest_run(*store, id));
+  }
+  const auto baseline = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
+  std::optional<double> baseline_loss;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (baseline && runs[i].id == *baseline) baseline_loss = digests[i].loss;
+  if (baseline && !baseline_loss && args.baseline) {
+    const auto d = digest_run(*store, *baseline);
+    baseline_loss = d.loss;
+  }
+  const auto columns = differing_params(params);
+
+  auto rows = nlohmann::json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    auto row = run_json(runs[i], false);
+    row["params"] = nlohmann::json::object();
+    for (const auto& c : columns) row["params"][c] = params[i].count(c) ? params[i].at(c) : nlohmann::json(nullptr);
+    row["digest"] = digest_json(digests[i]);
+    row["loss_change"] = baseline_loss && digests[i].loss && *baseline_loss != 0
+                             ? nlohmann::json(*digests[i].loss / *baseline_loss - 1)
+                             : nlohmann::json(nullptr);
+    row["baseline"] = baseline && runs[i].id == *baseline;
+    rows.push_back(row);
+  }
+  if (args.as_json) {
+    std::cout << nlohmann::json{{"baseline_run", baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr)},
+                                {"params", columns},
+                                {"runs", rows}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> headers{"run", "label", "status", "steps"};
+  for (const auto& c : columns) headers.push_back(c.substr(c.find('.') + 1));
+  for (const char* h : {"tail loss", "vs base", "ms/step", "MB/step", "compr"}) headers.push_back(h);
+  Table table(headers);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& row = rows[i];
+    std::vector<std::string> cells{std::to_string(runs[i].id) + (row["baseline"].get<bool>() ? "*" : ""),
+                                   label_of(runs[i]), runs[i].status, steps_text(runs[i])};
+    for (const auto& c : columns) {
+      const auto& v = row["params"][c];
+      cells.push_back(v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    cells.push_back(format_optional("%.5f", digests[i].loss));
+    cells.push_back(row["loss_change"].is_null() ? "-" : format("%+.2f%%", 100 * row["loss_change"].get<double>()));
+    cells.push_back(format_optional("%.2f", digests[i].step_ms));
+    cells.push_back(format_optional("%.3f", digests[i].wire_mb));
+    cells.push_back(format_optional("%.1fx", digests[i].compression_ratio));
+    table.add(cells);
+  }
+  table.print(std::cout);
+  std::cout << (baseline ? "* baseline (allreduce); " : "no allreduce baseline among these runs; ")
+            << "tail loss: mean over ranks and the last 10% of steps; ms/step: median over the second half\n";
+  return kExitOk;
+}
+
+void add_store_commands(CLI::App& app, Context& context) {
+  auto list_args = std::make_shared<ListArgs>();
+  auto* list = app.add_subcommand("list", "list stored runs (newest last), or sweeps with --sweeps");
+  list->add_option("--sweep", list_args->sweep, "only the trials of this sweep");
+  list->add_option("--status", list_args->statuses, "only runs with this status (repeatable)");
+  list->add_option("--search", list_args->search, "only runs whose name or configuration contains this text");
+  list->add_option("--param", list_args->params, "only runs with this parameter value: NAME=VALUE (repeatable)");
+  list->add_option("--sort", list_args->sort, "order by id, created, name, status, steps, final_loss or wall")
+      ->check(CLI::IsMember({"id", "created", "name", "status", "steps", "final_loss", "wall"}));
+  list->add_flag("--desc", list_args->descending, "in descending order");
+  list->add_option("--limit", list_args->limit, "at most this many runs")->check(CLI::NonNegativeNumber);
+  list->add_flag("--sweeps", list_args->sweeps, "list sweeps instead of runs");
+  list->add_flag("--json", list_args->as_json, "machine-readable");
+  list->callback([list_args, &context] { context.exit_code = list_command(*list_args, context); });
+
+  struct ShowArgs {
+    std::optional<std::int64_t> run, sweep;
+    bool as_json = false, config = false;
+  };
+  auto show_args = std::make_shared<ShowArgs>();
+  auto* show = app.add_subcommand("show", "one stored run in full (or a sweep with --sweep)");
+  show->add_option("run", show_args->run, "run id");
+  show->add_option("--sweep", show_args->sweep, "show this sweep and its trials instead");
+  show->add_flag("--json", show_args->as_json, "machine-readable");
+  show->add_flag("--config", show_args->config, "only the run's configuration, as a file `run -c` takes");
+  show->callback([show_args, &context] {
+    context.exit_code = show_command(show_args->run, show_args->sweep, show_args->as_json, show_args->config, context);
+  });
+
+  auto compare_args = std::make_shared<CompareArgs>();
+  auto* compare = app.add_subcommand(
+      "compare", "runs side by side: what differs, loss against the allreduce baseline, step time, bytes");
+  compare->add_option("runs", compare_args->runs, "run ids (default: the sweep's trials)");
+  compare->add_option("--sweep", compare_args->sweep, "every trial of this sweep");
+  compare->add_option("--baseline", compare_args->baseline,
+                      "compare losses with this run (default: the allreduce run)");
+  compare->add_flag("--json", compare_args->as_json, "machine-readable");
+  compare->callback([compare_args, &context] { context.exit_code = compare_command(*compare_args, context); });
+}
+
+}  // namespace commtune::cli

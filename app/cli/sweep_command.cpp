@@ -1,0 +1,190 @@
+// `sweep`: plan a sweep from a spec file or from flags, store it, and run its
+// trials; `sweep --resume ID` continues one whose process died or was
+// stopped. Ends with the comparison of its trials.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "core/config/run_config.h"
+#include "core/sweep/sweep_runner.h"
+
+namespace commtune::cli {
+namespace {
+
+struct SweepArgs {
+  std::string spec_path, config_path, name, strategy, work_dir, early_stop;
+  std::vector<std::string> overrides, axes;
+  std::optional<std::int64_t> trials, seed, parallel, checkpoint_every, resume;
+  bool no_baseline = false, plan_only = false, verbose = false;
+};
+
+// "a,b,c": each value as JSON when it parses (numbers, true), else as text.
+nlohmann::json axis_values(const std::string& list) {
+  auto values = nlohmann::json::array();
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = std::min(list.find(',', start), list.size());
+    const auto token = list.substr(start, comma - start);
+    const auto parsed = nlohmann::json::parse(token, nullptr, false);
+    values.push_back(parsed.is_discarded() || parsed.is_object() || parsed.is_array() ? nlohmann::json(token) : parsed);
+    start = comma + 1;
+  }
+  return values;
+}
+
+// The spec file's JSON with the command line's additions.
+nlohmann::json spec_json(const SweepArgs& args) {
+  nlohmann::json spec = nlohmann::json::object();
+  if (!args.spec_path.empty()) {
+    std::ifstream in(args.spec_path);
+    if (!in) throw std::runtime_error("cannot read " + args.spec_path);
+    spec = nlohmann::json::parse(in, nullptr, false);
+    if (!spec.is_object()) throw ConfigError(args.spec_path, "is not a JSON object (a sweep spec)");
+  }
+  if (!args.config_path.empty() || !args.overrides.empty()) {
+    auto base = load_raw_config(args.config_path, {});
+    if (spec.contains("base")) base.merge_patch(spec["base"]);
+    for (const auto& o : args.overrides) apply_override(base, o);
+    spec["base"] = base;
+  }
+  if (!args.axes.empty()) {
+    if (!spec.contains("axes")) spec["axes"] = nlohmann::json::object();
+    if (!spec["axes"].is_object()) throw ConfigError("axes", "--axis needs the spec's axes to be an object");
+    for (const auto& a : args.axes) {
+      const auto eq = a.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
+        throw ConfigError("--axis",
+                          "wants PARAM=V1,V2,... (e.g. hook.matrix_approximation_rank=1,2,4), got '" + a + "'");
+      spec["axes"][a.substr(0, eq)] = axis_values(a.substr(eq + 1));
+    }
+  }
+  if (!args.name.empty()) spec["name"] = args.name;
+  if (!args.strategy.empty()) spec["strategy"] = args.strategy;
+  if (args.trials) spec["trials"] = *args.trials;
+  if (args.seed) spec["seed"] = *args.seed;
+  if (args.parallel) spec["parallel"] = *args.parallel;
+  if (args.checkpoint_every) spec["checkpoint_every"] = *args.checkpoint_every;
+  if (args.no_baseline) spec["baseline"] = false;
+  if (!args.early_stop.empty()) {
+    const auto colon = args.early_stop.find(':');
+    try {
+      spec["early_stopping"]["min_steps"] = std::stoll(args.early_stop.substr(0, colon));
+      if (colon != std::string::npos)
+        spec["early_stopping"]["reduction_factor"] = std::stod(args.early_stop.substr(colon + 1));
+    } catch (const std::logic_error&) {
+      throw ConfigError("--early-stop", "wants MIN_STEPS[:FACTOR] (e.g. 20:3), got '" + args.early_stop + "'");
+    }
+  }
+  return spec;
+}
+
+void print_plan(const SweepSpec& spec) {
+  const auto trials = plan_trials(spec);
+  Table table({"trial", "label", "steps"});
+  for (const auto& t : trials) table.add({std::to_string(t.index), t.label, std::to_string(t.config.run.steps)});
+  table.print(std::cout);
+  if (spec.early_stopping.enabled()) {
+    std::cout << "successive halving: rungs at";
+    for (const auto r : spec.early_stopping.rungs(spec.base.value("steps", RunConfig{}.run.steps)))
+      std::cout << " " << r;
+    std::cout << " steps, the best 1/" << spec.early_stopping.reduction_factor << " go on at each\n";
+  }
+}
+
+void print_trial(const TrialEvent& e) {
+  std::string line = "[trial " + std::to_string(e.trial + 1) + "/" + std::to_string(e.trials) + ", run " +
+                     std::to_string(e.run_id) + "] " + e.label + ": ";
+  if (!e.finished) {
+    line += (e.from_step > 0 ? "continues from step " + std::to_string(e.from_step) : std::string("starts")) +
+            " to step " + std::to_string(e.to_step);
+  } else {
+    line += e.status;
+    if (e.loss) line += ", loss " + format("%.5f", *e.loss);
+    if (const auto ms = summary_number(e.summary, "/step_time_ms/median"))
+      line += ", " + format("%.2f", *ms) + " ms/step";
+    if (e.status == db::status::kFailed && e.summary.contains("reason"))
+      line += " (" + e.summary["reason"].get<std::string>() + ")";
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+int sweep_command(const SweepArgs& args, const Context& context) {
+  std::unique_ptr<db::Writer> writer;
+  std::int64_t sweep_id = 0;
+  if (args.resume) {
+    if (!args.spec_path.empty() || !args.axes.empty() || !args.overrides.empty() || !args.config_path.empty())
+      throw std::invalid_argument("--resume continues a stored sweep as planned: give no spec, axes or --set with it");
+    writer = open_writer(context.db);
+    sweep_id = *args.resume;
+  } else {
+    const auto spec = SweepSpec::parse(spec_json(args));
+    if (args.plan_only) {
+      print_plan(spec);
+      return kExitOk;
+    }
+    writer = open_writer(context.db);
+    sweep_id = create_sweep(spec, *writer);
+    std::fprintf(stderr, "commtune: sweep %lld with %zu trials in %s\n", static_cast<long long>(sweep_id),
+                 plan_trials(spec).size(), writer->path().c_str());
+  }
+
+  SweepRunOptions options;
+  options.store = writer.get();
+  options.work_dir =
+      args.work_dir.empty() ? (std::filesystem::path(writer->path()).parent_path() / "sweeps").string() : args.work_dir;
+  watch_stop_signals();
+  options.cancel = &g_stop;
+  options.echo_worker_output = args.verbose;
+  options.on_trial = print_trial;
+  const auto outcome = run_sweep(sweep_id, options);
+
+  std::string tally;
+  for (const auto& [status, count] : outcome.trial_statuses) tally += " " + std::to_string(count) + " " + status;
+  std::fprintf(stderr, "commtune: sweep %lld %s:%s\n", static_cast<long long>(sweep_id), outcome.status.c_str(),
+               tally.c_str());
+  if (outcome.status == db::status::kCancelled) {
+    std::fprintf(stderr, "commtune: continue it with: commtune-cli sweep --resume %lld\n",
+                 static_cast<long long>(sweep_id));
+    return kExitCancelled;
+  }
+  CompareArgs compare;
+  compare.sweep = sweep_id;
+  compare_command(compare, context);
+  const int ended_well =
+      outcome.trial_statuses.count(db::status::kSucceeded) ? outcome.trial_statuses.at(db::status::kSucceeded) : 0;
+  return ended_well > 0 ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, Context& context) {
+  auto args = std::make_shared<SweepArgs>();
+  auto* sweep = app.add_subcommand("sweep", "plan, run and store a hyperparameter sweep (docs/sweeps.md)");
+  sweep->add_option("--spec", args->spec_path, "sweep spec (JSON): base, axes, strategy, early_stopping, ...")
+      ->check(CLI::ExistingFile);
+  sweep->add_option("-c,--config", args->config_path, "base run configuration (JSON)")->check(CLI::ExistingFile);
+  sweep->add_option("-s,--set", args->overrides, "override a base parameter: path=value (repeatable)");
+  sweep->add_option("-a,--axis", args->axes,
+                    "an axis: PARAM=V1,V2,... e.g. hook.matrix_approximation_rank=1,2,4 (repeatable)");
+  sweep->add_option("-n,--name", args->name, "the sweep's name");
+  sweep->add_option("--strategy", args->strategy, "grid (every combination) or random")
+      ->check(CLI::IsMember({"grid", "random"}));
+  sweep->add_option("--trials", args->trials, "random search: how many trials");
+  sweep->add_option("--seed", args->seed, "random search: the seed of its draws");
+  sweep->add_option("--parallel", args->parallel, "trials at once, on disjoint cores or GPUs");
+  sweep->add_option("--early-stop", args->early_stop,
+                    "successive halving: MIN_STEPS[:FACTOR], rungs at MIN_STEPS x FACTOR^k (default factor 3)");
+  sweep->add_option("--checkpoint-every", args->checkpoint_every,
+                    "checkpoint trials this often (steps), so an interrupted trial resumes near where it stopped");
+  sweep->add_flag("--no-baseline", args->no_baseline, "no allreduce baseline trial");
+  sweep->add_option("--work-dir", args->work_dir, "where trials keep checkpoints (default: sweeps/ beside the store)");
+  sweep->add_option("--resume", args->resume, "continue this stored sweep where it stopped");
+  sweep->add_flag("--plan", args->plan_only, "print the trials the sweep would run, and run nothing");
+  sweep->add_flag("-v,--verbose", args->verbose, "echo the workers' output");
+  sweep->callback([args, &context] { context.exit_code = sweep_command(*args, context); });
+}
+
+}  // namespace commtune::cli
