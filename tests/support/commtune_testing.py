@@ -1,9 +1,14 @@
 """Helpers shared by the Python tests: locate the build, run commtune, read
-its summaries and metrics, and inspect processes through /proc."""
+its summaries and metrics, query its run store, and inspect processes
+through /proc."""
+import atexit
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -14,6 +19,46 @@ WORKER = os.path.join(BUILD, "app", "commtune-worker")
 ORACLE_PYTHON = "/usr/bin/python3"  # Debian's python3-torch: the reference
 
 sys.path.insert(0, os.path.join(REPO, "tests", "oracle"))
+
+_STORE_DIR = tempfile.mkdtemp(prefix="commtune-test-store-")
+atexit.register(shutil.rmtree, _STORE_DIR, ignore_errors=True)
+
+
+def fresh_store():
+    """Points commtune (through $COMMTUNE_DB) at a new, empty run store; returns its path.
+    Tests never touch the user's store."""
+    path = tempfile.mkdtemp(dir=_STORE_DIR)
+    os.environ["COMMTUNE_DB"] = os.path.join(path, "runs.db")
+    return os.environ["COMMTUNE_DB"]
+
+
+def store():
+    return os.environ["COMMTUNE_DB"]
+
+
+fresh_store()
+
+
+def cli(*args, check=True, timeout=600):
+    """Runs commtune-cli with these arguments; returns the CompletedProcess."""
+    proc = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"commtune-cli {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def cli_json(*args):
+    """Runs a commtune-cli command with --json and parses what it prints."""
+    return json.loads(cli(*args, "--json").stdout)
+
+
+def query(sql, params=(), path=None):
+    """Rows of a read-only query on the run store, as another reader would make it."""
+    connection = sqlite3.connect(f"file:{path or store()}?mode=ro", uri=True, timeout=10)
+    try:
+        return connection.execute(sql, params).fetchall()
+    finally:
+        connection.close()
 
 
 class Run:

@@ -1,0 +1,159 @@
+"""The run store on a real SQLite file, through the real CLI: every run is
+kept with all its metrics; a reader never blocks a running job; a launcher
+killed mid-run leaves a consistent file whose committed metrics are all
+there; damaged and foreign files get a clear error and stay untouched."""
+import csv
+import hashlib
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import commtune_testing as ct  # noqa: E402
+
+
+def step_rows(run_id):
+    return ct.query("SELECT count(*) FROM step_metrics WHERE run_id = ?", (run_id,))[0][0]
+
+
+def digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+class StoredRuns(unittest.TestCase):
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_a_run_is_stored_with_every_step_of_every_rank(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = ct.run_commtune(d, {"steps": 30, "world_size": 2}, extra_args=["--name", "kept"])
+            run_id = run.summary["run_id"]
+            listed = ct.cli_json("list")
+            self.assertEqual([(r["id"], r["name"], r["status"], r["steps_completed"]) for r in listed],
+                             [(run_id, "kept", "succeeded", 30)])
+            shown = ct.cli_json("show", run_id)
+            self.assertEqual(shown["config"], run.summary["config"])
+            self.assertIn("comm.allreduce.bytes", shown["stats"])
+            # The stored losses are the workers' losses, bit for bit.
+            exported = list(csv.DictReader(io.StringIO(ct.cli("export", "runs", run_id, "--metrics").stdout)))
+            self.assertEqual(len(exported), 2 * 30)
+            stored = [[float(r["loss"]) for r in exported if int(r["rank"]) == rank] for rank in range(2)]
+            self.assertEqual(stored, run.losses())
+            # Typed parameters: filter runs by them.
+            self.assertEqual(len(ct.cli_json("list", "--param", "world_size=2")), 1)
+            self.assertEqual(len(ct.cli_json("list", "--param", "hook.name=powersgd")), 0)
+
+    def test_no_store_keeps_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            ct.run_commtune(d, {"steps": 3}, extra_args=["--no-store"])
+            self.assertFalse(os.path.exists(ct.store()) and ct.cli_json("list"))
+
+    def test_a_reader_never_blocks_the_running_job(self):
+        with tempfile.TemporaryDirectory() as d:
+            proc, metrics_path, _ = ct.start_commtune(d, {"steps": 400, "world_size": 2})
+            seen, reads, slowest = [], 0, 0.0
+            while proc.poll() is None:
+                started = time.monotonic()
+                try:
+                    # A reader that holds its read transaction open a while, as a GUI refresh would.
+                    connection = sqlite3.connect(f"file:{ct.store()}?mode=ro", uri=True, timeout=0.1)
+                    connection.execute("BEGIN")
+                    rows = connection.execute("SELECT count(*) FROM step_metrics").fetchone()[0]
+                    time.sleep(0.05)
+                    connection.execute("COMMIT")
+                    connection.close()
+                except sqlite3.OperationalError as e:
+                    if "no such table" in str(e) or "unable to open" in str(e):
+                        continue  # the store is being created
+                    raise
+                slowest = max(slowest, time.monotonic() - started - 0.05)
+                seen.append(rows)
+                reads += 1
+            self.assertEqual(proc.returncode, 0, proc.stderr.read())
+            self.assertGreater(reads, 10)
+            self.assertEqual(seen, sorted(seen), "a reader saw rows disappear")
+            self.assertGreater(len(set(seen)), 3, "the reader saw the rows only at the end")
+            self.assertLess(slowest, 1.0)
+            run = ct.cli_json("list")[0]
+            self.assertEqual(step_rows(run["id"]), 2 * 400)
+
+    def test_a_killed_launcher_leaves_an_interrupted_run_with_its_metrics(self):
+        with tempfile.TemporaryDirectory() as d:
+            proc, metrics_path, _ = ct.start_commtune(d, {"steps": 100000, "world_size": 2})
+            workers = ct.wait_until_training(proc, metrics_path, 2)
+            self.assertIsNotNone(ct.wait_for(lambda: ct.query("SELECT count(*) FROM step_metrics")[0][0] > 200, 60))
+            committed = ct.query("SELECT rank, step, loss FROM step_metrics ORDER BY rank, step")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            # The workers notice and go within seconds: no orphans.
+            self.assertIsNotNone(ct.wait_for(lambda: not any(ct.is_running(p) for p in workers), 15))
+            # Still 'running' for a reader that cannot tell; the next writer marks it interrupted.
+            run = ct.cli_json("list")[0]
+            self.assertEqual(run["status"], "interrupted")
+            after = ct.query("SELECT rank, step, loss FROM step_metrics ORDER BY rank, step")
+            self.assertTrue(set(committed) <= set(after), "metrics committed before the kill were lost")
+            self.assertEqual(ct.query("PRAGMA integrity_check"), [("ok",)])
+
+
+class BadFiles(unittest.TestCase):
+    def check_refused(self, path, words):
+        before = digest(path)
+        for args in (["list"], ["run", "--quiet", "--set", "steps=2"]):
+            proc = ct.cli("--db", path, *args, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn(words, proc.stderr)
+            self.assertNotIn("Traceback", proc.stderr)
+        self.assertEqual(digest(path), before, "the file was changed")
+
+    def test_a_text_file_is_not_a_store(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "notes.db")
+            open(path, "w").write("my notes, not a database\n" * 100)
+            self.check_refused(path, "not a commtune")
+
+    def test_another_programs_database_is_left_alone(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "other.db")
+            connection = sqlite3.connect(path)
+            connection.execute("CREATE TABLE contacts (name TEXT)")
+            connection.execute("INSERT INTO contacts VALUES ('ada')")
+            connection.commit()
+            connection.close()
+            self.check_refused(path, "not a commtune")
+
+    def test_a_damaged_store_says_so(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "runs.db")
+            ct.cli("--db", path, "run", "--quiet", "--set", "steps=5", "--summary", os.path.join(d, "s.json"))
+            data = bytearray(open(path, "rb").read())
+            self.assertGreater(len(data), 8192)
+            data[4096:8192] = b"\xa5" * 4096  # smash a page of the file
+            open(path, "wb").write(bytes(data))
+            before = digest(path)
+            proc = ct.cli("--db", path, "list", check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("damaged", proc.stderr)
+            self.assertEqual(digest(path), before)
+
+    def test_a_newer_store_is_not_downgraded(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "runs.db")
+            ct.cli("--db", path, "list")
+            connection = sqlite3.connect(path)
+            connection.execute("PRAGMA user_version = 99")
+            connection.commit()
+            connection.close()
+            proc = ct.cli("--db", path, "list", check=False)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn("newer", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

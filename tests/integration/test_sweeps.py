@@ -1,0 +1,169 @@
+"""Sweeps from the CLI on a real store: a PowerSGD grid with its allreduce
+baseline, successive halving that stops the worst trials early, a failed
+trial that does not stop the sweep, and a launcher killed mid-sweep that
+resumes without losing a metric or running a finished trial again."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import commtune_testing as ct  # noqa: E402
+
+SMALL = ["--set", "model.hidden=128", "--set", "data.features=64", "--set", "world_size=2"]
+
+
+def trials(sweep_id):
+    return ct.cli_json("show", "--sweep", sweep_id)["trials"]
+
+
+def steps_stored(run_id):
+    """(rank, step) pairs stored for a run, and how many rows there are."""
+    rows = ct.query("SELECT rank, step FROM step_metrics WHERE run_id = ?", (run_id,))
+    return set(rows), len(rows)
+
+
+class Sweeps(unittest.TestCase):
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_powersgd_grid_with_baseline(self):
+        proc = ct.cli("sweep", "--name", "grid", *SMALL, "--set", "steps=24", "--set", "hook.name=powersgd",
+                      "--axis", "hook.matrix_approximation_rank=1,2,4", "--axis", "hook.start_powerSGD_iter=2,10")
+        self.assertIn("7 succeeded", proc.stderr)
+        sweep_id = ct.cli_json("list", "--sweeps")[0]["id"]
+        compared = ct.cli_json("compare", "--sweep", sweep_id)
+        runs = compared["runs"]
+        self.assertEqual(len(runs), 7)
+        self.assertTrue(all(r["status"] == "succeeded" and r["steps_completed"] == 24 for r in runs))
+        baseline = [r for r in runs if r["baseline"]]
+        self.assertEqual([r["hook"] for r in baseline], ["allreduce"])
+        self.assertEqual(compared["baseline_run"], baseline[0]["id"])
+        grid = sorted((r["params"]["hook.matrix_approximation_rank"], r["params"]["hook.start_powerSGD_iter"])
+                      for r in runs if not r["baseline"])
+        self.assertEqual(grid, [(1, 2), (1, 10), (2, 2), (2, 10), (4, 2), (4, 10)])
+        # PowerSGD compresses once it starts: fewer bytes than the baseline, more for a higher rank.
+        wire = {(r["params"]["hook.matrix_approximation_rank"], r["params"]["hook.start_powerSGD_iter"]):
+                r["digest"]["wire_mb_per_step"] for r in runs if not r["baseline"]}
+        self.assertLess(wire[(1, 2)], wire[(2, 2)])
+        self.assertLess(wire[(2, 2)], wire[(4, 2)])
+        self.assertLess(wire[(4, 2)], baseline[0]["digest"]["wire_mb_per_step"] / 4)
+        # The table a person reads names every trial.
+        table = ct.cli("compare", "--sweep", sweep_id).stdout
+        self.assertEqual(table.count("matrix_approximation_rank="), 6)
+        self.assertIn("baseline", table)
+
+    def test_successive_halving_stops_the_worst_trials_early(self):
+        # Learning rates from useless to good, in no order: rungs at 6 and 18 steps, then 54.
+        ct.cli("sweep", *SMALL, "--set", "steps=54", "--no-baseline", "--early-stop", "6:3",
+               "--axis", "optimizer.lr=0.03,0.0003,0.3,0.001,0.1,0.0001,0.01,0.5,0.003")
+        sweep_id = ct.cli_json("list", "--sweeps")[0]["id"]
+        runs = ct.cli_json("list", "--sweep", sweep_id)
+        for r in runs:
+            self.assertIn(r["steps_completed"], (6, 18, 54))
+            self.assertEqual(r["status"], "succeeded" if r["steps_completed"] == 54 else "stopped", r)
+        reached = [sum(r["steps_completed"] >= s for r in runs) for s in (6, 18, 54)]
+        self.assertEqual(reached[0], 9)
+        self.assertLess(reached[1], reached[0])
+        self.assertLess(reached[2], reached[1])
+        self.assertLessEqual(reached[2], 3)
+        # Ranked by the loss at the first rung: the best goes on, the worst stops there.
+        at_first_rung = sorted((ct.query("SELECT avg(loss) FROM step_metrics WHERE run_id = ? AND step = 5",
+                                         (r["id"],))[0][0], r["steps_completed"]) for r in runs)
+        self.assertGreater(at_first_rung[0][1], 6)
+        self.assertEqual([steps for _, steps in at_first_rung[-3:]], [6, 6, 6])
+
+    def test_a_failed_trial_is_recorded_and_the_sweep_goes_on(self):
+        proc = ct.cli("sweep", *SMALL, "--set", "steps=10", "--set", "debug.fail_at_step=4", "--no-baseline",
+                      "--axis", "debug.fail_rank=-1,1", "--axis", "optimizer.lr=0.01,0.1", check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        runs = ct.cli_json("list")
+        statuses = sorted((r["name"], r["status"]) for r in runs)
+        self.assertEqual([s for _, s in statuses].count("failed"), 2, statuses)
+        self.assertEqual([s for _, s in statuses].count("succeeded"), 2, statuses)
+        for r in runs:
+            if r["status"] == "failed":
+                self.assertIn("rank 1", r["reason"])
+
+    def test_two_trials_at_once_on_disjoint_cores(self):
+        ct.cli("sweep", "--set", "world_size=1", "--set", "steps=300", "--no-baseline", "--parallel", "2",
+               "--axis", "optimizer.lr=0.01,0.02,0.03,0.04")
+        runs = ct.cli_json("list")
+        self.assertEqual([r["status"] for r in runs], ["succeeded"] * 4)
+        spans = sorted((r["started_at"], r["finished_at"]) for r in runs)
+        overlapping = sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[1])
+        self.assertGreaterEqual(overlapping, 1, spans)
+        # Each trial had one core to itself: one thread per rank.
+        threads = {ct.cli_json("show", r["id"])["summary"]["threads_per_rank"] for r in runs}
+        self.assertEqual(threads, {1})
+
+    def test_random_search_is_planned_from_its_seed(self):
+        args = ["sweep", "--strategy", "random", "--trials", "5", "--seed", "7", "--no-baseline", "--plan",
+                "--set", "hook.name=powersgd", "--axis", "hook.matrix_approximation_rank=1,2,4,8"]
+        spec = {"axes": {"optimizer.lr": {"min": 0.001, "max": 0.1, "log": True}}}
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            import json
+            json.dump(spec, f)
+            f.flush()
+            first = ct.cli(*args, "--spec", f.name).stdout
+            again = ct.cli(*args, "--spec", f.name).stdout
+            other = ct.cli(*[a if a != "7" else "8" for a in args], "--spec", f.name).stdout
+        self.assertEqual(first, again)
+        self.assertNotEqual(first, other)
+        labels = [line.split(None, 1)[1].rsplit(None, 1)[0] for line in first.splitlines()[1:]]
+        self.assertEqual(len(set(labels)), 5, first)
+        for label in labels:
+            values = dict(item.split("=") for item in label.split())
+            self.assertIn(values["matrix_approximation_rank"], {"1", "2", "4", "8"})
+            self.assertTrue(0.001 <= float(values["lr"]) <= 0.1, label)
+        self.assertEqual(ct.cli_json("list", "--sweeps"), [])
+
+    def test_a_bad_axis_names_the_field_and_stores_nothing(self):
+        proc = ct.cli("sweep", "--axis", "hook.matrix_approximation_rank=0,2", "--set", "hook.name=powersgd",
+                      check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("axes.hook.matrix_approximation_rank", proc.stderr)
+        proc = ct.cli("sweep", "--axis", "hook.no_such_knob=1,2", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("hook.no_such_knob", proc.stderr)
+        self.assertEqual(ct.cli_json("list", "--sweeps"), [])
+
+    def test_a_killed_sweep_resumes_where_it_stopped(self):
+        with tempfile.TemporaryDirectory() as work:
+            args = [ct.CLI, "sweep", *SMALL, "--set", "steps=80", "--no-baseline", "--checkpoint-every", "10",
+                    "--work-dir", work, "--axis", "optimizer.lr=0.01,0.02,0.03,0.04"]
+            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+            def second_trial_training():
+                if not os.path.exists(ct.store()):
+                    return False
+                rows = ct.query("SELECT r.trial, count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
+                                "WHERE r.trial = 1 GROUP BY r.id")
+                return bool(rows) and rows[0][1] > 2 * 35
+
+            self.assertIsNotNone(ct.wait_for(second_trial_training, 120))
+            workers = ct.children_of(proc.pid)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            self.assertIsNotNone(ct.wait_for(lambda: not any(ct.is_running(p) for p in workers), 15))
+            before = {r["id"]: r for r in ct.cli_json("list")}
+            kept = {i: steps_stored(i)[0] for i in before}
+            self.assertEqual([r["status"] for r in before.values()], ["succeeded", "interrupted", "pending", "pending"])
+
+            resumed = ct.cli("sweep", "--resume", ct.cli_json("list", "--sweeps")[0]["id"], "--work-dir", work)
+            self.assertIn("continues from step", resumed.stderr)
+            after = {r["id"]: r for r in ct.cli_json("list")}
+            self.assertTrue(all(r["status"] == "succeeded" and r["steps_completed"] == 80 for r in after.values()))
+            first = min(before)
+            self.assertEqual(after[first]["finished_at"], before[first]["finished_at"], "a finished trial ran again")
+            self.assertNotIn(before[first]["name"] + ":", resumed.stderr)
+            for run_id in after:
+                stored, rows = steps_stored(run_id)
+                self.assertTrue(kept[run_id] <= stored, f"run {run_id} lost metrics")
+                self.assertEqual((len(stored), rows), (2 * 80, 2 * 80), f"run {run_id}")
+
+
+if __name__ == "__main__":
+    unittest.main()
