@@ -1,7 +1,8 @@
 # Third-party libraries. On Debian they come from the packages that
 # scripts/setup-deps.sh installs. Where no package manager reaches (the lent
 # GPU machines), the header-only ones are found in COMMTUNE_EXTRA_INCLUDE_DIRS,
-# which scripts/gpu-deps.sh fills from a Debian machine.
+# and SQLite (a static library) in the lib/ folder beside it, which
+# scripts/gpu-deps.sh fills from a Debian machine.
 set(COMMTUNE_EXTRA_INCLUDE_DIRS "" CACHE PATH "Extra folders to find third-party headers in")
 
 find_package(nlohmann_json 3.10 QUIET)
@@ -22,3 +23,11 @@ find_path(ZLIB_INCLUDE_DIR zlib.h HINTS ${COMMTUNE_EXTRA_INCLUDE_DIRS})
 find_library(ZLIB_LIBRARY NAMES z libz.so.1)
 find_package(ZLIB REQUIRED)
 find_package(Threads REQUIRED)
+
+find_path(SQLite3_INCLUDE_DIR sqlite3.h HINTS ${COMMTUNE_EXTRA_INCLUDE_DIRS})
+set(commtune_extra_lib_dirs "")
+foreach(dir IN LISTS COMMTUNE_EXTRA_INCLUDE_DIRS)
+  list(APPEND commtune_extra_lib_dirs ${dir}/../lib)
+endforeach()
+find_library(SQLite3_LIBRARY NAMES sqlite3 libsqlite3.so.0 HINTS ${commtune_extra_lib_dirs})
+find_package(SQLite3 REQUIRED)

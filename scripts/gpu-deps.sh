@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Run here, on Debian (after scripts/setup-deps.sh): copies the header-only
 # dependencies that the lent GPU machines lack (and cannot fetch) into
-# .gpu-deps/include, for the device tool to carry with the working tree.
+# .gpu-deps/include, and SQLite's static library into .gpu-deps/lib, for the
+# device tool to carry with the working tree.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=$root/.gpu-deps/include
-rm -rf "$dest"
-mkdir -p "$dest"
+rm -rf "$root/.gpu-deps"
+mkdir -p "$dest" "$root/.gpu-deps/lib"
 cp -r /usr/include/nlohmann /usr/include/CLI "$dest/"
-cp /usr/include/zlib.h /usr/include/zconf.h "$dest/"
-grep -qx '/.gpu-deps/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu-deps/' >> "$root/.git/info/exclude"
+cp /usr/include/zlib.h /usr/include/zconf.h /usr/include/sqlite3.h "$dest/"
+cp "/usr/lib/$(gcc -dumpmachine)/libsqlite3.a" "$root/.gpu-deps/lib/"
+exclude=$(git -C "$root" rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null || echo '/.gpu-deps/' >> "$exclude"
 du -sh "$root/.gpu-deps"
