@@ -31,6 +31,16 @@ class StoreTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// Queues rank 0's steps 0..count-1 of a run.
+void queue_steps(Writer& writer, std::int64_t run_id, int count) {
+  for (int step = 0; step < count; ++step) {
+    StepRow row;
+    row.run_id = run_id;
+    row.step = step;
+    writer.add(row);
+  }
+}
+
 NewRun sample_run(std::int64_t rank = 2) {
   NewRun run;
   run.name = "powersgd r" + std::to_string(rank);
@@ -175,12 +185,7 @@ TEST_F(StoreTest, ReadersWorkBesideTheWriter) {
       reader_error = e.what();
     }
   });
-  for (int step = 0; step < 200000; ++step) {
-    StepRow row;
-    row.run_id = run_id;
-    row.step = step;
-    writer.add(row);
-  }
+  queue_steps(writer, run_id, 200000);
   writer.flush();
   done = true;
   reader.join();
@@ -250,12 +255,7 @@ TEST_F(StoreTest, ADamagedFileGivesAClearError) {
   {
     Writer writer(path);
     const auto run_id = writer.call([](Store& s) { return s.create_run(sample_run()); }).get();
-    for (int step = 0; step < 20000; ++step) {
-      StepRow row;
-      row.run_id = run_id;
-      row.step = step;
-      writer.add(row);
-    }
+    queue_steps(writer, run_id, 20000);
     writer.flush();
   }
   {
