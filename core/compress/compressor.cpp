@@ -1,0 +1,251 @@
+#include "core/compress/compressor.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace commtune {
+
+Schema<CompressorOptions> CompressorOptions::schema() {
+  using O = CompressorOptions;
+  return Schema<O>()
+      .choice("byteps_compressor_type", &O::byteps_compressor_type, {"onebit", "topk", "randomk", "dithering"},
+              "onebit: signs and one scale; topk: the k largest |x|; randomk: k random elements; dithering: k "
+              "levels with stochastic rounding, entropy-coded")
+      .real("byteps_compressor_k", &O::byteps_compressor_k, Range::above(0), "",
+            "topk/randomk: elements kept (k >= 1) or their fraction (k < 1); dithering: levels s (an integer)")
+      .flag("byteps_compressor_onebit_scaling", &O::byteps_compressor_onebit_scaling,
+            "onebit: decode to +-mean|x| (true) or to +-1 (false)")
+      .flag("byteps_compressor_randomk_rescale", &O::byteps_compressor_randomk_rescale,
+            "randomk: multiply kept values by n/k, which makes the estimate unbiased")
+      .choice("byteps_ef_type", &O::byteps_ef_type, {"none", "vanilla"},
+              "error feedback: add what the last compression lost before compressing (p = g + e; e = p - D(C(p)))")
+      .choice("byteps_momentum_type", &O::byteps_momentum_type, {"none", "nesterov"},
+              "Nesterov momentum before compression (m = mu m + g; p = g + mu m); set optimizer.momentum to 0 then")
+      .real("byteps_momentum_mu", &O::byteps_momentum_mu, {0, 1, false, true}, "", "momentum coefficient mu")
+      .integer("byteps_seed", &O::byteps_seed, Range::at_least(0), "",
+               "seed of randomk's and dithering's generators (each rank and bucket draws its own stream)")
+      .integer("byteps_dithering_partition", &O::byteps_dithering_partition, {0, 1}, "",
+               "dithering levels: 0 linear {0, 1/s, .., 1}, 1 natural {0, 2^(1-s), .., 1}")
+      .integer("byteps_dithering_normalize", &O::byteps_dithering_normalize, {0, 1}, "",
+               "dithering norm: 0 max |x|, 1 the l2 norm")
+      .integer("byteps_min_compress_bytes", &O::byteps_min_compress_bytes, Range::at_least(0), "bytes",
+               "buckets smaller than this go uncompressed (plain allreduce)");
+}
+
+std::int64_t resolve_k(double k, std::int64_t n) {
+  const double count = k < 1 ? std::ceil(k * static_cast<double>(n)) : std::floor(k);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(count), 1, std::max<std::int64_t>(n, 1));
+}
+
+namespace {
+
+template <class T>
+void append_bytes(std::vector<std::uint8_t>& out, const T* data, std::size_t count) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(data);
+  out.insert(out.end(), p, p + count * sizeof(T));
+}
+
+template <class T>
+void read_bytes(const std::vector<std::uint8_t>& in, std::size_t& pos, T* data, std::size_t count) {
+  const auto bytes = count * sizeof(T);
+  if (pos + bytes > in.size()) throw std::runtime_error("compressor state in the checkpoint is too short");
+  std::memcpy(data, in.data() + pos, bytes);
+  pos += bytes;
+}
+
+class OneBit final : public Compressor {
+ public:
+  explicit OneBit(bool scaled) : scaled_(scaled) {}
+  std::size_t max_payload_bytes(std::int64_t n) const override {
+    return 4 + 4 * static_cast<std::size_t>((n + 31) / 32);
+  }
+  std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
+    std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32));
+    const float scale = kernels::onebit_pack(x, n, scaled_, words.data());
+    std::memcpy(payload, &scale, 4);
+    std::memcpy(payload + 4, words.data(), words.size() * 4);
+    return max_payload_bytes(n);
+  }
+  void decompress_add(const std::uint8_t* payload, std::size_t, std::int64_t n, float weight,
+                      float* out) const override {
+    float scale = 0;
+    std::memcpy(&scale, payload, 4);
+    std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32));
+    std::memcpy(words.data(), payload + 4, words.size() * 4);
+    kernels::onebit_unpack_add(words.data(), n, scale, weight, out);
+  }
+
+ private:
+  bool scaled_;
+};
+
+// topk and randomk: k (u32 index, f32 value) pairs, indices first.
+class Sparse final : public Compressor {
+ public:
+  Sparse(bool random, std::int64_t k, bool rescale, std::uint64_t seed)
+      : random_(random), k_(k), rescale_(rescale), rng_(kernels::Xorshift128p::seeded(seed)) {}
+  std::size_t max_payload_bytes(std::int64_t) const override { return 8 * static_cast<std::size_t>(k_); }
+  std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
+    auto* indices = reinterpret_cast<std::uint32_t*>(payload);
+    auto* values = reinterpret_cast<float*>(payload + 4 * k_);
+    if (random_)
+      kernels::randomk_select(x, n, k_, rescale_ ? static_cast<float>(n) / static_cast<float>(k_) : 1.0f, rng_, indices,
+                              values);
+    else
+      kernels::topk_select(x, n, k_, indices, values);
+    return max_payload_bytes(n);
+  }
+  void decompress_add(const std::uint8_t* payload, std::size_t, std::int64_t, float weight, float* out) const override {
+    kernels::scatter_add(reinterpret_cast<const std::uint32_t*>(payload),
+                         reinterpret_cast<const float*>(payload + 4 * k_), k_, weight, out);
+  }
+  void save(std::vector<std::uint8_t>& out) const override { append_bytes(out, &rng_, 1); }
+  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override { read_bytes(in, pos, &rng_, 1); }
+
+ private:
+  bool random_;
+  std::int64_t k_;
+  bool rescale_;
+  kernels::Xorshift128p rng_;
+};
+
+class Dithering final : public Compressor {
+ public:
+  Dithering(kernels::DitheringOptions options, std::uint64_t seed)
+      : options_(options), rng_(kernels::Xorshift128p::seeded(seed)) {}
+  bool fixed_size() const override { return false; }
+  std::size_t max_payload_bytes(std::int64_t n) const override { return kernels::dithering_max_bytes(n, options_); }
+  std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
+    return kernels::dithering_encode(x, n, options_, rng_, payload);
+  }
+  void decompress_add(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
+                      float* out) const override {
+    kernels::dithering_decode_add(payload, bytes, n, options_, weight, out);
+  }
+  void save(std::vector<std::uint8_t>& out) const override { append_bytes(out, &rng_, 1); }
+  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override { read_bytes(in, pos, &rng_, 1); }
+
+ private:
+  kernels::DitheringOptions options_;
+  kernels::Xorshift128p rng_;
+};
+
+// A decorator forwards everything to the compressor it wraps.
+class Decorator : public Compressor {
+ public:
+  explicit Decorator(std::unique_ptr<Compressor> inner) : inner_(std::move(inner)) {}
+  std::size_t max_payload_bytes(std::int64_t n) const override { return inner_->max_payload_bytes(n); }
+  bool fixed_size() const override { return inner_->fixed_size(); }
+  void decompress_add(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
+                      float* out) const override {
+    inner_->decompress_add(payload, bytes, n, weight, out);
+  }
+  void report(std::vector<std::pair<std::string, double>>& stats) const override { inner_->report(stats); }
+  void save(std::vector<std::uint8_t>& out) const override { inner_->save(out); }
+  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override { inner_->load(in, pos); }
+
+ protected:
+  std::unique_ptr<Compressor> inner_;
+};
+
+// Vanilla error feedback: p = g + e; c = C(p); e = p - D(c).
+class ErrorFeedback final : public Decorator {
+ public:
+  ErrorFeedback(std::unique_ptr<Compressor> inner, std::int64_t n)
+      : Decorator(std::move(inner)), error_(static_cast<std::size_t>(n), 0.0f) {}
+  std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
+    for (std::int64_t i = 0; i < n; ++i) x[i] += error_[i];
+    const auto bytes = inner_->compress(x, n, payload);
+    std::vector<float> decoded(static_cast<std::size_t>(n), 0.0f);
+    inner_->decompress_add(payload, bytes, n, 1.0f, decoded.data());
+    double squares = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      error_[i] = x[i] - decoded[i];
+      squares += static_cast<double>(error_[i]) * error_[i];
+    }
+    error_norm_ = std::sqrt(squares);
+    return bytes;
+  }
+  void report(std::vector<std::pair<std::string, double>>& stats) const override {
+    inner_->report(stats);
+    stats.emplace_back("ef_error_norm", error_norm_);
+  }
+  void save(std::vector<std::uint8_t>& out) const override {
+    inner_->save(out);
+    append_bytes(out, error_.data(), error_.size());
+  }
+  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override {
+    inner_->load(in, pos);
+    read_bytes(in, pos, error_.data(), error_.size());
+  }
+
+ private:
+  std::vector<float> error_;
+  double error_norm_ = 0;
+};
+
+// Nesterov momentum: m = mu m + g; p = g + mu m.
+class NesterovMomentum final : public Decorator {
+ public:
+  NesterovMomentum(std::unique_ptr<Compressor> inner, std::int64_t n, float mu)
+      : Decorator(std::move(inner)), momentum_(static_cast<std::size_t>(n), 0.0f), mu_(mu) {}
+  std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      momentum_[i] = mu_ * momentum_[i] + x[i];
+      x[i] += mu_ * momentum_[i];
+    }
+    return inner_->compress(x, n, payload);
+  }
+  void save(std::vector<std::uint8_t>& out) const override {
+    inner_->save(out);
+    append_bytes(out, momentum_.data(), momentum_.size());
+  }
+  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override {
+    inner_->load(in, pos);
+    read_bytes(in, pos, momentum_.data(), momentum_.size());
+  }
+
+ private:
+  std::vector<float> momentum_;
+  float mu_;
+};
+
+}  // namespace
+
+std::unique_ptr<Compressor> make_compressor(const CompressorOptions& o, std::int64_t n, std::uint64_t stream) {
+  const auto seed = static_cast<std::uint64_t>(o.byteps_seed) * 0x100000001b3ull + stream;
+  std::unique_ptr<Compressor> c;
+  const auto& type = o.byteps_compressor_type;
+  if (type == "onebit") {
+    c = std::make_unique<OneBit>(o.byteps_compressor_onebit_scaling);
+  } else if (type == "topk" || type == "randomk") {
+    c = std::make_unique<Sparse>(type == "randomk", resolve_k(o.byteps_compressor_k, n),
+                                 o.byteps_compressor_randomk_rescale, seed);
+  } else if (type == "dithering") {
+    if (o.byteps_compressor_k < 1 || o.byteps_compressor_k != std::floor(o.byteps_compressor_k) ||
+        o.byteps_compressor_k > 31)
+      throw ConfigError("hook.byteps_compressor_k", "dithering takes a whole number of levels in [1, 31], got " +
+                                                        std::to_string(o.byteps_compressor_k));
+    kernels::DitheringOptions d;
+    d.levels = static_cast<std::int64_t>(o.byteps_compressor_k);
+    d.natural = o.byteps_dithering_partition == 1;
+    d.l2_norm = o.byteps_dithering_normalize == 1;
+    c = std::make_unique<Dithering>(d, seed);
+  } else {
+    throw ConfigError("hook.byteps_compressor_type", "unknown compressor '" + type + "'");
+  }
+  if (o.byteps_ef_type == "vanilla") {
+    if (type == "randomk" && o.byteps_compressor_randomk_rescale)
+      throw ConfigError("hook.byteps_compressor_randomk_rescale",
+                        "cannot go with error feedback (byteps_ef_type=vanilla): error feedback needs a compressor "
+                        "that shrinks its input, and rescaled randomk multiplies the kept elements by n/k, so the "
+                        "error would grow every step. Turn one of them off");
+    c = std::make_unique<ErrorFeedback>(std::move(c), n);
+  }
+  if (o.byteps_momentum_type == "nesterov")
+    c = std::make_unique<NesterovMomentum>(std::move(c), n, static_cast<float>(o.byteps_momentum_mu));
+  return c;
+}
+
+}  // namespace commtune

@@ -1,0 +1,62 @@
+// BytePS-style gradient compressors for one bucket: a compressor turns a
+// float32 vector into a packed payload and adds a payload's decoded values
+// into a vector. Error feedback and Nesterov momentum are decorators around
+// any compressor ("momentum(ef(topk))" is a composition). One instance per
+// bucket holds that bucket's memories. docs/compressors.md has the formats.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/schema/param_schema.h"
+#include "kernels/compress.h"
+
+namespace commtune {
+
+// The hook's parameters, under BytePS's names.
+struct CompressorOptions {
+  std::string byteps_compressor_type = "topk";  // onebit, topk, randomk, dithering
+  double byteps_compressor_k = 0.01;  // topk/randomk: elements (k >= 1) or a fraction (k < 1); dithering: levels
+  bool byteps_compressor_onebit_scaling = true;
+  bool byteps_compressor_randomk_rescale = false;
+  std::string byteps_ef_type = "none";        // vanilla
+  std::string byteps_momentum_type = "none";  // nesterov
+  double byteps_momentum_mu = 0.9;
+  std::int64_t byteps_seed = 0;
+  std::int64_t byteps_dithering_partition = 0;  // 0 linear, 1 natural
+  std::int64_t byteps_dithering_normalize = 0;  // 0 max, 1 l2
+  std::int64_t byteps_min_compress_bytes = 65536;
+  static Schema<CompressorOptions> schema();
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  // The payload's size for n elements: exact when fixed_size(), else a bound.
+  virtual std::size_t max_payload_bytes(std::int64_t n) const = 0;
+  virtual bool fixed_size() const { return true; }
+  // Packs x[0..n) into `payload` (max_payload_bytes long); returns the bytes
+  // used. May change x (decorators fold their memories into it).
+  virtual std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) = 0;
+  // out[0..n) += weight * decode(payload)
+  virtual void decompress_add(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
+                              float* out) const = 0;
+  // What a decorator reports for the last compress (error norm, ...).
+  virtual void report(std::vector<std::pair<std::string, double>>& /*stats*/) const {}
+  // Memories and generator states, appended as raw bytes, for checkpoints;
+  // load reads them back from `pos` on.
+  virtual void save(std::vector<std::uint8_t>& /*out*/) const {}
+  virtual void load(const std::vector<std::uint8_t>& /*in*/, std::size_t& /*pos*/) {}
+};
+
+// The composition the options describe, for a bucket of n elements; `stream`
+// separates random generators (rank and bucket).
+std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options, std::int64_t n, std::uint64_t stream);
+
+// k for n elements: a count (k >= 1) or a fraction of n (k < 1), in [1, n].
+std::int64_t resolve_k(double k, std::int64_t n);
+
+}  // namespace commtune

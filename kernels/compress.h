@@ -1,0 +1,64 @@
+// Gradient compressors' kernels, BytePS-style (docs/compressors.md has the
+// wire formats). Raw pointers and sizes: core/compress wraps them. CPU only
+// for now: the compressed hook moves a GPU bucket to the host first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace commtune::kernels {
+
+// xorshift128+, seeded through splitmix64: the generator randomk and
+// dithering draw from. Plain data so hooks can checkpoint it.
+struct Xorshift128p {
+  std::uint64_t s0 = 0, s1 = 0;
+  static Xorshift128p seeded(std::uint64_t seed);
+  std::uint64_t next() {
+    std::uint64_t a = s0;
+    const std::uint64_t b = s1;
+    s0 = b;
+    a ^= a << 23;
+    s1 = a ^ b ^ (a >> 17) ^ (b >> 26);
+    return s1 + b;
+  }
+  // Uniform in [0, 1) with 24 random bits (exact in float).
+  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+};
+
+// onebit: ceil(n/32) words, bit i%32 of word i/32 set when x[i]'s sign bit is
+// (x[i] < 0, or -0).
+// Returns the scale: mean |x| when `scaled`, else 1.
+float onebit_pack(const float* x, std::int64_t n, bool scaled, std::uint32_t* words);
+// out[i] += (bit set ? -scale : scale) * weight
+void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out);
+
+// topk: the indices of the k largest |x| (ties: the lower index first),
+// ascending; writes k (index, value) pairs.
+void topk_select(const float* x, std::int64_t n, std::int64_t k, std::uint32_t* indices, float* values);
+// randomk: k indices drawn uniformly with replacement; writes the pairs,
+// values multiplied by `scale` (n/k for an unbiased estimate, or 1).
+void randomk_select(const float* x, std::int64_t n, std::int64_t k, float scale, Xorshift128p& rng,
+                    std::uint32_t* indices, float* values);
+// out[index[j]] += values[j] * weight
+void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out);
+
+// dithering: each |x_i| / norm quantised to one of s levels by stochastic
+// rounding (unbiased), linear {0, 1/s, .., 1} or natural {0, 2^(1-s), .., 1};
+// norm = max |x| or ||x||_2. Each nonzero level is entropy-coded as
+// gamma(index gap), a sign bit, gamma(level): gamma codes of Elias's length
+// (2 floor(log2 v) + 1 bits), bits least significant first.
+struct DitheringOptions {
+  std::int64_t levels = 2;  // s
+  bool natural = false;
+  bool l2_norm = false;
+};
+// Bytes the encoding of n elements can take at most.
+std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& options);
+// Returns the bytes written: f32 norm | u32 nonzeros | bit stream.
+std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& options, Xorshift128p& rng,
+                             std::uint8_t* out);
+// out[i] += decoded[i] * weight
+void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& options,
+                          float weight, float* out);
+
+}  // namespace commtune::kernels

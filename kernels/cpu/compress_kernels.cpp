@@ -1,0 +1,355 @@
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "kernels/compress.h"
+
+namespace commtune::kernels {
+
+Xorshift128p Xorshift128p::seeded(std::uint64_t seed) {
+  auto splitmix = [&seed] {
+    std::uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  Xorshift128p g;
+  g.s0 = splitmix();
+  g.s1 = splitmix();
+  return g;
+}
+
+namespace {
+
+// out += the 32 values a onebit word decodes to (+plus, or -plus where its bit is set).
+inline void add_signed_block(std::uint32_t word, float plus, float* out) {
+#if defined(__SSE2__)
+  // Four bits at a time become four sign masks, XORed onto +plus.
+  alignas(16) static const std::uint32_t kSignMasks[16][4] = {{0, 0, 0, 0},
+                                                              {1u << 31, 0, 0, 0},
+                                                              {0, 1u << 31, 0, 0},
+                                                              {1u << 31, 1u << 31, 0, 0},
+                                                              {0, 0, 1u << 31, 0},
+                                                              {1u << 31, 0, 1u << 31, 0},
+                                                              {0, 1u << 31, 1u << 31, 0},
+                                                              {1u << 31, 1u << 31, 1u << 31, 0},
+                                                              {0, 0, 0, 1u << 31},
+                                                              {1u << 31, 0, 0, 1u << 31},
+                                                              {0, 1u << 31, 0, 1u << 31},
+                                                              {1u << 31, 1u << 31, 0, 1u << 31},
+                                                              {0, 0, 1u << 31, 1u << 31},
+                                                              {1u << 31, 0, 1u << 31, 1u << 31},
+                                                              {0, 1u << 31, 1u << 31, 1u << 31},
+                                                              {1u << 31, 1u << 31, 1u << 31, 1u << 31}};
+  const __m128 p = _mm_set1_ps(plus);
+  for (int q = 0; q < 8; ++q) {
+    const __m128 mask = _mm_load_ps(reinterpret_cast<const float*>(kSignMasks[(word >> (4 * q)) & 15u]));
+    _mm_storeu_ps(out + 4 * q, _mm_add_ps(_mm_loadu_ps(out + 4 * q), _mm_xor_ps(p, mask)));
+  }
+#else
+  for (int b = 0; b < 32; ++b) out[b] += ((word >> b) & 1u) ? -plus : plus;
+#endif
+}
+
+// The sign bits of 32 floats, and the sum of their magnitudes (in float,
+// four lanes, then added up in lane order).
+inline std::uint32_t sign_block(const float* x, double& abs_sum) {
+#if defined(__SSE2__)
+  const __m128 magnitude = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  __m128 sum = _mm_setzero_ps();
+  std::uint32_t word = 0;
+  for (int q = 0; q < 8; ++q) {
+    const __m128 v = _mm_loadu_ps(x + 4 * q);
+    word |= static_cast<std::uint32_t>(_mm_movemask_ps(v)) << (4 * q);
+    sum = _mm_add_ps(sum, _mm_and_ps(v, magnitude));
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, sum);
+  abs_sum += static_cast<double>(lanes[0]) + lanes[1] + lanes[2] + lanes[3];
+  return word;
+#else
+  std::uint32_t word = 0;
+  for (int b = 0; b < 32; ++b) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, x + b, 4);
+    word |= (bits >> 31) << b;
+    abs_sum += std::fabs(x[b]);
+  }
+  return word;
+#endif
+}
+
+}  // namespace
+
+float onebit_pack(const float* x, std::int64_t n, bool scaled, std::uint32_t* words) {
+  double abs_sum = 0;
+  const std::int64_t full = n / 32;
+  for (std::int64_t w = 0; w < full; ++w) words[w] = sign_block(x + 32 * w, abs_sum);
+  if (n % 32) {
+    float tail[32] = {};
+    std::memcpy(tail, x + 32 * full, static_cast<std::size_t>(n % 32) * 4);
+    words[full] = sign_block(tail, abs_sum);
+  }
+  return scaled && n > 0 ? static_cast<float>(abs_sum / static_cast<double>(n)) : 1.0f;
+}
+
+void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
+  const float plus = scale * weight;
+  const std::int64_t full = n / 32;
+  for (std::int64_t w = 0; w < full; ++w) add_signed_block(words[w], plus, out + 32 * w);
+  for (std::int64_t i = 32 * full; i < n; ++i) out[i] += ((words[full] >> (i % 32)) & 1u) ? -plus : plus;
+}
+
+namespace {
+
+// The k largest |x| among `candidates` (ties: lower index first), written
+// in ascending index order.
+void select_largest(const float* x, std::vector<std::uint32_t>& candidates, std::int64_t k, std::uint32_t* indices,
+                    float* values) {
+  auto larger = [x](std::uint32_t a, std::uint32_t b) {
+    const float fa = std::fabs(x[a]), fb = std::fabs(x[b]);
+    return fa > fb || (fa == fb && a < b);
+  };
+  if (static_cast<std::size_t>(k) < candidates.size())
+    std::nth_element(candidates.begin(), candidates.begin() + k, candidates.end(), larger);
+  std::sort(candidates.begin(), candidates.begin() + k);
+  for (std::int64_t j = 0; j < k; ++j) {
+    indices[j] = candidates[static_cast<std::size_t>(j)];
+    values[j] = x[indices[j]];
+  }
+}
+
+}  // namespace
+
+void topk_select(const float* x, std::int64_t n, std::int64_t k, std::uint32_t* indices, float* values) {
+  // For small k: a threshold from an evenly spaced sample, set low enough that
+  // more than k elements pass it; one streaming pass keeps those, and the
+  // exact selection runs on them alone. Every element at or above the k-th
+  // largest passes, so the result is the exact top k.
+  constexpr std::int64_t kSample = 1 << 14;
+  if (n >= 8 * kSample && k * 16 <= n) {
+    std::vector<float> sample(kSample);
+    const std::int64_t stride = n / kSample;
+    for (std::int64_t j = 0; j < kSample; ++j) sample[j] = std::fabs(x[j * stride]);
+    // Aim for about 2x k candidates (the sample's quantile for 2k/n).
+    const auto rank = std::min<std::int64_t>(kSample - 1, (2 * k * kSample) / n);
+    std::nth_element(sample.begin(), sample.begin() + rank, sample.end(), std::greater<float>());
+    const float threshold = sample[rank];
+    std::vector<std::uint32_t> candidates;
+    candidates.reserve(static_cast<std::size_t>(4 * k));
+    for (std::int64_t i = 0; i < n; ++i)
+      if (std::fabs(x[i]) >= threshold) candidates.push_back(static_cast<std::uint32_t>(i));
+    if (static_cast<std::int64_t>(candidates.size()) >= k) {
+      select_largest(x, candidates, k, indices, values);
+      return;
+    }
+  }
+  std::vector<std::uint32_t> all(static_cast<std::size_t>(n));
+  std::iota(all.begin(), all.end(), 0u);
+  select_largest(x, all, k, indices, values);
+}
+
+void randomk_select(const float* x, std::int64_t n, std::int64_t k, float scale, Xorshift128p& rng,
+                    std::uint32_t* indices, float* values) {
+  const auto range = static_cast<std::uint64_t>(n);
+  for (std::int64_t j = 0; j < k; ++j) {
+    // Multiply-shift maps 64 random bits onto [0, n) without a division.
+    __extension__ using wide = unsigned __int128;
+    const auto i = static_cast<std::uint32_t>((static_cast<wide>(rng.next()) * range) >> 64);
+    indices[j] = i;
+    values[j] = x[i] * scale;
+  }
+}
+
+void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out) {
+  for (std::int64_t j = 0; j < k; ++j) out[indices[j]] += values[j] * weight;
+}
+
+namespace {
+
+// Codes are written least significant bit first. gamma(v), v >= 1, with
+// w = floor(log2 v): w zero bits, a 1, then the w bits of v below its top
+// bit, lowest first. Elias gamma's length (2w + 1); this order lets a 64-bit
+// accumulator emit a code in one shift and a reader find w with one ctz.
+class BitWriter {
+ public:
+  explicit BitWriter(std::uint8_t* out) : out_(out) {}
+  void put(std::uint64_t value, int width) {  // width <= 33: at most 31 bits wait in acc_
+    acc_ |= value << used_;
+    used_ += width;
+    if (used_ >= 32) {  // little-endian: the low four bytes go out in stream order
+      const auto low = static_cast<std::uint32_t>(acc_);
+      std::memcpy(out_ + bytes_, &low, 4);
+      bytes_ += 4;
+      acc_ >>= 32;
+      used_ -= 32;
+    }
+  }
+  void bit(unsigned b) { put(b, 1); }
+  void gamma(std::uint64_t v) {
+    const int width = 63 - __builtin_clzll(v);
+    const std::uint64_t tail = ((v ^ (1ull << width)) << 1) | 1u;  // the marker 1, then v below its top bit
+    if (2 * width + 1 <= 33) {
+      put(tail << width, 2 * width + 1);
+    } else {
+      put(0, width);
+      put(tail, width + 1);
+    }
+  }
+  std::size_t finish() {
+    for (; used_ > 0; used_ -= 8, acc_ >>= 8) out_[bytes_++] = static_cast<std::uint8_t>(acc_);
+    used_ = 0;
+    return bytes_;
+  }
+
+ private:
+  std::uint8_t* out_;
+  std::uint64_t acc_ = 0;
+  int used_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+class BitReader {
+ public:
+  BitReader(const std::uint8_t* in, std::size_t bytes) : in_(in), bytes_(bytes) {}
+  unsigned bit() { return static_cast<unsigned>(take(1)); }
+  std::uint64_t gamma() {
+    refill();
+    if (acc_ == 0) throw std::runtime_error("dithering payload holds an invalid code or ends early");
+    const int width = __builtin_ctzll(acc_);
+    if (width > 32) throw std::runtime_error("dithering payload holds an invalid code");
+    take(width + 1);  // the zeros and the marker
+    return (1ull << width) | take(width);
+  }
+
+ private:
+  void refill() {
+    while (have_ <= 56 && next_ < bytes_) {
+      acc_ |= static_cast<std::uint64_t>(in_[next_++]) << have_;
+      have_ += 8;
+    }
+  }
+  std::uint64_t take(int width) {
+    refill();
+    if (width > have_) throw std::runtime_error("dithering payload ends early: damaged or from another format");
+    const std::uint64_t value = width == 64 ? acc_ : acc_ & ((1ull << width) - 1);
+    acc_ = width == 64 ? 0 : acc_ >> width;
+    have_ -= width;
+    return value;
+  }
+
+  const std::uint8_t* in_;
+  std::size_t bytes_;
+  std::size_t next_ = 0;
+  std::uint64_t acc_ = 0;
+  int have_ = 0;
+};
+
+// The level value q/s (linear) or 2^(q-s) (natural, q >= 1) of level q.
+float level_value(std::int64_t q, const DitheringOptions& o) {
+  if (q == 0) return 0.0f;
+  return o.natural ? std::ldexp(1.0f, static_cast<int>(q - o.levels))
+                   : static_cast<float>(q) / static_cast<float>(o.levels);
+}
+
+// Stochastic rounding of a in [0, 1] to a level: unbiased.
+std::int64_t quantise(float a, const DitheringOptions& o, Xorshift128p& rng) {
+  if (!o.natural) {
+    const float scaled = a * static_cast<float>(o.levels);
+    const auto low = std::min<std::int64_t>(static_cast<std::int64_t>(scaled), o.levels);
+    return low + (low < o.levels && rng.uniform() < scaled - static_cast<float>(low) ? 1 : 0);
+  }
+  if (a <= 0.0f) return 0;
+  // Levels 0, 2^(1-s), ..., 1: find q with level(q) <= a < level(q+1).
+  int exponent = 0;
+  std::frexp(a, &exponent);  // a = m * 2^exponent, m in [0.5, 1)
+  std::int64_t q = std::clamp<std::int64_t>(exponent - 1 + o.levels, 0, o.levels);
+  if (q == o.levels) return q;
+  const float low = level_value(q, o), high = level_value(q + 1, o);
+  return q + (rng.uniform() < (a - low) / (high - low) ? 1 : 0);
+}
+
+}  // namespace
+
+std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& o) {
+  // Per element at most: gap 1 (1 bit), the sign, gamma(level) <= 2 floor(log2 s) + 1 bits.
+  const int level_bits =
+      2 * (63 - __builtin_clzll(static_cast<std::uint64_t>(std::max<std::int64_t>(o.levels, 1)))) + 1;
+  return 8 + (static_cast<std::size_t>(n) * static_cast<std::size_t>(2 + level_bits) + 7) / 8;
+}
+
+std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
+                             std::uint8_t* out) {
+  double norm = 0;
+  if (o.l2_norm) {
+    for (std::int64_t i = 0; i < n; ++i) norm += static_cast<double>(x[i]) * x[i];
+    norm = std::sqrt(norm);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) norm = std::max(norm, static_cast<double>(std::fabs(x[i])));
+  }
+  const auto norm_f = static_cast<float>(norm);
+  std::memcpy(out, &norm_f, 4);
+  BitWriter bits(out + 8);
+  std::uint32_t nonzeros = 0;
+  std::int64_t previous = -1;
+  if (norm_f > 0) {
+    const float inverse = 1.0f / norm_f;
+    // Branch-free for the common case: a zero level writes a code of width
+    // 0, so whether an element is kept (random, by design) costs no
+    // mispredicted branch.
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto q = quantise(std::min(std::fabs(x[i]) * inverse, 1.0f), o, rng);
+      const std::uint64_t keep = q != 0;
+      const auto gap = static_cast<std::uint64_t>(i - previous);
+      const int gap_width = 63 - __builtin_clzll(gap);
+      const int level_width = 63 - __builtin_clzll(static_cast<std::uint64_t>(q | 1));
+      const int length = 2 * gap_width + 2 + 2 * level_width + 1;
+      if (length <= 33) {
+        const std::uint64_t gap_code = (((gap ^ (1ull << gap_width)) << 1) | 1u) << gap_width;
+        const std::uint64_t level_code =
+            ((((static_cast<std::uint64_t>(q) ^ (1ull << level_width)) << 1) | 1u) << level_width);
+        const std::uint64_t sign = x[i] < 0.0f;
+        const std::uint64_t code = gap_code | (sign << (2 * gap_width + 1)) | (level_code << (2 * gap_width + 2));
+        bits.put(code & (0 - keep), static_cast<int>(length * keep));
+      } else if (keep) {
+        bits.gamma(gap);
+        bits.bit(x[i] < 0.0f);
+        bits.gamma(static_cast<std::uint64_t>(q));
+      }
+      previous = keep ? i : previous;
+      nonzeros += static_cast<std::uint32_t>(keep);
+    }
+  }
+  std::memcpy(out + 4, &nonzeros, 4);
+  return 8 + bits.finish();
+}
+
+void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& o,
+                          float weight, float* out) {
+  if (bytes < 8) throw std::runtime_error("dithering payload shorter than its header");
+  float norm = 0;
+  std::uint32_t nonzeros = 0;
+  std::memcpy(&norm, in, 4);
+  std::memcpy(&nonzeros, in + 4, 4);
+  BitReader bits(in + 8, bytes - 8);
+  std::vector<float> values(static_cast<std::size_t>(o.levels) + 1);  // per level, already scaled
+  for (std::int64_t q = 0; q <= o.levels; ++q) values[static_cast<std::size_t>(q)] = level_value(q, o) * norm * weight;
+  std::int64_t i = -1;
+  for (std::uint32_t j = 0; j < nonzeros; ++j) {
+    i += static_cast<std::int64_t>(bits.gamma());
+    const bool negative = bits.bit();
+    const auto q = static_cast<std::int64_t>(bits.gamma());
+    if (i >= n || q > o.levels) throw std::runtime_error("dithering payload points outside its tensor");
+    const float v = values[static_cast<std::size_t>(q)];
+    out[i] += negative ? -v : v;
+  }
+}
+
+}  // namespace commtune::kernels
