@@ -1,5 +1,6 @@
 #include "core/catalog.h"
 
+#include "core/hooks/compressed_hook.h"
 #include "core/hooks/powersgd.h"
 
 namespace commtune {
@@ -12,6 +13,7 @@ Catalog& catalog() {
     register_builtin_optimizers(c.optimizers);
     register_default_hooks(c.hooks);
     register_powersgd_hooks(c.hooks);
+    register_compressed_hooks(c.hooks);
     return c;
   }();
   return instance;

@@ -1,0 +1,130 @@
+#include "core/hooks/compressed_hook.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "core/compress/compressor.h"
+
+namespace commtune {
+
+namespace {
+
+class CompressedHook final : public CommHook {
+ public:
+  CompressedHook(const CompressorOptions& options, HookEnv& env) : options_(options), env_(env) {}
+
+  // Waits between the size exchange, the gather and the decode.
+  bool may_block() const override { return true; }
+
+  Future run(GradBucket& bucket) override {
+    auto buffer = bucket.buffer();
+    const auto n = buffer.numel();
+    const int world = env_.world_size();
+    if (n * 4 < options_.byteps_min_compress_bytes) {
+      if (bucket.gradient_scale() == 1.0) buffer.div_(world);
+      return env_.comm.allreduce_sum(buffer);
+    }
+    auto start = thread_cpu_ns();
+    auto& compressor = compressor_for(bucket.index(), n);
+    auto x = buffer.to(at::kCPU, at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
+    auto payload = at::zeros({static_cast<std::int64_t>(compressor.max_payload_bytes(n))}, at::kByte);
+    const auto used = compressor.compress(x.data_ptr<float>(), n, payload.data_ptr<std::uint8_t>());
+    env_.clock.add_compute_ns(thread_cpu_ns() - start);
+
+    // Variable-size payloads (dithering) first agree on the largest.
+    const auto device = buffer.device();
+    std::vector<std::int64_t> sizes(static_cast<std::size_t>(world), static_cast<std::int64_t>(used));
+    std::int64_t width = static_cast<std::int64_t>(used);
+    if (!compressor.fixed_size()) {
+      auto mine = at::full({1}, static_cast<std::int64_t>(used), at::TensorOptions().dtype(at::kLong).device(device));
+      auto all = at::empty({world}, mine.options());
+      const auto gathered_sizes = Communicator::wait(env_.comm.allgather(mine, all)).cpu();
+      for (int r = 0; r < world; ++r) sizes[r] = gathered_sizes[r].item<std::int64_t>();
+      width = *std::max_element(sizes.begin(), sizes.end());
+    }
+    auto outgoing = payload.narrow(0, 0, width).to(device);
+    auto incoming = at::empty({world * width}, outgoing.options());
+    const auto received = Communicator::wait(env_.comm.allgather(outgoing, incoming)).cpu().contiguous();
+
+    start = thread_cpu_ns();
+    auto sum = at::zeros({n}, at::kFloat);
+    const auto* bytes = received.data_ptr<std::uint8_t>();
+    for (int r = 0; r < world; ++r)
+      compressor.decompress_add(bytes + r * width, static_cast<std::size_t>(sizes[r]), n,
+                                1.0f / static_cast<float>(world), sum.data_ptr<float>());
+    buffer.copy_(sum);
+    env_.clock.add_compute_ns(thread_cpu_ns() - start);
+
+    const auto index = bucket.index();
+    env_.stats.set_bucket(index, "payload_bytes", static_cast<double>(used));
+    env_.stats.set_bucket(index, "compression_rate", 4.0 * static_cast<double>(n) / static_cast<double>(used));
+    std::vector<std::pair<std::string, double>> reports;
+    compressor.report(reports);
+    for (const auto& [name, value] : reports) env_.stats.set_bucket(index, name, value);
+    return Communicator::completed(buffer);
+  }
+
+  void save_state(State& out) const override {
+    c10::impl::GenericDict dict(c10::IntType::get(), c10::TensorType::get());
+    for (const auto& [index, entry] : compressors_) {
+      std::vector<std::uint8_t> bytes;
+      entry.compressor->save(bytes);
+      auto t = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
+      std::memcpy(t.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
+      dict.insert(static_cast<std::int64_t>(index), t);
+      out.insert("numel_" + std::to_string(index), entry.numel);
+    }
+    out.insert("compressors", dict);
+  }
+
+  void load_state(const State& in) override {
+    compressors_.clear();
+    for (const auto& item : in.at("compressors").toGenericDict()) {
+      const auto index = static_cast<std::size_t>(item.key().toInt());
+      const auto t = item.value().toTensor().contiguous();
+      const auto numel = in.at("numel_" + std::to_string(index)).toInt();
+      std::vector<std::uint8_t> bytes(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel());
+      std::size_t pos = 0;
+      compressor_for(index, numel).load(bytes, pos);
+    }
+  }
+
+ private:
+  struct Entry {
+    std::int64_t numel = 0;
+    std::unique_ptr<Compressor> compressor;
+  };
+
+  // One compressor per bucket; a bucket that changed size (DDP rebuilds its
+  // buckets after the first step) starts afresh.
+  Compressor& compressor_for(std::size_t index, std::int64_t n) {
+    auto& entry = compressors_[index];
+    if (!entry.compressor || entry.numel != n) {
+      const auto stream = (static_cast<std::uint64_t>(env_.rank()) << 32) | index;
+      entry = {n, make_compressor(options_, n, stream)};
+    }
+    return *entry.compressor;
+  }
+
+  CompressorOptions options_;
+  HookEnv& env_;
+  std::map<std::size_t, Entry> compressors_;
+};
+
+}  // namespace
+
+void register_compressed_hooks(HookRegistry& registry) {
+  registry.add<CompressorOptions>(
+      "byteps",
+      "BytePS-style compression: each rank packs its bucket (onebit, topk, randomk or dithering, with optional error "
+      "feedback and Nesterov momentum), payloads are allgathered, decoded in rank order and averaged",
+      [](const CompressorOptions& options, HookEnv& env) {
+        make_compressor(options, 1024, 0);  // validates the combination before training starts
+        return std::make_unique<CompressedHook>(options, env);
+      });
+}
+
+}  // namespace commtune

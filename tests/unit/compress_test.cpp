@@ -1,0 +1,195 @@
+// BytePS-style compressors: what each keeps exactly, the size of its
+// payload against the format's formula, the unbiasedness of the randomised
+// ones (measured), and error feedback's exact accounting.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/compress/compressor.h"
+
+using namespace commtune;
+
+namespace {
+
+std::vector<float> random_vector(std::int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (auto& v : x) v = normal(gen);
+  return x;
+}
+
+CompressorOptions options(const std::string& type, double k = 0.01) {
+  CompressorOptions o;
+  o.byteps_compressor_type = type;
+  o.byteps_compressor_k = k;
+  return o;
+}
+
+// Compresses a copy of x and decodes it: (decoded, payload bytes).
+std::pair<std::vector<float>, std::size_t> round_trip(Compressor& c, std::vector<float> x) {
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<std::uint8_t> payload(c.max_payload_bytes(n));
+  const auto bytes = c.compress(x.data(), n, payload.data());
+  std::vector<float> out(x.size(), 0.0f);
+  c.decompress_add(payload.data(), bytes, n, 1.0f, out.data());
+  return {out, bytes};
+}
+
+}  // namespace
+
+TEST(Compressors, OnebitKeepsSignsAndTheMeanMagnitude) {
+  const auto x = random_vector(1000, 1);
+  double mean_abs = 0;
+  for (float v : x) mean_abs += std::fabs(v);
+  mean_abs /= x.size();
+  for (bool scaled : {true, false}) {
+    auto o = options("onebit");
+    o.byteps_compressor_onebit_scaling = scaled;
+    auto c = make_compressor(o, 1000, 0);
+    const auto [out, bytes] = round_trip(*c, x);
+    EXPECT_EQ(bytes, 4u + 4u * 32u);  // the scale, then ceil(1000 / 32) words
+    const float scale = scaled ? static_cast<float>(mean_abs) : 1.0f;
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(out[i], x[i] < 0 ? -scale : scale) << i;
+  }
+}
+
+TEST(Compressors, TopkKeepsExactlyTheLargest) {
+  const auto x = random_vector(5000, 2);
+  for (double k : {1.0, 37.0, 0.01, 0.5}) {
+    auto c = make_compressor(options("topk", k), 5000, 0);
+    const auto kept = resolve_k(k, 5000);
+    const auto [out, bytes] = round_trip(*c, x);
+    EXPECT_EQ(bytes, 8u * static_cast<std::size_t>(kept));
+    std::vector<float> magnitudes;
+    for (float v : x) magnitudes.push_back(std::fabs(v));
+    std::sort(magnitudes.rbegin(), magnitudes.rend());
+    const float threshold = magnitudes[static_cast<std::size_t>(kept) - 1];
+    std::int64_t nonzero = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(out[i], std::fabs(x[i]) >= threshold ? x[i] : 0.0f) << "k " << k << " element " << i;
+      nonzero += out[i] != 0.0f;
+    }
+    EXPECT_EQ(nonzero, kept);
+  }
+  EXPECT_EQ(resolve_k(0.01, 5000), 50);
+  EXPECT_EQ(resolve_k(10000, 5000), 5000);
+}
+
+TEST(Compressors, RandomkRescaledIsUnbiased) {
+  const std::int64_t n = 200;
+  const auto x = random_vector(n, 3);
+  auto o = options("randomk", 20);
+  o.byteps_compressor_randomk_rescale = true;
+  auto c = make_compressor(o, n, 5);
+  const int trials = 20000;
+  std::vector<double> mean(n, 0.0);
+  for (int t = 0; t < trials; ++t) {
+    const auto [out, bytes] = round_trip(*c, x);
+    ASSERT_EQ(bytes, 8u * 20u);
+    for (std::int64_t i = 0; i < n; ++i) mean[i] += out[i] / trials;
+  }
+  // Each draw's estimate of x_i has variance about x_i^2 (n/k - 1) = 9 x_i^2:
+  // the mean of 20000 is within 5 standard errors of x_i.
+  for (std::int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(mean[i], x[i], 5 * std::sqrt(9.0 * x[i] * x[i] / trials) + 1e-6) << i;
+}
+
+TEST(Compressors, DitheringIsUnbiasedOnItsLevels) {
+  const std::int64_t n = 300;
+  const auto x = random_vector(n, 4);
+  for (int partition : {0, 1})
+    for (int normalize : {0, 1}) {
+      auto o = options("dithering", 4);
+      o.byteps_dithering_partition = partition;
+      o.byteps_dithering_normalize = normalize;
+      auto c = make_compressor(o, n, 6);
+      double norm = 0;
+      for (float v : x) norm = normalize ? norm + v * v : std::max<double>(norm, std::fabs(v));
+      if (normalize) norm = std::sqrt(norm);
+      const int trials = 4000;
+      std::vector<double> mean(n, 0.0);
+      for (int t = 0; t < trials; ++t) {
+        const auto [out, bytes] = round_trip(*c, x);
+        ASSERT_LE(bytes, c->max_payload_bytes(n));
+        for (std::int64_t i = 0; i < n; ++i) {
+          // Every decoded value is sign * norm * level.
+          const double level = std::fabs(out[i]) / norm;
+          const double scaled = partition ? std::log2(level) + 4 : level * 4;
+          if (out[i] != 0) {
+            ASSERT_NEAR(scaled, std::round(scaled), 1e-4) << "level " << level;
+            ASSERT_EQ(std::signbit(out[i]), std::signbit(x[i]));
+          }
+          mean[i] += out[i] / trials;
+        }
+      }
+      for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_NEAR(mean[i], x[i], 5 * norm / std::sqrt(trials)) << "partition " << partition << " norm " << normalize;
+    }
+}
+
+TEST(Compressors, DitheringPayloadIsItsEntropyCode) {
+  // Elias gamma of v takes 2 floor(log2 v) + 1 bits: with 1 level and a
+  // vector of equal magnitudes, every element quantises to level 1 (gap 1,
+  // sign, level 1: 3 bits each).
+  std::vector<float> x(1000, 0.5f);
+  for (std::size_t i = 0; i < x.size(); i += 3) x[i] = -0.5f;
+  auto c = make_compressor(options("dithering", 1), 1000, 0);
+  const auto [out, bytes] = round_trip(*c, x);
+  EXPECT_EQ(bytes, 8u + (1000u * 3u + 7u) / 8u);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out[i], x[i]);
+  const std::vector<float> zeros(100, 0.0f);
+  EXPECT_EQ(round_trip(*c, zeros).second, 8u);
+}
+
+TEST(Compressors, ErrorFeedbackAccountsForEveryBit) {
+  // Over T steps: the sum of what was sent plus the final error equals the
+  // sum of the gradients (p_t = g_t + e_{t-1}, e_t = p_t - D(C(p_t))).
+  const std::int64_t n = 4096;
+  for (const char* type : {"onebit", "topk", "randomk", "dithering"}) {
+    auto o = options(type, std::string(type) == "dithering" ? 2.0 : 0.05);
+    o.byteps_ef_type = "vanilla";
+    auto c = make_compressor(o, n, 9);
+    std::vector<double> sent(n, 0.0), given(n, 0.0);
+    for (int t = 0; t < 20; ++t) {
+      auto g = random_vector(n, 100 + t);
+      for (std::int64_t i = 0; i < n; ++i) given[i] += g[i];
+      const auto [out, bytes] = round_trip(*c, g);
+      for (std::int64_t i = 0; i < n; ++i) sent[i] += out[i];
+    }
+    std::vector<std::uint8_t> state;
+    c->save(state);
+    std::vector<float> error(n);
+    std::memcpy(error.data(), state.data() + state.size() - 4 * n, 4 * n);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_NEAR(sent[i] + error[i], given[i], 1e-4) << type << " " << i;
+  }
+}
+
+TEST(Compressors, NesterovMomentumFollowsItsFormula) {
+  const std::int64_t n = 64;
+  auto o = options("topk", 64.0);  // keeps everything: the payload is p itself
+  o.byteps_momentum_type = "nesterov";
+  o.byteps_momentum_mu = 0.9;
+  auto c = make_compressor(o, n, 0);
+  std::vector<float> m(n, 0.0f);
+  for (int t = 0; t < 5; ++t) {
+    const auto g = random_vector(n, 200 + t);
+    const auto [out, bytes] = round_trip(*c, g);
+    for (std::int64_t i = 0; i < n; ++i) {
+      m[i] = 0.9f * m[i] + g[i];
+      ASSERT_FLOAT_EQ(out[i], g[i] + 0.9f * m[i]);
+    }
+  }
+}
+
+TEST(Compressors, BadSettingsNameTheField) {
+  auto o = options("dithering", 2.5);
+  try {
+    make_compressor(o, 100, 0);
+    FAIL() << "fractional dithering levels were accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "hook.byteps_compressor_k");
+  }
+}
