@@ -1,0 +1,70 @@
+// Compressors: compress + decompress throughput (input bytes / the time of
+// both) at 1M, 16M and 64M float32 elements, next to memcpy of the same bytes
+// measured in the same run. Goals (ratio to memcpy): onebit and randomk >= 0.5,
+// dithering >= 0.2, topk >= 0.1.
+//
+//   build/bench/compress_bench [elements...]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "bench/bench_timing.h"
+#include "core/compress/compressor.h"
+
+using namespace commtune;
+
+int main(int argc, char** argv) {
+  std::vector<std::int64_t> sizes{1 << 20, 16 << 20, 64 << 20};
+  if (argc > 1) {
+    sizes.clear();
+    for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+  }
+  struct Case {
+    const char* label;
+    CompressorOptions options;
+    double goal;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* label, const char* type, double k, double goal) {
+    CompressorOptions o;
+    o.byteps_compressor_type = type;
+    o.byteps_compressor_k = k;
+    cases.push_back({label, o, goal});
+  };
+  add("onebit (scaled)", "onebit", 0, 0.5);
+  add("randomk k=1%", "randomk", 0.01, 0.5);
+  add("dithering s=4", "dithering", 4, 0.2);
+  add("topk k=1%", "topk", 0.01, 0.1);
+
+  for (const auto n : sizes) {
+    std::vector<float> x(static_cast<std::size_t>(n)), out(x.size()), copy(x.size());
+    std::mt19937 gen(1);
+    std::normal_distribution<float> normal;
+    for (auto& v : x) v = normal(gen);
+    const double bytes = 4.0 * static_cast<double>(n);
+    const int batches = n > (1 << 22) ? 5 : 15;
+    const double memcpy_s = bench::median_seconds([&] { std::memcpy(copy.data(), x.data(), bytes); }, batches);
+    std::printf("%lld elements (%.0f MB): memcpy %.2f GB/s\n", static_cast<long long>(n), bytes / 1e6,
+                bytes / memcpy_s / 1e9);
+    for (auto& c : cases) {
+      auto compressor = make_compressor(c.options, n, 0);
+      std::vector<std::uint8_t> payload(compressor->max_payload_bytes(n));
+      std::size_t used = 0;
+      // Compress, then decode into a dense vector (cleared first: the hook's
+      // decode writes every element too). Without decorators x is left as is.
+      const double s = bench::median_seconds(
+          [&] {
+            used = compressor->compress(x.data(), n, payload.data());
+            std::memset(out.data(), 0, bytes);
+            compressor->decompress_add(payload.data(), used, n, 1.0f, out.data());
+          },
+          batches);
+      const double ratio = memcpy_s / s;
+      std::printf("  %-16s %7.2f GB/s  ratio %.2f of memcpy (goal %.1f: %s)  payload %.4f of the input\n", c.label,
+                  bytes / s / 1e9, ratio, c.goal, ratio >= c.goal ? "met" : "MISSED", used / bytes);
+    }
+  }
+  return 0;
+}
