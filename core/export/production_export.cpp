@@ -39,6 +39,42 @@ std::string default_hook_snippet(const nlohmann::json& config) {
          body + "\n\n" + ddp_bucketing_comment(config) + "#   register(ddp_model)\n";
 }
 
+// The byteps hook's settings as BytePS takes them: its compression_params
+// dict (BytePS >= 0.2.4, docs/gradient-compression.md there) and the
+// environment variables of its native path.
+std::string byteps_snippet(const nlohmann::json& config) {
+  const auto& hook = config.at("hook");
+  const auto type = hook.value("byteps_compressor_type", "topk");
+  nlohmann::json params = {{"compressor", type}};
+  if (hook.value("byteps_ef_type", "none") != "none") params["ef"] = hook["byteps_ef_type"];
+  if (hook.value("byteps_momentum_type", "none") != "none") {
+    params["momentum"] = hook["byteps_momentum_type"];
+    params["momentum_mu"] = hook.value("byteps_momentum_mu", 0.9);
+  }
+  if (type == "onebit") params["scaling"] = hook.value("byteps_compressor_onebit_scaling", true);
+  if (type != "onebit") params["k"] = hook.value("byteps_compressor_k", 0.01);
+  if (type == "randomk" || type == "dithering") params["seed"] = hook.value("byteps_seed", 0);
+  if (type == "dithering") {
+    params["partition"] = hook.value("byteps_dithering_partition", 0) == 1 ? "natural" : "linear";
+    params["normalize"] = hook.value("byteps_dithering_normalize", 0) == 1 ? "l2" : "max";
+  }
+  std::string python = params.dump(4);
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"true", "True"}, {"false", "False"}})
+    for (std::size_t at = 0; (at = python.find(": " + from, at)) != std::string::npos;)
+      python.replace(at + 2, from.size(), to);
+  return "\"\"\"The gradient compression tuned with commtune, in BytePS's terms (BytePS >= 0.2.4).\n\n"
+         "commtune ran it as a DDP communication hook: payloads allgathered and decoded on every rank.\n"
+         "BytePS runs the same compressor, error feedback and momentum in its parameter servers.\n\"\"\"\n\n"
+         "compression_params = " +
+         python +
+         "\n\n# With byteps.torch, as its examples do:\n"
+         "#   optimizer = bps.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),\n"
+         "#                                        compression_params=compression_params)\n"
+         "# Set the framework's own momentum to 0 when \"momentum\" is given (BytePS applies it).\n"
+         "# Tensors under BYTEPS_MIN_COMPRESS_BYTES=" +
+         std::to_string(hook.value("byteps_min_compress_bytes", 65536)) + " bytes go uncompressed, as in the run.\n";
+}
+
 }  // namespace
 
 std::vector<std::string> export_for_production(const nlohmann::json& config, const std::string& checkpoint_folder,
@@ -48,11 +84,13 @@ std::vector<std::string> export_for_production(const nlohmann::json& config, con
   if (name == "powersgd" || name == "batched_powersgd") return export_powersgd(config, checkpoint_folder, out_dir);
   if (name == "noop")
     throw ConfigError("hook.name", "noop skips gradient averaging: a diagnostic, not a hook to run in production");
-  const auto snippet = default_hook_snippet(config);  // throws for hooks without a production form
+  const bool byteps = name == "byteps";
+  // Throws for hooks without a production form.
+  const auto snippet = byteps ? byteps_snippet(config) : default_hook_snippet(config);
   fs::create_directories(out_dir);
   const auto config_path = fs::path(out_dir) / "commtune_config.json";
   write_text_file(config_path, config.dump(2) + "\n");
-  const auto snippet_path = fs::path(out_dir) / "use_hook.py";
+  const auto snippet_path = fs::path(out_dir) / (byteps ? "byteps_compression.py" : "use_hook.py");
   write_text_file(snippet_path, snippet);
   return {config_path.string(), snippet_path.string()};
 }

@@ -92,6 +92,21 @@ class State(unittest.TestCase):
             self.assertEqual(resumed.summary["param_digest"], full.summary["param_digest"])
 
 
+class Export(unittest.TestCase):
+    def test_production_export_gives_bytepss_compression_params(self):
+        ct.fresh_store()
+        with tempfile.TemporaryDirectory() as d:
+            run = ct.run_commtune(d, dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["onebit"], steps=3))
+            out = os.path.join(d, "export")
+            ct.cli("export", "production", "--run", run.summary["run_id"], "--out", out)
+            self.assertEqual(sorted(os.listdir(out)), ["byteps_compression.py", "commtune_config.json"])
+            namespace = {}
+            exec(open(os.path.join(out, "byteps_compression.py")).read(), namespace)
+            self.assertEqual(namespace["compression_params"],
+                             {"compressor": "onebit", "ef": "vanilla", "momentum": "nesterov", "momentum_mu": 0.9,
+                              "scaling": True})
+
+
 class Settings(unittest.TestCase):
     def run_bad(self, **overrides):
         with tempfile.TemporaryDirectory() as d:
