@@ -30,7 +30,11 @@ Schema<CompressorOptions> CompressorOptions::schema() {
       .integer("byteps_dithering_normalize", &O::byteps_dithering_normalize, {0, 1}, "",
                "dithering norm: 0 max |x|, 1 the l2 norm")
       .integer("byteps_min_compress_bytes", &O::byteps_min_compress_bytes, Range::at_least(0), "bytes",
-               "buckets smaller than this go uncompressed (plain allreduce)");
+               "buckets smaller than this go uncompressed (plain allreduce)")
+      .integer("ranks_per_node", &O::ranks_per_node, {0, 4096}, "ranks",
+               "two-level compression: groups of this many consecutive ranks (a node) sum in fp16 first, then "
+               "only each node's first rank exchanges compressed payloads, and broadcasts the result in its node "
+               "(0: one level)");
 }
 
 std::int64_t resolve_k(double k, std::int64_t n) {

@@ -29,6 +29,10 @@ struct CompressorOptions {
   std::int64_t byteps_dithering_partition = 0;  // 0 linear, 1 natural
   std::int64_t byteps_dithering_normalize = 0;  // 0 max, 1 l2
   std::int64_t byteps_min_compress_bytes = 65536;
+  // Two-level compression: ranks r with equal r / ranks_per_node form a node
+  // that sums in fp16 first; only node leaders exchange compressed payloads.
+  // 0: one level, every rank exchanges payloads.
+  std::int64_t ranks_per_node = 0;
   static Schema<CompressorOptions> schema();
 };
 

@@ -2,8 +2,11 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "core/dist/c10d_compat.h"
 #include "core/dist/link_emulator.h"
@@ -22,36 +25,43 @@ thread_local std::int32_t current_bucket = -1;
 BucketScope::BucketScope(std::int32_t bucket) : previous_(current_bucket) { current_bucket = bucket; }
 BucketScope::~BucketScope() { current_bucket = previous_; }
 
+// What every communicator of a rank shares (the world's and its subgroups'):
+// the traffic counters and the log of collectives a step reports.
+struct CollectiveLedger {
+  std::mutex mutex;
+  std::vector<CollectiveRecord> log;
+  std::vector<std::chrono::steady_clock::time_point> issued;
+  std::uint64_t base = 0;  // sequence number of log[0]
+  std::atomic<std::uint64_t> wire_bytes{0};
+  std::atomic<std::uint64_t> collectives{0};
+};
+
 struct Communicator::Impl {
   DistEnv env;
   CommBackend backend;
+  std::chrono::milliseconds timeout{0};
   // Declared before the group: destroyed after it, so no collective the
-  // group finishes while shutting down finds the log or the emulator gone.
-  std::mutex log_mutex;
-  std::vector<CollectiveRecord> log;
-  std::vector<std::chrono::steady_clock::time_point> log_issued;
-  std::uint64_t log_base = 0;  // sequence number of log[0]
+  // group finishes while shutting down finds the ledger or the emulator gone.
+  std::shared_ptr<CollectiveLedger> ledger = std::make_shared<CollectiveLedger>();
   std::unique_ptr<LinkEmulator> emulator;
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::ProcessGroupBase> group;
-  std::atomic<std::uint64_t> wire_bytes{0};
-  std::atomic<std::uint64_t> collectives{0};
 
   // Logs a collective being issued; returns its sequence number.
   std::uint64_t record(net::Collective kind, const at::Tensor& payload) {
-    std::lock_guard<std::mutex> lock(log_mutex);
-    log.push_back({kind, current_bucket, static_cast<double>(bytes_of(payload))});
-    log_issued.push_back(std::chrono::steady_clock::now());
-    return log_base + log.size() - 1;
+    std::lock_guard<std::mutex> lock(ledger->mutex);
+    ledger->log.push_back({kind, current_bucket, static_cast<double>(bytes_of(payload))});
+    ledger->issued.push_back(std::chrono::steady_clock::now());
+    return ledger->base + ledger->log.size() - 1;
   }
   // Called where the real collective completes, before its future does (so
   // before anyone waiting on it can take the log).
   void finished(std::uint64_t sequence) {
     const auto now = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(log_mutex);
-    if (sequence < log_base || sequence >= log_base + log.size()) return;
-    const auto i = sequence - log_base;
-    log[i].seconds = std::chrono::duration<double>(now - log_issued[i]).count();
+    std::lock_guard<std::mutex> lock(ledger->mutex);
+    if (sequence < ledger->base || sequence >= ledger->base + ledger->log.size()) return;
+    const auto i = sequence - ledger->base;
+    ledger->log[i].seconds = std::chrono::duration<double>(now - ledger->issued[i]).count();
   }
   Future completed_now(std::uint64_t sequence, const at::Tensor& value) {
     finished(sequence);
@@ -63,9 +73,10 @@ struct Communicator::Impl {
   }
 
   void count(double bytes) {
-    wire_bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
-    collectives.fetch_add(1, std::memory_order_relaxed);
+    ledger->wire_bytes.fetch_add(static_cast<std::uint64_t>(bytes), std::memory_order_relaxed);
+    ledger->collectives.fetch_add(1, std::memory_order_relaxed);
   }
+  void build_group();
   double share() const { return static_cast<double>(env.world_size - 1) / env.world_size; }
 
   // Work futures hold a list of tensors; ours hold the one tensor. c10's
@@ -83,6 +94,39 @@ struct Communicator::Impl {
 
   Future emulated_bf16_allreduce(at::Tensor tensor, std::uint64_t sequence);
 };
+
+// The process group over `store`, for this rank of `env`.
+void Communicator::Impl::build_group() {
+  try {
+    if (backend == CommBackend::Gloo) {
+#if defined(COMMTUNE_WITH_GLOO)
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+      else if (env.is_loopback())
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, options);
+#else
+      throw std::runtime_error(
+          "this build of commtune has no Gloo support (built without gloo headers): use device=cuda");
+#endif
+    } else {
+#if defined(COMMTUNE_WITH_NCCL)
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, options);
+#else
+      throw std::runtime_error("this build of commtune has no NCCL support (libtorch without CUDA)");
+#endif
+    }
+  } catch (const CommunicationError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CommunicationError("rank " + std::to_string(env.rank) + " could not build the process group: " + e.what());
+  }
+}
 
 Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono::milliseconds timeout)
     : impl_(std::make_unique<Impl>()) {
@@ -102,38 +146,27 @@ Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono:
                              ":" + std::to_string(env.master_port) + ": " + e.what());
   }
 
-  try {
-    if (backend == CommBackend::Gloo) {
-#if defined(COMMTUNE_WITH_GLOO)
-      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-      if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
-      else if (env.is_loopback())
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      else
-        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-      impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, options);
-#else
-      throw std::runtime_error(
-          "this build of commtune has no Gloo support (built without gloo headers): use device=cuda");
-#endif
-    } else {
-#if defined(COMMTUNE_WITH_NCCL)
-      auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = timeout;
-      impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env.rank, env.world_size, options);
-#else
-      throw std::runtime_error("this build of commtune has no NCCL support (libtorch without CUDA)");
-#endif
-    }
-  } catch (const CommunicationError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw CommunicationError("rank " + std::to_string(env.rank) + " could not build the process group: " + e.what());
-  }
+  impl_->timeout = timeout;
+  impl_->build_group();
 }
 
+Communicator::Communicator() : impl_(std::make_unique<Impl>()) {}
 Communicator::~Communicator() = default;
+
+std::unique_ptr<Communicator> Communicator::split(const std::vector<int>& members, const std::string& tag) {
+  const auto me = std::find(members.begin(), members.end(), rank());
+  if (me == members.end()) return nullptr;
+  std::unique_ptr<Communicator> sub(new Communicator());
+  sub->impl_->env = impl_->env;
+  sub->impl_->env.rank = static_cast<int>(me - members.begin());
+  sub->impl_->env.world_size = static_cast<int>(members.size());
+  sub->impl_->backend = impl_->backend;
+  sub->impl_->timeout = impl_->timeout;
+  sub->impl_->ledger = impl_->ledger;
+  sub->impl_->store = c10::make_intrusive<c10d::PrefixStore>(tag, impl_->store);
+  sub->impl_->build_group();
+  return sub;
+}
 
 int Communicator::rank() const { return impl_->env.rank; }
 int Communicator::size() const { return impl_->env.world_size; }
@@ -237,14 +270,16 @@ void Communicator::barrier() {
 }
 
 Traffic Communicator::traffic() const {
-  return {impl_->wire_bytes.load(std::memory_order_relaxed), impl_->collectives.load(std::memory_order_relaxed)};
+  return {impl_->ledger->wire_bytes.load(std::memory_order_relaxed),
+          impl_->ledger->collectives.load(std::memory_order_relaxed)};
 }
 
 std::vector<CollectiveRecord> Communicator::take_collectives() {
-  std::lock_guard<std::mutex> lock(impl_->log_mutex);
-  impl_->log_base += impl_->log.size();
-  impl_->log_issued.clear();
-  return std::exchange(impl_->log, {});
+  auto& ledger = *impl_->ledger;
+  std::lock_guard<std::mutex> lock(ledger.mutex);
+  ledger.base += ledger.log.size();
+  ledger.issued.clear();
+  return std::exchange(ledger.log, {});
 }
 
 void Communicator::emulate_link(const net::Cluster& cluster) {

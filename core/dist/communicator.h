@@ -96,12 +96,19 @@ class Communicator {
   // `cluster` (LinkEmulator).
   void emulate_link(const net::Cluster& cluster);
 
+  // A communicator over `members` (ranks of this one, in their order), or
+  // null when this rank is not among them. Every rank calls it, with the same
+  // members and a `tag` unique to the group. Its traffic and collectives add
+  // to this communicator's; link emulation does not apply to it.
+  std::unique_ptr<Communicator> split(const std::vector<int>& members, const std::string& tag);
+
   // An already completed future holding `value`.
   static Future completed(const at::Tensor& value);
   // Waits for a future; failures become CommunicationError. Returns its tensor.
   static at::Tensor wait(const Future& future);
 
  private:
+  Communicator();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -14,7 +14,21 @@ namespace {
 
 class CompressedHook final : public CommHook {
  public:
-  CompressedHook(const CompressorOptions& options, HookEnv& env) : options_(options), env_(env) {}
+  CompressedHook(const CompressorOptions& options, HookEnv& env) : options_(options), env_(env) {
+    const int world = env.world_size();
+    const auto per_node = static_cast<int>(options.ranks_per_node);
+    if (per_node > 0) {
+      if (world % per_node != 0)
+        throw ConfigError("hook.ranks_per_node",
+                          "must divide the world size " + std::to_string(world) + ", got " + std::to_string(per_node));
+      const int node = env.rank() / per_node;
+      std::vector<int> node_ranks, leaders;
+      for (int r = 0; r < per_node; ++r) node_ranks.push_back(node * per_node + r);
+      for (int r = 0; r < world; r += per_node) leaders.push_back(r);
+      node_ = env.comm.split(node_ranks, "byteps-node-" + std::to_string(node) + "/");
+      leaders_ = env.comm.split(leaders, "byteps-leaders/");
+    }
+  }
 
   // Waits between the size exchange, the gather and the decode.
   bool may_block() const override { return true; }
@@ -27,43 +41,15 @@ class CompressedHook final : public CommHook {
       if (bucket.gradient_scale() == 1.0) buffer.div_(world);
       return env_.comm.allreduce_sum(buffer);
     }
-    auto start = thread_cpu_ns();
-    auto& compressor = compressor_for(bucket.index(), n);
-    auto x = buffer.to(at::kCPU, at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
-    auto payload = at::zeros({static_cast<std::int64_t>(compressor.max_payload_bytes(n))}, at::kByte);
-    const auto used = compressor.compress(x.data_ptr<float>(), n, payload.data_ptr<std::uint8_t>());
-    env_.clock.add_compute_ns(thread_cpu_ns() - start);
-
-    // Variable-size payloads (dithering) first agree on the largest.
-    const auto device = buffer.device();
-    std::vector<std::int64_t> sizes(static_cast<std::size_t>(world), static_cast<std::int64_t>(used));
-    std::int64_t width = static_cast<std::int64_t>(used);
-    if (!compressor.fixed_size()) {
-      auto mine = at::full({1}, static_cast<std::int64_t>(used), at::TensorOptions().dtype(at::kLong).device(device));
-      auto all = at::empty({world}, mine.options());
-      const auto gathered_sizes = Communicator::wait(env_.comm.allgather(mine, all)).cpu();
-      for (int r = 0; r < world; ++r) sizes[r] = gathered_sizes[r].item<std::int64_t>();
-      width = *std::max_element(sizes.begin(), sizes.end());
+    if (node_) {
+      // Level one: the node sums in fp16; its leader carries the sum on.
+      auto half = buffer.to(at::kHalf);
+      Communicator::wait(node_->allreduce_sum(half));
+      if (leaders_) buffer.copy_(exchange(leaders_.get(), half.to(at::kFloat), bucket.index(), world));
+      Communicator::wait(node_->broadcast(buffer, 0));
+      return Communicator::completed(buffer);
     }
-    auto outgoing = payload.narrow(0, 0, width).to(device);
-    auto incoming = at::empty({world * width}, outgoing.options());
-    const auto received = Communicator::wait(env_.comm.allgather(outgoing, incoming)).cpu().contiguous();
-
-    start = thread_cpu_ns();
-    auto sum = at::zeros({n}, at::kFloat);
-    const auto* bytes = received.data_ptr<std::uint8_t>();
-    for (int r = 0; r < world; ++r)
-      compressor.decompress_add(bytes + r * width, static_cast<std::size_t>(sizes[r]), n,
-                                1.0f / static_cast<float>(world), sum.data_ptr<float>());
-    buffer.copy_(sum);
-    env_.clock.add_compute_ns(thread_cpu_ns() - start);
-
-    const auto index = bucket.index();
-    env_.stats.set_bucket(index, "payload_bytes", static_cast<double>(used));
-    env_.stats.set_bucket(index, "compression_rate", 4.0 * static_cast<double>(n) / static_cast<double>(used));
-    std::vector<std::pair<std::string, double>> reports;
-    compressor.report(reports);
-    for (const auto& [name, value] : reports) env_.stats.set_bucket(index, name, value);
+    buffer.copy_(exchange(&env_.comm, buffer, bucket.index(), world));
     return Communicator::completed(buffer);
   }
 
@@ -98,6 +84,50 @@ class CompressedHook final : public CommHook {
     std::unique_ptr<Compressor> compressor;
   };
 
+  // Compresses `gradients` (n floats), exchanges the payloads over `comm`,
+  // and returns the sum of every payload's decoding, each weighted by
+  // 1/ranks (the world's ranks), decoded in rank order.
+  at::Tensor exchange(Communicator* comm, const at::Tensor& gradients, std::size_t index, int ranks) {
+    const auto n = gradients.numel();
+    const int world = comm->size();
+    auto start = thread_cpu_ns();
+    auto& compressor = compressor_for(index, n);
+    auto x = gradients.to(at::kCPU, at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
+    auto payload = at::zeros({static_cast<std::int64_t>(compressor.max_payload_bytes(n))}, at::kByte);
+    const auto used = compressor.compress(x.data_ptr<float>(), n, payload.data_ptr<std::uint8_t>());
+    env_.clock.add_compute_ns(thread_cpu_ns() - start);
+
+    // Variable-size payloads (dithering) first agree on the largest.
+    const auto device = gradients.device();
+    std::vector<std::int64_t> sizes(static_cast<std::size_t>(world), static_cast<std::int64_t>(used));
+    std::int64_t width = static_cast<std::int64_t>(used);
+    if (!compressor.fixed_size()) {
+      auto mine = at::full({1}, static_cast<std::int64_t>(used), at::TensorOptions().dtype(at::kLong).device(device));
+      auto all = at::empty({world}, mine.options());
+      const auto gathered_sizes = Communicator::wait(comm->allgather(mine, all)).cpu();
+      for (int r = 0; r < world; ++r) sizes[r] = gathered_sizes[r].item<std::int64_t>();
+      width = *std::max_element(sizes.begin(), sizes.end());
+    }
+    auto outgoing = payload.narrow(0, 0, width).to(device);
+    auto incoming = at::empty({world * width}, outgoing.options());
+    const auto received = Communicator::wait(comm->allgather(outgoing, incoming)).cpu().contiguous();
+
+    start = thread_cpu_ns();
+    auto sum = at::zeros({n}, at::kFloat);
+    const auto* bytes = received.data_ptr<std::uint8_t>();
+    for (int r = 0; r < world; ++r)
+      compressor.decompress_add(bytes + r * width, static_cast<std::size_t>(sizes[r]), n,
+                                1.0f / static_cast<float>(ranks), sum.data_ptr<float>());
+    env_.clock.add_compute_ns(thread_cpu_ns() - start);
+
+    env_.stats.set_bucket(index, "payload_bytes", static_cast<double>(used));
+    env_.stats.set_bucket(index, "compression_rate", 4.0 * static_cast<double>(n) / static_cast<double>(used));
+    std::vector<std::pair<std::string, double>> reports;
+    compressor.report(reports);
+    for (const auto& [name, value] : reports) env_.stats.set_bucket(index, name, value);
+    return sum;
+  }
+
   // One compressor per bucket; a bucket that changed size (DDP rebuilds its
   // buckets after the first step) starts afresh.
   Compressor& compressor_for(std::size_t index, std::int64_t n) {
@@ -111,6 +141,8 @@ class CompressedHook final : public CommHook {
 
   CompressorOptions options_;
   HookEnv& env_;
+  std::unique_ptr<Communicator> node_;     // two-level: this rank's node
+  std::unique_ptr<Communicator> leaders_;  // two-level: the node leaders, on leaders only
   std::map<std::size_t, Entry> compressors_;
 };
 
