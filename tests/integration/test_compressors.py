@@ -1,6 +1,7 @@
 """BytePS-style compressors in training: every compressor with error
 feedback and Nesterov momentum trains on 2 and 4 ranks to within a stated
-margin of allreduce; the bytes on the wire are the formats' formulas; every
+margin of allreduce, and so does two-level compression (nodes of 2 ranks);
+the bytes on the wire are the formats' formulas; every
 rank ends with the same parameters; a run resumed from a checkpoint repeats
 the uninterrupted one (error and momentum memories, random generators);
 BytePS's key names, misspelt or out of range, are clear errors.
@@ -77,6 +78,29 @@ class Training(unittest.TestCase):
         self.check_world(4)
 
 
+class TwoLevel(unittest.TestCase):
+    def test_nodes_sum_in_fp16_and_leaders_exchange_compressed(self):
+        world, per_node = 4, 2
+        with tempfile.TemporaryDirectory() as d:
+            common = {"world_size": world, "steps": 300}
+            baseline = ct.run_commtune(d, dict(common, **{"hook.name": "allreduce"}), extra_args=["--no-store"])
+            initial = sum(rank[0] for rank in baseline.losses()) / world
+            run = ct.run_commtune(d, dict(common, **WITH_EF_AND_MOMENTUM, **COMPRESSORS["onebit"],
+                                          **{"hook.ranks_per_node": per_node}), extra_args=["--no-store"])
+            self.assertGreater(initial - tail_loss(run), MARGIN * (initial - tail_loss(baseline)))
+            self.assertTrue(run.summary["ranks_in_sync"])
+            # Per rank on average: the node's fp16 ring allreduce and float32 broadcast, plus, on the
+            # leaders (half the ranks), the allgather of the other node's payload.
+            leaders = world // per_node
+            expected = 0
+            for bucket in run.summary["buckets"]:
+                n = bucket["numel"]
+                share = (per_node - 1) / per_node
+                expected += 2 * share * 2 * n + share * 4 * n
+                expected += leaders / world * (leaders - 1) * payload_bytes("onebit", {}, n)
+            self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"], expected, delta=1)
+
+
 class State(unittest.TestCase):
     def test_a_resumed_run_repeats_the_uninterrupted_one(self):
         settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["randomk"], **{"model.hidden": 256, "world_size": 2})
@@ -125,6 +149,10 @@ class Settings(unittest.TestCase):
         self.assertIn("onebit", stderr)
         stderr = self.run_bad(**{"hook.byteps_dithering_partition": 2})
         self.assertIn("hook.byteps_dithering_partition", stderr)
+
+    def test_nodes_must_divide_the_world(self):
+        stderr = self.run_bad(**{"hook.ranks_per_node": 3, "world_size": 4})
+        self.assertIn("hook.ranks_per_node", stderr)
 
     def test_rescaled_randomk_refuses_error_feedback(self):
         stderr = self.run_bad(**{"hook.byteps_compressor_type": "randomk", "hook.byteps_ef_type": "vanilla",
