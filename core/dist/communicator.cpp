@@ -260,6 +260,18 @@ Future Communicator::broadcast(at::Tensor tensor, int root) {
                        net::Collective::Broadcast, tensor);
 }
 
+Future Communicator::reduce_sum(at::Tensor tensor, int root) {
+  const auto sequence = impl_->record(net::Collective::Reduce, tensor);
+  if (size() == 1) return impl_->completed_now(sequence, tensor);
+  impl_->count(impl_->share() * bytes_of(tensor));
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::ReduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  options.rootRank = root;
+  return impl_->issued(impl_->to_tensor_future(impl_->group->reduce(tensors, options), tensor, sequence),
+                       net::Collective::Reduce, tensor);
+}
+
 void Communicator::barrier() {
   if (size() == 1) return;
   try {

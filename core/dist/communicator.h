@@ -87,6 +87,9 @@ class Communicator {
   // rank, rank-major. Chunks are equal. Value: output.
   Future alltoall(at::Tensor input, at::Tensor output);
   Future broadcast(at::Tensor tensor, int root);
+  // Sums `tensor` into the root's copy (the others' copies are left as they
+  // are). Value: tensor.
+  Future reduce_sum(at::Tensor tensor, int root);
   void barrier();
 
   Traffic traffic() const;

@@ -18,6 +18,8 @@
 
 namespace commtune {
 
+class FlatParameters;
+
 // Statistics a hook reports for the current step (compression numel, rate,
 // residual norms, ...), whole-step and per bucket. Streamed with the step.
 class HookStats {
@@ -96,6 +98,13 @@ class CommHook {
   // (fused with the copy, saving a pass over the gradients).
   virtual double gradient_copy_scale() const { return 1.0; }
 
+  // Hooks that also act on the parameters (model averaging in local SGD,
+  // SlowMo) do it through these two. `start`: before the first step of a run
+  // (not of a resumed one), with every rank's parameters equal.
+  // `after_optimizer_step`: after the optimizer's update of step `step`
+  // (0-based) at learning rate `lr`; every rank calls it at every step.
+  virtual void start(const FlatParameters& /*parameters*/) {}
+  virtual void after_optimizer_step(std::int64_t /*step*/, double /*lr*/, FlatParameters& /*parameters*/) {}
   // What a stateful hook must carry across a checkpoint (iteration counters,
   // random generator, per-bucket memories), as plain values and tensors.
   using State = c10::impl::GenericDict;

@@ -74,6 +74,10 @@ class CompressWrapper final : public CommHook {
   bool may_block() const override { return inner_->may_block() || sum_blocks(dtype_, env_); }
   void save_state(State& out) const override { inner_->save_state(out); }
   void load_state(const State& in) override { inner_->load_state(in); }
+  void start(const FlatParameters& parameters) override { inner_->start(parameters); }
+  void after_optimizer_step(std::int64_t step, double lr, FlatParameters& parameters) override {
+    inner_->after_optimizer_step(step, lr, parameters);
+  }
   Future run(GradBucket& bucket) override {
     auto original = bucket.buffer();
     bucket.set_buffer(original.to(dtype_));

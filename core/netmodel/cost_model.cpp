@@ -33,6 +33,17 @@ std::map<std::int32_t, double> steady_median(const std::vector<db::StatPoint>& p
   return out;
 }
 
+// A whole-step statistic's mean per steady step, steps without a value
+// counting as zero: collectives that run every few steps (parameter
+// averaging) are amortised over the steps between them.
+double steady_mean(const std::vector<db::StatPoint>& points, std::int64_t first_step, std::int64_t steps,
+                   int world_size) {
+  double sum = 0;
+  for (const auto& p : points)
+    if (p.step >= first_step && p.bucket == db::kWholeStep) sum += p.value;
+  return steps > 0 && world_size > 0 ? sum / static_cast<double>(steps * world_size) : 0;
+}
+
 struct StepTimes {
   double data = 0, forward = 0, backward = 0, optimizer = 0, hook = 0, total = 0;
   int ranks = 0;
@@ -63,6 +74,12 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
   RunProfile p;
   p.run_id = run_id;
   p.world_size = static_cast<int>(run->world_size);
+  // Collectives outside buckets run after the optimizer (parameter
+  // averaging): their time is modelled on its own, not as optimizer time.
+  std::map<std::int64_t, double> step_collective_s;
+  for (const auto kind : net::all_collectives())
+    for (const auto& point : store.stat(run_id, std::string("comm.") + net::to_string(kind) + ".seconds"))
+      if (point.bucket == db::kWholeStep) step_collective_s[point.step] += point.value;
   std::vector<double> data, forward, backward, optimizer, hook, total;
   for (const auto& [step, s] : by_step) {
     if (step < first_step) continue;
@@ -70,7 +87,9 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
     data.push_back(s.data / n);
     forward.push_back(s.forward / n);
     backward.push_back(s.backward / n);
-    optimizer.push_back(s.optimizer / n);
+    const auto collective = step_collective_s.find(step);
+    optimizer.push_back(
+        std::max(0.0, (s.optimizer - (collective == step_collective_s.end() ? 0 : collective->second)) / n));
     hook.push_back(s.hook / n);
     total.push_back(s.total / n);
   }
@@ -97,16 +116,21 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
   for (const auto kind : net::all_collectives()) {
     const auto prefix = std::string("comm.") + net::to_string(kind);
     if (!have.count(prefix + ".bytes")) continue;
-    const auto bytes = steady_median(store.stat(run_id, prefix + ".bytes"), first_step);
-    auto calls = steady_median(store.stat(run_id, prefix + ".calls"), first_step);
-    auto local = steady_median(store.stat(run_id, prefix + ".seconds"), first_step);
+    const auto bytes_points = store.stat(run_id, prefix + ".bytes");
+    const auto calls_points = store.stat(run_id, prefix + ".calls");
+    const auto seconds_points = store.stat(run_id, prefix + ".seconds");
+    const auto bytes = steady_median(bytes_points, first_step);
+    auto calls = steady_median(calls_points, first_step);
+    auto local = steady_median(seconds_points, first_step);
     for (const auto& [bucket, b] : bytes) {
-      const CollectiveUse use{kind, b, calls[bucket], local[bucket]};
       if (bucket == db::kWholeStep) {
-        p.step_collectives.push_back(use);
+        const auto mean = [&](const std::vector<db::StatPoint>& points) {
+          return steady_mean(points, first_step, p.steps, p.world_size);
+        };
+        p.step_collectives.push_back({kind, mean(bytes_points), mean(calls_points), mean(seconds_points)});
       } else {
         buckets[bucket].index = bucket;
-        buckets[bucket].collectives.push_back(use);
+        buckets[bucket].collectives.push_back({kind, b, calls[bucket], local[bucket]});
       }
     }
   }

@@ -64,13 +64,15 @@ const char* to_string(Collective kind) {
       return "alltoall";
     case Collective::Broadcast:
       return "broadcast";
+    case Collective::Reduce:
+      return "reduce";
   }
   return "?";
 }
 
 const std::vector<Collective>& all_collectives() {
   static const std::vector<Collective> kinds = {Collective::Allreduce, Collective::Allgather, Collective::Alltoall,
-                                                Collective::Broadcast};
+                                                Collective::Broadcast, Collective::Reduce};
   return kinds;
 }
 
@@ -87,6 +89,7 @@ double collective_time(Collective kind, double bytes, const Cluster& cluster) {
     case Collective::Alltoall:
       return (p - 1) * a + (p - 1) / p * n_over_b;
     case Collective::Broadcast:
+    case Collective::Reduce:
       return (p - 1) * a + n_over_b;
   }
   return 0;

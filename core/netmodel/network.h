@@ -36,16 +36,17 @@ struct Cluster {
   std::string describe() const;
 };
 
-enum class Collective { Allreduce, Allgather, Alltoall, Broadcast };
+enum class Collective { Allreduce, Allgather, Alltoall, Broadcast, Reduce };
 const char* to_string(Collective kind);
 const std::vector<Collective>& all_collectives();
 
 // Seconds for one collective in which every rank contributes `bytes`
-// (allreduce, allgather, alltoall: its input; broadcast: the root's buffer):
+// (allreduce, allgather, alltoall: its input; broadcast, reduce: the root's buffer):
 //   allreduce  2(p-1) a + 2(p-1)/p n/B     (ring: reduce-scatter + allgather)
 //   allgather   (p-1) a +  (p-1)   n/B
 //   alltoall    (p-1) a +  (p-1)/p n/B
 //   broadcast   (p-1) a +          n/B     (pipelined ring)
+//   reduce      (p-1) a +          n/B     (pipelined ring, towards the root)
 // with p ranks, and a, B the bottleneck link's latency and bandwidth.
 double collective_time(Collective kind, double bytes, const Cluster& cluster);
 

@@ -156,7 +156,10 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
 
   TrainingState state{flat, reducer, *optimizer, *hook, loader};
   std::int64_t first_step = 0;
-  if (!config.checkpoint.resume.empty()) first_step = state.load(config.checkpoint.resume, env.rank, env.world_size);
+  if (!config.checkpoint.resume.empty())
+    first_step = state.load(config.checkpoint.resume, env.rank, env.world_size);
+  else
+    hook->start(flat);
   const auto save_checkpoint = [&](std::int64_t next_step) {
     const auto folder = checkpoint_folder(config.checkpoint.dir, next_step);
     state.save(folder, next_step, env.rank, env.world_size);
@@ -216,6 +219,7 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
 
       const double lr = optimizer_common.lr_at(step);
       optimizer->step(lr);
+      hook->after_optimizer_step(step, lr, flat);
       last_loss = loss.item<double>();  // also waits for the device
       const auto t5 = steady::now();
 
