@@ -1,6 +1,8 @@
 #include "core/catalog.h"
 
 #include "core/hooks/compressed_hook.h"
+#include "core/hooks/local_sgd.h"
+#include "core/hooks/slowmo.h"
 #include "core/hooks/powersgd.h"
 
 namespace commtune {
@@ -14,6 +16,8 @@ Catalog& catalog() {
     register_default_hooks(c.hooks);
     register_powersgd_hooks(c.hooks);
     register_compressed_hooks(c.hooks);
+    register_local_sgd_hooks(c.hooks);
+    register_slowmo_hooks(c.hooks);
     return c;
   }();
   return instance;

@@ -59,6 +59,26 @@ std::vector<net::Cluster> clusters(const ClusterArgs& args, int ranks, const std
 
 std::string network_name(const net::Cluster& c) { return c.nodes > 1 ? c.inter.name : c.intra.name; }
 
+// SlowMo's rule of thumb (fairscale's docs): it pays off when an allreduce
+// of all gradients, times the share of steps local SGD skips it, takes
+// longer than backward.
+nlohmann::json slowmo_guidance(const db::RunRecord& run, const RunProfile& profile, const net::Cluster& cluster) {
+  const double parameters = run.summary.value("parameter_count", 0.0);
+  const double frequency = run.config["hook"].value("localsgd_frequency", 1.0);
+  const double allreduce_s = net::collective_time(net::Collective::Allreduce, 4 * parameters, cluster);
+  const double saved_s = allreduce_s * (1 - 1 / frequency);
+  const bool pays = saved_s > profile.backward_s;
+  return {{"network", network_name(cluster)},
+          {"allreduce_s", allreduce_s},
+          {"saved_s", saved_s},
+          {"backward_s", profile.backward_s},
+          {"pays_off", pays},
+          {"text", "SlowMo on " + network_name(cluster) + ": allreduce " + format("%.2f", 1e3 * allreduce_s) +
+                       " ms x (1 - 1/" + format("%g", frequency) + ") = " + format("%.2f", 1e3 * saved_s) + " ms " +
+                       (pays ? "> " : "<= ") + "backward " + format("%.2f", 1e3 * profile.backward_s) +
+                       " ms: " + (pays ? "pays off" : "does not pay off")}};
+}
+
 struct PredictArgs {
   std::vector<std::int64_t> runs;
   std::optional<std::int64_t> sweep, baseline;
@@ -73,11 +93,13 @@ int predict_command(const PredictArgs& args, const Context& context) {
   const auto baseline = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
   std::vector<RunProfile> profiles;
   std::vector<std::string> labels;
+  std::vector<db::RunRecord> runs;
   for (const auto id : ids) {
-    const auto run = store->run(id);
+    auto run = store->run(id);
     if (run->status != db::status::kSucceeded && run->status != db::status::kStopped) continue;
     profiles.push_back(RunProfile::from_store(*store, id));
     labels.push_back(run->name.empty() ? describe_hook(run->config) : run->name);
+    runs.push_back(std::move(*run));
   }
   if (profiles.empty()) throw std::invalid_argument("none of these runs finished: nothing measured to predict from");
   const auto targets =
@@ -86,6 +108,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
   if (baseline) baseline_profile = RunProfile::from_store(*store, *baseline);
 
   auto out = nlohmann::json::array();
+  std::vector<std::string> notes;
   std::vector<std::string> headers{"run", "label", "measured ms"};
   for (const auto& c : targets) headers.push_back(network_name(c) + " ms");
   if (baseline_profile)
@@ -113,6 +136,13 @@ int predict_command(const PredictArgs& args, const Context& context) {
     cells.insert(cells.end(), speedups.begin(), speedups.end());
     table.add(cells);
     out.push_back({{"run_id", p.run_id}, {"label", labels[i]}, {"profile", p.to_json()}, {"predictions", predictions}});
+    if (runs[i].config["hook"].value("name", "") == "slowmo") {
+      auto guidance = nlohmann::json::array();
+      for (const auto& c : targets) guidance.push_back(slowmo_guidance(runs[i], p, c));
+      out.back()["slowmo_guidance"] = guidance;
+      for (const auto& g : guidance)
+        notes.push_back("run " + std::to_string(p.run_id) + ": " + g["text"].get<std::string>());
+    }
   }
   if (args.as_json) {
     std::cout << nlohmann::json{{"baseline_run", baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr)},
@@ -124,6 +154,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
   std::cout << "predicted step time on " << targets.front().describe().substr(0, targets.front().describe().find(','))
             << (baseline ? "; * is the allreduce baseline the speedups are over" : "") << "\n";
   table.print(std::cout);
+  for (const auto& note : notes) std::cout << note << "\n";
   return kExitOk;
 }
 

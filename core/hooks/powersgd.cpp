@@ -64,8 +64,10 @@ void orthogonalize_in_place(const at::Tensor& matrices, double epsilon, bool hal
   if (cols <= 2 || half_storage) {
     for (std::int64_t i = 0; i < cols; ++i) {
       auto col = matrices.narrow(2, i, 1);
-      if (epsilon == 0) col.div_(column_norms(col));
-      else col.div_(column_norms(col) + epsilon);
+      if (epsilon == 0)
+        col.div_(column_norms(col));
+      else
+        col.div_(column_norms(col) + epsilon);
       if (i + 1 < cols) {
         auto rest = matrices.narrow(2, i + 1, cols - i - 1);
         rest.sub_(at::sum(col * rest, {1}, true) * col);
@@ -94,8 +96,10 @@ class PowerSgdHook final : public CommHook {
       input.div_(env_.world_size());
       return env_.comm.allreduce_sum(input);
     }
-    if (variant_ == Variant::LayerWise) reduce_layer_wise(bucket);
-    else reduce_batched(bucket);
+    if (variant_ == Variant::LayerWise)
+      reduce_layer_wise(bucket);
+    else
+      reduce_batched(bucket);
     if (!o_.warm_start) {
       p_memory_.clear();
       q_memory_.clear();
@@ -111,8 +115,8 @@ class PowerSgdHook final : public CommHook {
     out.insert("rng_position", static_cast<std::int64_t>(rng_.position()));
     out.insert("total_numel_before_compression", total_before_);
     out.insert("total_numel_after_compression", total_after_);
-    for (const auto& [name, memory] : {std::pair{"error_dict", &error_}, {"p_memory_dict", &p_memory_},
-                                       std::pair{"q_memory_dict", &q_memory_}}) {
+    for (const auto& [name, memory] :
+         {std::pair{"error_dict", &error_}, {"p_memory_dict", &p_memory_}, std::pair{"q_memory_dict", &q_memory_}}) {
       c10::impl::GenericDict dict(c10::IntType::get(), c10::TensorType::get());
       for (const auto& [b, t] : *memory) dict.insert(static_cast<std::int64_t>(b), t.cpu());
       out.insert(name, dict);
@@ -122,14 +126,16 @@ class PowerSgdHook final : public CommHook {
   void load_state(const State& in) override {
     iter_ = in.at("iter").toInt();
     const auto key = in.at("rng_key").toTensor().to(at::kLong).contiguous();
-    if (key.numel() != NumpyRandomState::kWords) throw std::runtime_error("PowerSGD state: rng_key must hold 624 words");
+    if (key.numel() != NumpyRandomState::kWords)
+      throw std::runtime_error("PowerSGD state: rng_key must hold 624 words");
     std::array<std::uint32_t, NumpyRandomState::kWords> words{};
-    for (int i = 0; i < NumpyRandomState::kWords; ++i) words[i] = static_cast<std::uint32_t>(key[i].item<std::int64_t>());
+    for (int i = 0; i < NumpyRandomState::kWords; ++i)
+      words[i] = static_cast<std::uint32_t>(key[i].item<std::int64_t>());
     rng_.set_state(words, static_cast<int>(in.at("rng_position").toInt()));
     total_before_ = in.at("total_numel_before_compression").toInt();
     total_after_ = in.at("total_numel_after_compression").toInt();
-    for (const auto& [name, memory] : {std::pair{"error_dict", &error_}, {"p_memory_dict", &p_memory_},
-                                       std::pair{"q_memory_dict", &q_memory_}}) {
+    for (const auto& [name, memory] :
+         {std::pair{"error_dict", &error_}, {"p_memory_dict", &p_memory_}, std::pair{"q_memory_dict", &q_memory_}}) {
       memory->clear();
       for (const auto& item : in.at(name).toGenericDict())
         (*memory)[static_cast<std::size_t>(item.key().toInt())] = item.value().toTensor();
@@ -156,8 +162,10 @@ class PowerSgdHook final : public CommHook {
     at::Tensor up(const at::Tensor& t) const { return t.scalar_type() == compute ? t : t.to(compute); }
     // out = a @ b (batched), computed in `compute`, stored in out's dtype.
     void bmm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) const {
-      if (storage == compute) at::bmm_out(const_cast<at::Tensor&>(out), a, b);
-      else out.copy_(at::bmm(up(a), up(b)));
+      if (storage == compute)
+        at::bmm_out(const_cast<at::Tensor&>(out), a, b);
+      else
+        out.copy_(at::bmm(up(a), up(b)));
     }
     void orthogonalize(const at::Tensor& matrices, double epsilon) const {
       if (storage == compute) return orthogonalize_in_place(matrices, epsilon, half_storage);
@@ -251,8 +259,10 @@ class PowerSgdHook final : public CommHook {
     std::vector<std::pair<at::IntArrayRef, std::vector<at::Tensor>>> by_shape;
     for (const auto& m : matrices) {
       auto it = std::find_if(by_shape.begin(), by_shape.end(), [&](const auto& g) { return g.first == m.sizes(); });
-      if (it == by_shape.end()) by_shape.push_back({m.sizes(), {m}});
-      else it->second.push_back(m);
+      if (it == by_shape.end())
+        by_shape.push_back({m.sizes(), {m}});
+      else
+        it->second.push_back(m);
     }
     std::vector<at::Tensor> batches, ps, qs;
     std::vector<const std::vector<at::Tensor>*> stacked_from;
@@ -268,7 +278,8 @@ class PowerSgdHook final : public CommHook {
       stacked_from.push_back(originals);
     };
     for (const auto& [shape, group] : by_shape) {
-      if (o_.batch_tensors_with_same_shape && group.size() > 1) add_batch(at::stack(group), &group);
+      if (o_.batch_tensors_with_same_shape && group.size() > 1)
+        add_batch(at::stack(group), &group);
       else
         for (const auto& m : group) add_batch(m.unsqueeze(0), nullptr);
     }
@@ -392,7 +403,9 @@ void register_powersgd_hooks(HookRegistry& registry) {
   registry.add<PowerSgdOptions>(
       "powersgd",
       "PowerSGD, layer by layer (powerSGD_hook): each matrix-shaped gradient worth it is sent as rank-r factors P, Q",
-      [](const PowerSgdOptions& o, HookEnv& env) { return std::make_unique<PowerSgdHook>(Variant::LayerWise, o, env); });
+      [](const PowerSgdOptions& o, HookEnv& env) {
+        return std::make_unique<PowerSgdHook>(Variant::LayerWise, o, env);
+      });
   registry.add<PowerSgdOptions>(
       "batched_powersgd",
       "PowerSGD on the whole bucket viewed as one zero-padded square matrix (batched_powerSGD_hook)",
