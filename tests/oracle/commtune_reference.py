@@ -25,7 +25,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks, powerSGD_hook
+from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks, post_localSGD_hook, powerSGD_hook
+from torch.distributed.algorithms.model_averaging import averagers
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
@@ -243,6 +244,18 @@ def make_hook(cfg, on_cuda=False):
             raise ValueError("a wrapper needs a hook to wrap")
         return None
     state = None
+    if name == "post_local_sgd":
+        size = cfg["subgroup_size"]
+        world, subgroup = dist.get_world_size(), dist.group.WORLD
+        if 0 < size < world:  # dist.new_subgroups wants CUDA in 1.13: the same groups by hand
+            for start in range(0, world, size):
+                group = dist.new_group(list(range(start, start + size)))
+                if start <= dist.get_rank() < start + size:
+                    subgroup = group
+        state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=subgroup,
+                                                     start_localSGD_iter=cfg["start_localSGD_iter"],
+                                                     post_local_gradient_allreduce=cfg["post_local_gradient_allreduce"])
+        hooks[name] = post_localSGD_hook.post_localSGD_hook
     if name in ("powersgd", "batched_powersgd"):
         state = powerSGD_hook.PowerSGDState(process_group=None, **{k: cfg[k] for k in POWERSGD_STATE_KEYS})
         hooks[name] = powerSGD_hook.powerSGD_hook if name == "powersgd" else powerSGD_hook.batched_powerSGD_hook
@@ -255,6 +268,13 @@ def make_hook(cfg, on_cuda=False):
     elif wrapper == "bf16":
         hook = default_hooks.bf16_compress_wrapper(hook) if on_cuda else emulated_bf16_compress_wrapper(hook)
     return state, hook
+
+
+def make_averager(cfg):
+    """The model averager a hook runs after the optimizer, or None."""
+    if cfg["name"] != "post_local_sgd":
+        return None
+    return averagers.PeriodicModelAverager(period=cfg["period"], warmup_steps=cfg["warmup_steps"])
 
 
 POWERSGD_STATE_KEYS = ("matrix_approximation_rank", "start_powerSGD_iter", "min_compression_rate",
@@ -412,6 +432,7 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
                 hook_clock = HookClock()
                 function = timed_hook(function, hook_clock)
             ddp.register_comm_hook(state, function)
+    averager = make_averager(config["hook"])
     hook_seconds = []
     data = config["data"]
     sampler = DistributedSampler(range(x.size(0)), num_replicas=world, rank=rank, shuffle=data["shuffle"],
@@ -436,6 +457,8 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
                 torch.save({"reduced/" + n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()},
                            os.path.join(dump_dir, f"grads-rank{rank}-step{step}.pt"))
             optimizer.step()
+            if averager is not None:
+                averager.average_parameters(ddp.parameters())
             if scheduler is not None:
                 scheduler.step()
             losses.append(loss.item())

@@ -60,6 +60,19 @@ class DdpOracle(unittest.TestCase):
             return run
 
     # --- hooks -----------------------------------------------------------------
+    # --- post-local SGD: PyTorch's post_localSGD_hook + PeriodicModelAverager ----------
+
+    def test_post_local_sgd_with_subgroups_four_ranks(self):
+        self.compare({"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 5, "hook.subgroup_size": 2,
+                      "hook.period": 3, "hook.warmup_steps": 5}, world=4, steps=24)
+
+    def test_post_local_sgd_without_gradient_averaging(self):
+        run = self.compare({"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 4,
+                            "hook.post_local_gradient_allreduce": False, "hook.period": 4, "hook.warmup_steps": 0},
+                           world=2, steps=22)
+        # Between averagings the ranks drift apart; step 21 is one after an averaging (steps 0, 4, ..., 20).
+        self.assertTrue(run.summary["ranks_in_sync"] is False)
+
     def test_allreduce_two_ranks(self):
         self.compare({"hook.name": "allreduce"}, world=2, steps=40)
 
