@@ -104,16 +104,7 @@ class TwoLevel(unittest.TestCase):
 class State(unittest.TestCase):
     def test_a_resumed_run_repeats_the_uninterrupted_one(self):
         settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["randomk"], **{"model.hidden": 256, "world_size": 2})
-        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-            folder = os.path.join(a, "checkpoints")
-            full = ct.run_commtune(a, dict(settings, **{"steps": 20, "checkpoint.dir": folder,
-                                                        "checkpoint.every": 8}), extra_args=["--no-store"])
-            resumed = ct.run_commtune(b, dict(settings, **{"steps": 20, "checkpoint.resume":
-                                                           os.path.join(folder, "step-000008")}),
-                                      extra_args=["--no-store"])
-            for rank, losses in enumerate(resumed.losses()):
-                self.assertEqual(losses, full.losses()[rank][8:], f"rank {rank}")
-            self.assertEqual(resumed.summary["param_digest"], full.summary["param_digest"])
+        ct.check_resume_repeats(self, settings, steps=20, resume_at=8)
 
 
 class Export(unittest.TestCase):

@@ -76,16 +76,7 @@ class LocalSgd(unittest.TestCase):
     def test_a_resumed_run_repeats_the_uninterrupted_one(self):
         settings = dict(SMALL, **{"world_size": 2, "hook.name": "slowmo", "hook.localsgd_frequency": 2,
                                   "hook.slowmo_frequency": 4, "hook.slowmo_num_shards": 2})
-        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-            folder = os.path.join(a, "checkpoints")
-            full = ct.run_commtune(a, dict(settings, **{"steps": 16, "checkpoint.dir": folder,
-                                                        "checkpoint.every": 6}), extra_args=["--no-store"])
-            resumed = ct.run_commtune(b, dict(settings, **{"steps": 16, "checkpoint.resume":
-                                                           os.path.join(folder, "step-000006")}),
-                                      extra_args=["--no-store"])
-            for rank, losses in enumerate(resumed.losses()):
-                self.assertEqual(losses, full.losses()[rank][6:], f"rank {rank}")
-            self.assertEqual(resumed.summary["param_digest"], full.summary["param_digest"])
+        ct.check_resume_repeats(self, settings, steps=16, resume_at=6)
 
     def test_the_guidance_check_answers_per_network(self):
         ct.fresh_store()

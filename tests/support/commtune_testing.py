@@ -186,3 +186,18 @@ def frobenius_error(a, b):
     norm = b.norm().item()
     diff = (a - b).norm().item()
     return diff / norm if norm > 0 else diff
+
+
+def check_resume_repeats(test, settings, steps, resume_at):
+    """Runs `settings` for `steps` steps with a checkpoint at `resume_at`, then again resumed from it;
+    asserts the resumed run repeats the uninterrupted one loss for loss and ends with the same parameters."""
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        folder = os.path.join(a, "checkpoints")
+        full = run_commtune(a, dict(settings, **{"steps": steps, "checkpoint.dir": folder,
+                                                 "checkpoint.every": resume_at}), extra_args=["--no-store"])
+        resumed = run_commtune(b, dict(settings, **{"steps": steps, "checkpoint.resume":
+                                                    os.path.join(folder, f"step-{resume_at:06d}")}),
+                               extra_args=["--no-store"])
+        for rank, losses in enumerate(resumed.losses()):
+            test.assertEqual(losses, full.losses()[rank][resume_at:], f"rank {rank}")
+        test.assertEqual(resumed.summary["param_digest"], full.summary["param_digest"])
