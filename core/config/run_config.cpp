@@ -30,7 +30,8 @@ Schema<WeightsOptions> WeightsOptions::schema() {
       .text("init", &WeightsOptions::init, "start from the weights in this file (name -> tensor dict, torch.load-able)")
       .text("save_initial", &WeightsOptions::save_initial,
             "write the initial weights here (rank 0), so PyTorch can replay the run from the same start")
-      .text("save_final", &WeightsOptions::save_final, "write the final weights here (rank 0)");
+      .text("save_final", &WeightsOptions::save_final,
+            "write the final weights here (rank 0's; with {rank} in the path, every rank's)");
 }
 
 Schema<DebugOptions> DebugOptions::schema() {
@@ -54,10 +55,8 @@ struct PlainSection {
 
 const std::vector<PlainSection>& plain_sections() {
   static const std::vector<PlainSection> sections = {
-      {"ddp", ReducerOptions::schema().erase()},
-      {"weights", WeightsOptions::schema().erase()},
-      {"checkpoint", CheckpointOptions::schema().erase()},
-      {"network", NetworkOptions::schema().erase()},
+      {"ddp", ReducerOptions::schema().erase()},           {"weights", WeightsOptions::schema().erase()},
+      {"checkpoint", CheckpointOptions::schema().erase()}, {"network", NetworkOptions::schema().erase()},
       {"debug", DebugOptions::schema().erase()},
   };
   return sections;

@@ -272,6 +272,29 @@ Future Communicator::reduce_sum(at::Tensor tensor, int root) {
                        net::Collective::Reduce, tensor);
 }
 
+void Communicator::send_receive(const at::Tensor& message, int to, at::Tensor received, int from) {
+  const auto sequence = impl_->record(net::Collective::SendRecv, message);
+  if (size() == 1) {
+    received.copy_(message);
+    impl_->finished(sequence);
+    return;
+  }
+  impl_->count(static_cast<double>(bytes_of(message)));
+  // Point-to-point work has no future on Gloo (1.13): wait on the work
+  // itself. Link emulation does not delay these.
+  std::vector<at::Tensor> out{message}, in{received};
+  try {
+    auto sent = impl_->group->send(out, to, 0);
+    auto arrived = impl_->group->recv(in, from, 0);
+    sent->wait();
+    arrived->wait();
+  } catch (const std::exception& e) {
+    throw CommunicationError("exchange with ranks " + std::to_string(to) + " and " + std::to_string(from) +
+                             " failed: " + e.what());
+  }
+  impl_->finished(sequence);
+}
+
 void Communicator::barrier() {
   if (size() == 1) return;
   try {

@@ -90,6 +90,9 @@ class Communicator {
   // Sums `tensor` into the root's copy (the others' copies are left as they
   // are). Value: tensor.
   Future reduce_sum(at::Tensor tensor, int root);
+  // Sends `message` to rank `to` while receiving `received` (same size) from
+  // rank `from`; blocks until both are done.
+  void send_receive(const at::Tensor& message, int to, at::Tensor received, int from);
   void barrier();
 
   Traffic traffic() const;

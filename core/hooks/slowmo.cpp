@@ -25,9 +25,10 @@ struct SlowMoOptions {
   static Schema<SlowMoOptions> schema() {
     using O = SlowMoOptions;
     return Schema<O>()
-        .choice("slowmo_base_algorithm", &O::slowmo_base_algorithm, {"localsgd"},
+        .choice("slowmo_base_algorithm", &O::slowmo_base_algorithm, {"localsgd", "sgp"},
                 "how ranks stay close between slow momentum steps: localsgd (parameter averaging every "
-                "localsgd_frequency steps)")
+                "localsgd_frequency steps) or sgp (stochastic gradient push: one push-sum gossip round with one "
+                "peer of a directed exponential graph every step)")
         .integer("localsgd_frequency", &O::localsgd_frequency, Range::at_least(1), "steps",
                  "average the parameters over all ranks every this many steps")
         .integer("slowmo_frequency", &O::slowmo_frequency, Range::at_least(1), "steps",
@@ -106,7 +107,10 @@ class SlowMoHook final : public CommHook {
 
   void after_optimizer_step(std::int64_t step, double lr, FlatParameters& flat) override {
     const bool slow_step = slowmo_enabled() && (step + 1) % options_.slowmo_frequency == 0;
-    const bool local_sgd_step = (step + 1) % options_.localsgd_frequency == 0;
+    const bool sgp = options_.slowmo_base_algorithm == "sgp";
+    // The memory-efficient slow step replaces that step's gossip (as in fairscale).
+    if (sgp && !(slow_step && options_.slowmo_memory_efficient)) gossip(step, flat.values());
+    const bool local_sgd_step = !sgp && (step + 1) % options_.localsgd_frequency == 0;
     // The memory-efficient slow step averages on its own (reduce, then broadcast).
     const bool averages = (local_sgd_step || slow_step) && !(slow_step && options_.slowmo_memory_efficient);
     if (averages) Communicator::wait(average_over(env_.comm, flat.values()));
@@ -139,17 +143,43 @@ class SlowMoHook final : public CommHook {
   }
 
   void save_state(State& out) const override {
+    out.insert("ps_weight", push_sum_weight_);
     if (!old_params_.defined()) return;
     out.insert("old_params", old_params_);
     out.insert("global_momentum_buffer", momentum_);
   }
   void load_state(const State& in) override {
+    if (in.contains("ps_weight")) push_sum_weight_ = in.at("ps_weight").toDouble();
     if (!in.contains("old_params")) return;
     old_params_ = in.at("old_params").toTensor();
     momentum_ = in.at("global_momentum_buffer").toTensor();
   }
 
  private:
+  // One push-sum round (Kempe et al.; SGP, Assran et al. 2019): at step t
+  // this rank keeps half of (w x, w) and pushes the other half to the peer
+  // 2^(t mod log2 p) ranks ahead, receiving from the one as far behind; then
+  // x = numerator / w. The graph is regular, so w stays 1 up to rounding
+  // and the estimate needs no de-biasing drift correction.
+  void gossip(std::int64_t step, const at::Tensor& parameters) {
+    const int world = env_.world_size();
+    if (world == 1) return;
+    int phases = 0;
+    while ((1 << phases) < world) ++phases;
+    const int offset = 1 << static_cast<int>(step % phases);
+    const int to = (env_.rank() + offset) % world, from = (env_.rank() - offset % world + world) % world;
+    const auto n = parameters.numel();
+    auto message = at::empty({n + 1}, parameters.options());
+    message.narrow(0, 0, n).copy_(parameters).mul_(0.5 * push_sum_weight_);
+    message[n] = 0.5 * push_sum_weight_;
+    auto received = at::empty_like(message);
+    env_.comm.send_receive(message, to, received, from);
+    message.add_(received);
+    push_sum_weight_ = message[n].item<double>();
+    parameters.copy_(message.narrow(0, 0, n)).div_(push_sum_weight_);
+    env_.stats.set("ps_weight", push_sum_weight_);
+  }
+
   bool slowmo_enabled() const { return options_.slowmo_lr != 1.0 || options_.slowmo_momentum != 0.0; }
   bool holds_buffers() const { return !options_.slowmo_memory_efficient || env_.rank() < shards_; }
 
@@ -176,6 +206,7 @@ class SlowMoHook final : public CommHook {
   std::unique_ptr<Communicator> node_;
   int shards_ = 1;
   at::Tensor old_params_, momentum_;  // this rank's portion, in model order
+  double push_sum_weight_ = 1.0;
 };
 
 }  // namespace

@@ -66,13 +66,15 @@ const char* to_string(Collective kind) {
       return "broadcast";
     case Collective::Reduce:
       return "reduce";
+    case Collective::SendRecv:
+      return "sendrecv";
   }
   return "?";
 }
 
 const std::vector<Collective>& all_collectives() {
   static const std::vector<Collective> kinds = {Collective::Allreduce, Collective::Allgather, Collective::Alltoall,
-                                                Collective::Broadcast, Collective::Reduce};
+                                                Collective::Broadcast, Collective::Reduce,    Collective::SendRecv};
   return kinds;
 }
 
@@ -91,6 +93,8 @@ double collective_time(Collective kind, double bytes, const Cluster& cluster) {
     case Collective::Broadcast:
     case Collective::Reduce:
       return (p - 1) * a + n_over_b;
+    case Collective::SendRecv:
+      return a + n_over_b;
   }
   return 0;
 }

@@ -36,7 +36,7 @@ struct Cluster {
   std::string describe() const;
 };
 
-enum class Collective { Allreduce, Allgather, Alltoall, Broadcast, Reduce };
+enum class Collective { Allreduce, Allgather, Alltoall, Broadcast, Reduce, SendRecv };
 const char* to_string(Collective kind);
 const std::vector<Collective>& all_collectives();
 
@@ -47,6 +47,7 @@ const std::vector<Collective>& all_collectives();
 //   alltoall    (p-1) a +  (p-1)/p n/B
 //   broadcast   (p-1) a +          n/B     (pipelined ring)
 //   reduce      (p-1) a +          n/B     (pipelined ring, towards the root)
+//   sendrecv          a +          n/B     (one message out and one in, at once)
 // with p ranks, and a, B the bottleneck link's latency and bandwidth.
 double collective_time(Collective kind, double bytes, const Cluster& cluster);
 

@@ -262,8 +262,14 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
 
   if (!config.checkpoint.dir.empty()) save_checkpoint(config.run.steps);
   const auto digest = tensor_digest(flat.unflatten(flat.values()));
-  if (env.rank == 0 && !config.weights.save_final.empty())
-    save_weights(config.weights.save_final, flat.unflatten(flat.values()));
+  if (const auto& path = config.weights.save_final; !path.empty()) {
+    // "{rank}" in the path: every rank writes its own (ranks that do not average exactly differ).
+    const auto at = path.find("{rank}");
+    if (at != std::string::npos)
+      save_weights(std::string(path).replace(at, 6, std::to_string(env.rank)), flat.unflatten(flat.values()));
+    else if (env.rank == 0)
+      save_weights(path, flat.unflatten(flat.values()));
+  }
   comm.barrier();  // rank 0 may host the store: nobody leaves before everyone is done
   if (events) {
     events->message({{"kind", "run_end"},
