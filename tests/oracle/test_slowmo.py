@@ -7,6 +7,7 @@ the uninterrupted one; a momentum sweep from the CLI.
 Stated tolerance: final parameters within 1e-4 relative (float32 against
 float64 over 24 steps), losses within 1e-4 relative."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -56,6 +57,44 @@ class SlowMomentum(unittest.TestCase):
         sharded = self.against_float64(4, slowmo_memory_efficient=True, slowmo_num_shards=3, **common)
         whole = self.against_float64(4, slowmo_memory_efficient=False, **common)
         self.assertLess(relative_error(sharded, whole), 1e-5)
+
+
+class StochasticGradientPush(unittest.TestCase):
+    def spread(self, d, world, **overrides):
+        """The largest deviation of a rank's final parameters from their mean, relative."""
+        path = os.path.join(d, "final-{rank}.pt")
+        run = ct.run_commtune(d, dict(SMALL, **{"world_size": world, "steps": 60,
+                                                "weights.save_final": path}, **overrides))
+        finals = [torch.load(path.replace("{rank}", str(r))) for r in range(world)]
+        mean = {k: sum(f[k] for f in finals) / world for k in finals[0]}
+        for losses in run.losses():
+            self.assertTrue(all(math.isfinite(x) for x in losses))
+        return max(relative_error({k: f[k] for k in mean}, mean) for f in finals), run
+
+    def test_push_sum_keeps_ranks_close_and_its_weights_sum_to_the_world(self):
+        ct.fresh_store()
+        with tempfile.TemporaryDirectory() as d:
+            alone, _ = self.spread(d, 4, **{"hook.name": "noop"})
+            gossip, run = self.spread(d, 4, **{"hook.name": "slowmo", "hook.slowmo_base_algorithm": "sgp",
+                                               "hook.slowmo_momentum": 0})
+        self.assertLess(gossip, 0.2 * alone, f"with gossip {gossip:.3g}, without communication {alone:.3g}")
+        sums = ct.query("SELECT s.step, sum(s.value), count(*) FROM step_stats s JOIN stat_names n ON n.id = "
+                        "s.stat_id WHERE n.name = 'ps_weight' AND s.run_id = ? GROUP BY s.step",
+                        (run.summary["run_id"],))
+        self.assertEqual(len(sums), 60)
+        for step, total, ranks in sums:
+            self.assertEqual(ranks, 4)
+            self.assertAlmostEqual(total, 4.0, places=5, msg=f"step {step}")
+        # One peer per step: each rank sends its parameters (and weight) once.
+        self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"],
+                               4 * (run.summary["parameter_count"] + 1), delta=1)
+
+    def test_slow_momentum_over_gossip_ends_in_sync(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = ct.run_commtune(d, dict(SMALL, **{"world_size": 4, "steps": 24, "hook.name": "slowmo",
+                                                    "hook.slowmo_base_algorithm": "sgp",
+                                                    "hook.slowmo_frequency": 6}), extra_args=["--no-store"])
+        self.assertTrue(run.summary["ranks_in_sync"])  # step 24 is a slow step: an exact average
 
 
 class LocalSgd(unittest.TestCase):
