@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <numeric>
 
 #include "core/ddp/flat_parameters.h"
@@ -17,6 +18,7 @@ struct PostLocalSgdOptions {
   std::int64_t subgroup_size = 0;
   std::int64_t period = 4;
   std::int64_t warmup_steps = 0;
+  std::string hierarchy;
 
   static Schema<PostLocalSgdOptions> schema() {
     using O = PostLocalSgdOptions;
@@ -32,9 +34,51 @@ struct PostLocalSgdOptions {
         .integer("period", &O::period, Range::at_least(1), "steps",
                  "average the parameters over all ranks every this many steps (PeriodicModelAverager)")
         .integer("warmup_steps", &O::warmup_steps, Range::at_least(0), "steps",
-                 "no parameter averaging before this step (PeriodicModelAverager's warmup_steps)");
+                 "no parameter averaging before this step (PeriodicModelAverager's warmup_steps)")
+        .text("hierarchy", &O::hierarchy,
+              "HierarchicalModelAverager instead of `period`: period:group_size pairs by increasing period, e.g. "
+              "\"2:2,8:4\" (every 2 steps within groups of 2 consecutive ranks, every 8 over all 4); the last "
+              "group size is the world size");
   }
 };
+
+// One level of a hierarchical averager: every `period` steps, within
+// groups of `group_size` consecutive ranks.
+struct AveragingLevel {
+  std::int64_t period = 0;
+  int group_size = 0;
+  std::unique_ptr<Communicator> group;  // null: the world
+};
+
+// "2:2,8:4" -> levels, checked as HierarchicalModelAverager checks them.
+std::vector<AveragingLevel> parse_hierarchy(const std::string& text, int world) {
+  std::vector<AveragingLevel> levels;
+  std::size_t start = 0;
+  const auto fail = [&](const std::string& problem) {
+    throw ConfigError("hook.hierarchy", problem + ", got \"" + text + "\"");
+  };
+  while (start < text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    const auto item = text.substr(start, end - start);
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) fail("wants period:group_size pairs separated by commas");
+    AveragingLevel level;
+    try {
+      level.period = std::stoll(item.substr(0, colon));
+      level.group_size = std::stoi(item.substr(colon + 1));
+    } catch (const std::logic_error&) {
+      fail("wants whole numbers in period:group_size");
+    }
+    if (level.period < 1 || level.group_size < 1 || world % level.group_size != 0)
+      fail("wants periods >= 1 and group sizes that divide the world size " + std::to_string(world));
+    if (!levels.empty() && level.period <= levels.back().period) fail("wants increasing periods");
+    levels.push_back(std::move(level));
+    start = end + 1;
+  }
+  if (!levels.empty() && levels.back().group_size != world)
+    fail("wants the last group size equal to the world size " + std::to_string(world));
+  return levels;
+}
 
 class PostLocalSgdHook final : public CommHook {
  public:
@@ -49,6 +93,15 @@ class PostLocalSgdHook final : public CommHook {
       std::vector<int> members(static_cast<std::size_t>(size));
       std::iota(members.begin(), members.end(), group * size);
       subgroup_ = env.comm.split(members, "post-local-sgd-" + std::to_string(group) + "/");
+    }
+    levels_ = parse_hierarchy(o.hierarchy, world);
+    for (auto& level : levels_) {
+      if (level.group_size == world) continue;
+      const int group = env.rank() / level.group_size;
+      std::vector<int> members(static_cast<std::size_t>(level.group_size));
+      std::iota(members.begin(), members.end(), group * level.group_size);
+      level.group =
+          env.comm.split(members, "averager-" + std::to_string(level.group_size) + "-" + std::to_string(group) + "/");
     }
   }
 
@@ -65,10 +118,24 @@ class PostLocalSgdHook final : public CommHook {
   }
 
   void after_optimizer_step(std::int64_t step, double, FlatParameters& parameters) override {
-    // PeriodicModelAverager.average_parameters, its step being ours.
-    const bool averages = step >= options_.warmup_steps && (step - options_.warmup_steps) % options_.period == 0;
-    env_.stats.set("parameters_averaged", averages ? 1 : 0);
-    if (averages) Communicator::wait(average_over(env_.comm, parameters.values()));
+    // PeriodicModelAverager.average_parameters (or the hierarchical one's),
+    // its step being ours.
+    Communicator* group = nullptr;
+    if (step >= options_.warmup_steps) {
+      if (levels_.empty()) {
+        if ((step - options_.warmup_steps) % options_.period == 0) group = &env_.comm;
+      } else {
+        for (auto level = levels_.rbegin(); level != levels_.rend() && !group; ++level)
+          if (step % level->period == 0) group = level->group ? level->group.get() : &env_.comm;
+      }
+    }
+    env_.stats.set("parameters_averaged", group ? group->size() : 0);
+    if (!group) return;
+    Communicator::wait(average_over(*group, parameters.values()));
+    const auto now = std::chrono::steady_clock::now();
+    if (last_average_ != std::chrono::steady_clock::time_point{})
+      env_.stats.set("averaging_interval_s", std::chrono::duration<double>(now - last_average_).count());
+    last_average_ = now;
   }
 
   void save_state(State& out) const override { out.insert("iter", iter_); }
@@ -78,7 +145,9 @@ class PostLocalSgdHook final : public CommHook {
   PostLocalSgdOptions options_;
   HookEnv& env_;
   std::unique_ptr<Communicator> subgroup_;  // null: the world
+  std::vector<AveragingLevel> levels_;      // empty: PeriodicModelAverager
   std::int64_t iter_ = 0;
+  std::chrono::steady_clock::time_point last_average_{};
 };
 
 }  // namespace

@@ -27,6 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks, post_localSGD_hook, powerSGD_hook
 from torch.distributed.algorithms.model_averaging import averagers
+from torch.distributed.algorithms.model_averaging import utils as model_averaging_utils
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
@@ -270,10 +271,38 @@ def make_hook(cfg, on_cuda=False):
     return state, hook
 
 
+class HierarchicalAverager:
+    """HierarchicalModelAverager of PyTorch 1.13, whose constructor wants CUDA for its
+    subgroups (dist.new_subgroups): the same logic, with the groups made by new_group."""
+
+    def __init__(self, hierarchy, warmup_steps):
+        world, rank = dist.get_world_size(), dist.get_rank()
+        self.levels, self.warmup_steps, self.step = [], warmup_steps, 0
+        for item in hierarchy.split(","):
+            period, size = (int(v) for v in item.split(":"))
+            group = dist.group.WORLD
+            if size != world:
+                for start in range(0, world, size):
+                    made = dist.new_group(list(range(start, start + size)))
+                    if start <= rank < start + size:
+                        group = made
+            self.levels.append((period, group))
+
+    def average_parameters(self, params):
+        if self.step >= self.warmup_steps:
+            for period, group in reversed(self.levels):
+                if self.step % period == 0:
+                    model_averaging_utils.average_parameters_or_parameter_groups(params, group)
+                    break
+        self.step += 1
+
+
 def make_averager(cfg):
     """The model averager a hook runs after the optimizer, or None."""
     if cfg["name"] != "post_local_sgd":
         return None
+    if cfg["hierarchy"]:
+        return HierarchicalAverager(cfg["hierarchy"], cfg["warmup_steps"])
     return averagers.PeriodicModelAverager(period=cfg["period"], warmup_steps=cfg["warmup_steps"])
 
 

@@ -66,6 +66,11 @@ class DdpOracle(unittest.TestCase):
         self.compare({"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 5, "hook.subgroup_size": 2,
                       "hook.period": 3, "hook.warmup_steps": 5}, world=4, steps=24)
 
+    def test_post_local_sgd_with_hierarchical_averaging(self):
+        run = self.compare({"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 4, "hook.subgroup_size": 2,
+                            "hook.hierarchy": "2:2,6:4", "hook.warmup_steps": 4}, world=4, steps=20)
+        self.assertTrue(run.summary["ranks_in_sync"] is False)  # step 19: nobody averaged since step 18's groups
+
     def test_post_local_sgd_without_gradient_averaging(self):
         run = self.compare({"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 4,
                             "hook.post_local_gradient_allreduce": False, "hook.period": 4, "hook.warmup_steps": 0},

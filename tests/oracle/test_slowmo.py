@@ -130,6 +130,14 @@ class LocalSgd(unittest.TestCase):
         for g in answers.values():
             self.assertAlmostEqual(g["saved_s"], g["allreduce_s"] * (1 - 1 / 4))
 
+    def test_a_bad_hierarchy_names_the_field(self):
+        with tempfile.TemporaryDirectory() as d:
+            for hierarchy in ("2:3,4:4", "4:2,2:4", "2:2", "two"):
+                run = ct.run_commtune(d, {"world_size": 4, "steps": 2, "hook.name": "post_local_sgd",
+                                          "hook.hierarchy": hierarchy}, check=False, extra_args=["--no-store"])
+                self.assertEqual(run.returncode, 2, run.stderr)
+                self.assertIn("hook.hierarchy", run.stderr)
+
     def test_momentum_sweep_from_the_cli(self):
         ct.fresh_store()
         proc = ct.cli("sweep", "--set", "world_size=2", "--set", "steps=24", "--set", "hook.name=slowmo",
