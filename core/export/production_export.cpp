@@ -75,6 +75,73 @@ std::string byteps_snippet(const nlohmann::json& config) {
          std::to_string(hook.value("byteps_min_compress_bytes", 65536)) + " bytes go uncompressed, as in the run.\n";
 }
 
+std::string python_value(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  return v.dump();
+}
+
+// post_local_sgd: PyTorch's own hook and averager, constructed as the run had them.
+std::string post_local_sgd_snippet(const nlohmann::json& config) {
+  const auto& h = config.at("hook");
+  const auto size = h.value("subgroup_size", 0);
+  const auto hierarchy = h.value("hierarchy", std::string());
+  std::string averager;
+  if (hierarchy.empty()) {
+    averager = "averagers.PeriodicModelAverager(period=" + std::to_string(h.value("period", 4)) +
+               ", warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
+  } else {
+    std::string pairs;
+    for (std::size_t start = 0; start < hierarchy.size();) {
+      const auto end = std::min(hierarchy.find(',', start), hierarchy.size());
+      const auto item = hierarchy.substr(start, end - start);
+      pairs += (pairs.empty() ? "" : ", ") + std::string("(") + item.substr(0, item.find(':')) + ", " +
+               item.substr(item.find(':') + 1) + ")";
+      start = end + 1;
+    }
+    averager = "hierarchical_model_averager.HierarchicalModelAverager(OrderedDict([" + pairs +
+               "]), warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
+  }
+  return "\"\"\"Post-local SGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).\"\"\"\n"
+         "from collections import OrderedDict\n\n"
+         "import torch.distributed as dist\n"
+         "from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook\n"
+         "from torch.distributed.algorithms.model_averaging import averagers, hierarchical_model_averager\n\n\n"
+         "def register(ddp_model):\n"
+         "    \"\"\"Registers the hook; returns the averager to call after every optimizer.step():\n"
+         "    averager.average_parameters(ddp_model.parameters()).\"\"\"\n" +
+         (size > 0 ? "    subgroup, _ = dist.new_subgroups(group_size=" + std::to_string(size) + ")\n"
+                   : "    subgroup = None  # PyTorch's default: one subgroup per machine\n") +
+         "    state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=subgroup,\n"
+         "                                                 start_localSGD_iter=" +
+         std::to_string(h.value("start_localSGD_iter", 10)) +
+         ",\n"
+         "                                                 post_local_gradient_allreduce=" +
+         python_value(h.value("post_local_gradient_allreduce", true)) +
+         ")\n"
+         "    ddp_model.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)\n"
+         "    return " +
+         averager + "\n\n\n" + ddp_bucketing_comment(config) + "#   averager = register(ddp_model)\n";
+}
+
+// slowmo: fairscale's SlowMoDistributedDataParallel with the run's parameters.
+std::string slowmo_snippet(const nlohmann::json& config) {
+  const auto& h = config.at("hook");
+  std::string args;
+  const auto base = h.value("slowmo_base_algorithm", std::string("localsgd"));
+  args += ",\n        slowmo_base_algorithm=SlowMoBaseAlgorithm." + std::string(base == "sgp" ? "SGP" : "LOCALSGD");
+  for (const char* key : {"nprocs_per_node", "localsgd_frequency", "slowmo_frequency", "slowmo_momentum", "slowmo_lr",
+                          "slowmo_memory_efficient", "slowmo_num_shards"})
+    if (h.contains(key)) args += ",\n        " + std::string(key) + "=" + python_value(h.at(key));
+  return "\"\"\"SlowMo as tuned with commtune, for a production job with fairscale\n"
+         "(fairscale.experimental.nn.data_parallel.SlowMoDistributedDataParallel).\"\"\"\n"
+         "from fairscale.experimental.nn.data_parallel import SlowMoBaseAlgorithm, SlowMoDistributedDataParallel\n\n\n"
+         "def wrap(model):\n"
+         "    \"\"\"The model wrapped as commtune ran it; call model.perform_slowmo(optimizer) after every\n"
+         "    optimizer.step().\"\"\"\n"
+         "    return SlowMoDistributedDataParallel(\n        model" +
+         args + ")\n";
+}
+
 }  // namespace
 
 std::vector<std::string> export_for_production(const nlohmann::json& config, const std::string& checkpoint_folder,
@@ -84,13 +151,24 @@ std::vector<std::string> export_for_production(const nlohmann::json& config, con
   if (name == "powersgd" || name == "batched_powersgd") return export_powersgd(config, checkpoint_folder, out_dir);
   if (name == "noop")
     throw ConfigError("hook.name", "noop skips gradient averaging: a diagnostic, not a hook to run in production");
-  const bool byteps = name == "byteps";
   // Throws for hooks without a production form.
-  const auto snippet = byteps ? byteps_snippet(config) : default_hook_snippet(config);
+  std::string snippet, file = "use_hook.py";
+  if (name == "byteps") {
+    snippet = byteps_snippet(config);
+    file = "byteps_compression.py";
+  } else if (name == "post_local_sgd") {
+    snippet = post_local_sgd_snippet(config);
+    file = "use_post_local_sgd.py";
+  } else if (name == "slowmo") {
+    snippet = slowmo_snippet(config);
+    file = "use_slowmo.py";
+  } else {
+    snippet = default_hook_snippet(config);
+  }
   fs::create_directories(out_dir);
   const auto config_path = fs::path(out_dir) / "commtune_config.json";
   write_text_file(config_path, config.dump(2) + "\n");
-  const auto snippet_path = fs::path(out_dir) / (byteps ? "byteps_compression.py" : "use_hook.py");
+  const auto snippet_path = fs::path(out_dir) / file;
   write_text_file(snippet_path, snippet);
   return {config_path.string(), snippet_path.string()};
 }

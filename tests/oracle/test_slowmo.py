@@ -130,6 +130,44 @@ class LocalSgd(unittest.TestCase):
         for g in answers.values():
             self.assertAlmostEqual(g["saved_s"], g["allreduce_s"] * (1 - 1 / 4))
 
+    def test_exports_run_in_production_form(self):
+        ct.fresh_store()
+        with tempfile.TemporaryDirectory() as d:
+            local = ct.run_commtune(d, {"steps": 4, "hook.name": "post_local_sgd", "hook.period": 2})
+            slow = ct.run_commtune(d, {"steps": 4, "hook.name": "slowmo", "hook.slowmo_base_algorithm": "sgp",
+                                       "hook.slowmo_momentum": 0.4, "hook.slowmo_memory_efficient": False})
+            ct.cli("export", "production", "--run", local.summary["run_id"], "--out", os.path.join(d, "local"))
+            ct.cli("export", "production", "--run", slow.summary["run_id"], "--out", os.path.join(d, "slow"))
+            # PyTorch's own post-local SGD with the exported settings trains a step and averages.
+            script = f"""
+import os, sys, torch, torch.distributed as dist
+sys.path.insert(0, {os.path.join(d, "local")!r})
+from use_post_local_sgd import register
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29593")
+dist.init_process_group("gloo", rank=0, world_size=1)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 4))
+averager = register(model)
+assert averager.period == 2, averager.period
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    model(torch.randn(16, 8)).square().sum().backward()
+    optimizer.step()
+    averager.average_parameters(model.parameters())
+print("ok")
+dist.destroy_process_group()
+"""
+            out = subprocess.run([ct.ORACLE_PYTHON, "-c", script], capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            # fairscale is not installed here: the SlowMo file must parse and carry the run's settings.
+            import ast
+            tree = ast.parse(open(os.path.join(d, "slow", "use_slowmo.py")).read())
+            call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                        and getattr(n.func, "id", "") == "SlowMoDistributedDataParallel")
+            kwargs = {k.arg: k.value for k in call.keywords}
+            self.assertEqual(ast.literal_eval(kwargs["slowmo_momentum"]), 0.4)
+            self.assertEqual(ast.literal_eval(kwargs["slowmo_memory_efficient"]), False)
+            self.assertEqual(kwargs["slowmo_base_algorithm"].attr, "SGP")
+
     def test_a_bad_hierarchy_names_the_field(self):
         with tempfile.TemporaryDirectory() as d:
             for hierarchy in ("2:3,4:4", "4:2,2:4", "2:2", "two"):
