@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <numeric>
 
 #include "core/ddp/flat_parameters.h"
@@ -21,6 +22,7 @@ struct SlowMoOptions {
   std::int64_t nprocs_per_node = 1;
   bool slowmo_memory_efficient = true;
   std::int64_t slowmo_num_shards = 32;
+  std::string sgp_graph = "exponential";
 
   static Schema<SlowMoOptions> schema() {
     using O = SlowMoOptions;
@@ -42,7 +44,10 @@ struct SlowMoOptions {
               "shard the slow momentum buffers over slowmo_num_shards ranks (reduce, update, broadcast) instead "
               "of keeping them whole on every rank")
         .integer("slowmo_num_shards", &O::slowmo_num_shards, {1, 4096}, "ranks",
-                 "memory-efficient: ranks that hold a portion of the buffers (at most the world size)");
+                 "memory-efficient: ranks that hold a portion of the buffers (at most the world size)")
+        .choice("sgp_graph", &O::sgp_graph, {"exponential", "ring"},
+                "SGP's peer graph, one peer per step: exponential (2^(t mod log2 p) ranks ahead, as fairscale's "
+                "dynamic directed exponential graph) or ring (the next rank)");
   }
 };
 
@@ -115,6 +120,12 @@ class SlowMoHook final : public CommHook {
     const bool averages = (local_sgd_step || slow_step) && !(slow_step && options_.slowmo_memory_efficient);
     if (averages) Communicator::wait(average_over(env_.comm, flat.values()));
     env_.stats.set("parameters_averaged", averages || slow_step ? 1 : 0);
+    if (averages || slow_step) {
+      const auto now = std::chrono::steady_clock::now();
+      if (last_average_ != std::chrono::steady_clock::time_point{})
+        env_.stats.set("averaging_interval_s", std::chrono::duration<double>(now - last_average_).count());
+      last_average_ = now;
+    }
     env_.stats.set("slowmo_step", slow_step ? 1 : 0);
     if (!slow_step) return;
     if (holds_buffers() && !old_params_.defined())
@@ -157,8 +168,9 @@ class SlowMoHook final : public CommHook {
 
  private:
   // One push-sum round (Kempe et al.; SGP, Assran et al. 2019): at step t
-  // this rank keeps half of (w x, w) and pushes the other half to the peer
-  // 2^(t mod log2 p) ranks ahead, receiving from the one as far behind; then
+  // this rank keeps half of (w x, w) and pushes the other half to its peer
+  // (2^(t mod log2 p) ranks ahead, or the next on a ring), receiving from the
+  // one as far behind; then
   // x = numerator / w. The graph is regular, so w stays 1 up to rounding
   // and the estimate needs no de-biasing drift correction.
   void gossip(std::int64_t step, const at::Tensor& parameters) {
@@ -166,7 +178,7 @@ class SlowMoHook final : public CommHook {
     if (world == 1) return;
     int phases = 0;
     while ((1 << phases) < world) ++phases;
-    const int offset = 1 << static_cast<int>(step % phases);
+    const int offset = options_.sgp_graph == "ring" ? 1 : 1 << static_cast<int>(step % phases);
     const int to = (env_.rank() + offset) % world, from = (env_.rank() - offset % world + world) % world;
     const auto n = parameters.numel();
     auto message = at::empty({n + 1}, parameters.options());
@@ -207,6 +219,7 @@ class SlowMoHook final : public CommHook {
   int shards_ = 1;
   at::Tensor old_params_, momentum_;  // this rank's portion, in model order
   double push_sum_weight_ = 1.0;
+  std::chrono::steady_clock::time_point last_average_{};
 };
 
 }  // namespace

@@ -89,6 +89,13 @@ class StochasticGradientPush(unittest.TestCase):
         self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"],
                                4 * (run.summary["parameter_count"] + 1), delta=1)
 
+    def test_a_ring_also_keeps_ranks_close(self):
+        with tempfile.TemporaryDirectory() as d:
+            alone, _ = self.spread(d, 4, **{"hook.name": "noop"})
+            ring, _ = self.spread(d, 4, **{"hook.name": "slowmo", "hook.slowmo_base_algorithm": "sgp",
+                                           "hook.slowmo_momentum": 0, "hook.sgp_graph": "ring"})
+        self.assertLess(ring, 0.5 * alone, f"ring {ring:.3g}, without communication {alone:.3g}")
+
     def test_slow_momentum_over_gossip_ends_in_sync(self):
         with tempfile.TemporaryDirectory() as d:
             run = ct.run_commtune(d, dict(SMALL, **{"world_size": 4, "steps": 24, "hook.name": "slowmo",
