@@ -43,7 +43,10 @@ Schema<DebugOptions> DebugOptions::schema() {
       .integer("fail_rank", &DebugOptions::fail_rank, Range::at_least(-1), "rank",
                "fault injection: this rank raises an error at fail_at_step (-1: none), to try out failure handling")
       .integer("fail_at_step", &DebugOptions::fail_at_step, Range::at_least(0), "step",
-               "the step at which fail_rank raises its error");
+               "the step at which fail_rank raises its error")
+      .real("init_noise", &DebugOptions::init_noise, Range::at_least(0), "",
+            "ranks start apart: after the initial broadcast each rank adds Gaussian noise of this standard deviation "
+            "(seeded by seed and rank) to its parameters, to see how a hook brings them to consensus");
 }
 
 namespace {

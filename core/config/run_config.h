@@ -52,6 +52,7 @@ struct DebugOptions {
   std::string dump_dir;
   std::int64_t fail_rank = -1;
   std::int64_t fail_at_step = 0;
+  double init_noise = 0;
   static Schema<DebugOptions> schema();
 };
 

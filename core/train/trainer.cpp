@@ -1,5 +1,7 @@
 #include "core/train/trainer.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/version.h>
@@ -143,6 +145,12 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
   BufferSync buffers(model->named_buffers());
   if (env.rank == 0 && !config.weights.save_initial.empty())
     save_weights(config.weights.save_initial, flat.unflatten(flat.values()));
+  if (config.debug.init_noise > 0) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<std::uint64_t>(config.run.seed) * 1000003u +
+                                                              static_cast<std::uint64_t>(env.rank));
+    const auto noise = at::randn({flat.total_numel()}, generator, at::TensorOptions().dtype(at::kFloat));
+    flat.values().add_(noise.to(flat.values().device()), config.debug.init_noise);
+  }
 
   HookStats stats;
   HookClock clock;

@@ -63,8 +63,9 @@ class StochasticGradientPush(unittest.TestCase):
     def spread(self, d, world, **overrides):
         """The largest deviation of a rank's final parameters from their mean, relative."""
         path = os.path.join(d, "final-{rank}.pt")
-        run = ct.run_commtune(d, dict(SMALL, **{"world_size": world, "steps": 60,
-                                                "weights.save_final": path}, **overrides))
+        settings = dict(SMALL, **{"world_size": world, "steps": 60, "weights.save_final": path})
+        settings.update(overrides)
+        run = ct.run_commtune(d, settings)
         finals = [torch.load(path.replace("{rank}", str(r))) for r in range(world)]
         mean = {k: sum(f[k] for f in finals) / world for k in finals[0]}
         for losses in run.losses():
@@ -88,6 +89,22 @@ class StochasticGradientPush(unittest.TestCase):
         # One peer per step: each rank sends its parameters (and weight) once.
         self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"],
                                4 * (run.summary["parameter_count"] + 1), delta=1)
+
+    def test_gossip_alone_reaches_the_average(self):
+        # Ranks start apart (debug.init_noise) and barely train (lr 1e-30): without communication they
+        # stay where they started; push-sum brings every rank to the average of the starting points.
+        common = {"steps": 40, "debug.init_noise": 0.1, "optimizer.lr": 1e-30, "optimizer.momentum": 0}
+        with tempfile.TemporaryDirectory() as d:
+            alone, run = self.spread(d, 4, **common, **{"hook.name": "noop"})
+            starts = [torch.load(os.path.join(d, f"final-{r}.pt")) for r in range(4)]
+            gossip, run = self.spread(d, 4, **common, **{"hook.name": "slowmo", "hook.slowmo_base_algorithm": "sgp",
+                                                         "hook.slowmo_momentum": 0})
+            ends = [torch.load(os.path.join(d, f"final-{r}.pt")) for r in range(4)]
+        average = {k: sum(s[k] for s in starts) / 4 for k in starts[0]}
+        self.assertGreater(alone, 1e-2)
+        self.assertLess(gossip, 1e-5)
+        for end in ends:
+            self.assertLess(relative_error(end, average), 1e-5)
 
     def test_a_ring_also_keeps_ranks_close(self):
         with tempfile.TemporaryDirectory() as d:
