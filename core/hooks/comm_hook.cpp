@@ -1,5 +1,7 @@
 #include "core/hooks/comm_hook.h"
 
+#include <numeric>
+
 #include <time.h>
 
 namespace commtune {
@@ -39,6 +41,21 @@ Schema<HookCommonOptions> HookCommonOptions::schema() {
       "wrapper", &HookCommonOptions::wrapper, {"none", "fp16", "bf16"},
       "wrap the hook in fp16_compress_wrapper or bf16_compress_wrapper: the hook sees a half-precision "
       "copy of the bucket and its result is cast back");
+}
+
+void check_group_size(int world_size, int size, const std::string& field) {
+  if (size < 1 || world_size % size != 0)
+    throw ConfigError(field,
+                      "must divide the world size " + std::to_string(world_size) + ", got " + std::to_string(size));
+}
+
+std::unique_ptr<Communicator> consecutive_group(Communicator& comm, int size, const std::string& field,
+                                                const std::string& tag) {
+  check_group_size(comm.size(), size, field);
+  const int group = comm.rank() / size;
+  std::vector<int> members(static_cast<std::size_t>(size));
+  std::iota(members.begin(), members.end(), group * size);
+  return comm.split(members, tag + "-" + std::to_string(size) + "-" + std::to_string(group) + "/");
 }
 
 }  // namespace commtune

@@ -112,6 +112,14 @@ class CommHook {
   virtual void load_state(const State& /*in*/) {}
 };
 
+// Throws ConfigError naming `field` unless `size` divides the world size.
+void check_group_size(int world_size, int size, const std::string& field);
+
+// This rank's group of `size` consecutive ranks (a node, a subgroup) as a
+// communicator; every rank calls it alike. Checks the size first.
+std::unique_ptr<Communicator> consecutive_group(Communicator& comm, int size, const std::string& field,
+                                                const std::string& tag);
+
 // Parameters every hook has: an optional compression wrapper around it.
 struct HookCommonOptions {
   std::string wrapper = "none";

@@ -18,14 +18,9 @@ class CompressedHook final : public CommHook {
     const int world = env.world_size();
     const auto per_node = static_cast<int>(options.ranks_per_node);
     if (per_node > 0) {
-      if (world % per_node != 0)
-        throw ConfigError("hook.ranks_per_node",
-                          "must divide the world size " + std::to_string(world) + ", got " + std::to_string(per_node));
-      const int node = env.rank() / per_node;
-      std::vector<int> node_ranks, leaders;
-      for (int r = 0; r < per_node; ++r) node_ranks.push_back(node * per_node + r);
+      node_ = consecutive_group(env.comm, per_node, "hook.ranks_per_node", "byteps-node");
+      std::vector<int> leaders;
       for (int r = 0; r < world; r += per_node) leaders.push_back(r);
-      node_ = env.comm.split(node_ranks, "byteps-node-" + std::to_string(node) + "/");
       leaders_ = env.comm.split(leaders, "byteps-leaders/");
     }
   }

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
-#include <numeric>
 
 #include "core/ddp/flat_parameters.h"
 
@@ -85,24 +84,13 @@ class PostLocalSgdHook final : public CommHook {
   PostLocalSgdHook(const PostLocalSgdOptions& o, HookEnv& env) : options_(o), env_(env) {
     const int world = env.world_size();
     const auto size = static_cast<int>(o.subgroup_size);
-    if (size > 0 && world % size != 0)
-      throw ConfigError("hook.subgroup_size",
-                        "must divide the world size " + std::to_string(world) + ", got " + std::to_string(size));
-    if (o.post_local_gradient_allreduce && size > 0 && size < world) {
-      const int group = env.rank() / size;
-      std::vector<int> members(static_cast<std::size_t>(size));
-      std::iota(members.begin(), members.end(), group * size);
-      subgroup_ = env.comm.split(members, "post-local-sgd-" + std::to_string(group) + "/");
-    }
+    if (size > 0) check_group_size(world, size, "hook.subgroup_size");
+    if (o.post_local_gradient_allreduce && size > 0 && size < world)
+      subgroup_ = consecutive_group(env.comm, size, "hook.subgroup_size", "post-local-sgd");
     levels_ = parse_hierarchy(o.hierarchy, world);
-    for (auto& level : levels_) {
-      if (level.group_size == world) continue;
-      const int group = env.rank() / level.group_size;
-      std::vector<int> members(static_cast<std::size_t>(level.group_size));
-      std::iota(members.begin(), members.end(), group * level.group_size);
-      level.group =
-          env.comm.split(members, "averager-" + std::to_string(level.group_size) + "-" + std::to_string(group) + "/");
-    }
+    for (auto& level : levels_)
+      if (level.group_size != world)
+        level.group = consecutive_group(env.comm, level.group_size, "hook.hierarchy", "averager");
   }
 
   Future run(GradBucket& bucket) override {

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
-#include <numeric>
 
 #include "core/ddp/flat_parameters.h"
 #include "core/hooks/local_sgd.h"
@@ -83,15 +82,8 @@ class SlowMoHook final : public CommHook {
   SlowMoHook(const SlowMoOptions& o, HookEnv& env) : options_(o), env_(env) {
     const int world = env.world_size();
     const auto per_node = static_cast<int>(o.nprocs_per_node);
-    if (world % per_node != 0)
-      throw ConfigError("hook.nprocs_per_node",
-                        "must divide the world size " + std::to_string(world) + ", got " + std::to_string(per_node));
-    if (per_node > 1) {
-      const int node = env.rank() / per_node;
-      std::vector<int> members(static_cast<std::size_t>(per_node));
-      std::iota(members.begin(), members.end(), node * per_node);
-      node_ = env.comm.split(members, "slowmo-node-" + std::to_string(node) + "/");
-    }
+    check_group_size(world, per_node, "hook.nprocs_per_node");
+    if (per_node > 1) node_ = consecutive_group(env.comm, per_node, "hook.nprocs_per_node", "slowmo-node");
     shards_ = o.slowmo_memory_efficient ? static_cast<int>(std::min<std::int64_t>(o.slowmo_num_shards, world)) : 1;
   }
 
