@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add_netmodel_commands(app, context);
   add_export_commands(app, context);
   add_params_command(app, context);
+  add_plugins_command(app, context);
 
   try {
     app.parse(argc, argv);  // runs the chosen command

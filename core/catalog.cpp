@@ -2,10 +2,23 @@
 
 #include "core/hooks/compressed_hook.h"
 #include "core/hooks/local_sgd.h"
-#include "core/hooks/slowmo.h"
 #include "core/hooks/powersgd.h"
+#include "core/hooks/slowmo.h"
+#include "core/plugins/plugin_loader.h"
 
 namespace commtune {
+
+namespace {
+std::vector<PluginRecord>& plugin_records() {
+  static std::vector<PluginRecord> records;
+  return records;
+}
+}  // namespace
+
+const std::vector<PluginRecord>& loaded_plugins() {
+  catalog();
+  return plugin_records();
+}
 
 Catalog& catalog() {
   static Catalog instance = [] {
@@ -20,6 +33,12 @@ Catalog& catalog() {
     register_slowmo_hooks(c.hooks);
     return c;
   }();
+  // After the built-ins, so a plugin cannot take a built-in's name.
+  static const bool plugins_loaded = [] {
+    plugin_records() = load_plugins(instance, plugin_folders());
+    return true;
+  }();
+  (void)plugins_loaded;
   return instance;
 }
 

@@ -30,5 +30,6 @@ void add_store_commands(CLI::App& app, Context& context);     // list, show, com
 void add_export_commands(CLI::App& app, Context& context);    // export runs|powersgd|production
 void add_sweep_command(CLI::App& app, Context& context);      // sweep
 void add_netmodel_commands(CLI::App& app, Context& context);  // predict, recommend
+void add_plugins_command(CLI::App& app, Context& context);    // plugins
 
 }  // namespace commtune::cli
