@@ -245,6 +245,8 @@ def make_hook(cfg, on_cuda=False):
             raise ValueError("a wrapper needs a hook to wrap")
         return None
     state = None
+    if name == "threshold_sparsify":
+        hooks[name] = threshold_sparsify_hook(cfg["threshold"])
     if name == "post_local_sgd":
         size = cfg["subgroup_size"]
         world, subgroup = dist.get_world_size(), dist.group.WORLD
@@ -295,6 +297,15 @@ class HierarchicalAverager:
                     model_averaging_utils.average_parameters_or_parameter_groups(params, group)
                     break
         self.step += 1
+
+
+def threshold_sparsify_hook(threshold):
+    """The example plugin's hook (plugins/examples/threshold_sparsify.cpp) in PyTorch."""
+    def hook(state, bucket):
+        tensor = bucket.buffer()
+        tensor.masked_fill_(tensor.abs() < threshold, 0).div_(dist.get_world_size())
+        return dist.all_reduce(tensor, async_op=True).get_future().then(lambda fut: fut.value()[0])
+    return hook
 
 
 def make_averager(cfg):
