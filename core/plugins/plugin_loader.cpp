@@ -87,7 +87,10 @@ std::vector<std::string> plugin_folders() {
     out.push_back((fs::path(data) / "commtune" / "plugins").string());
   else if (const char* home = std::getenv("HOME"); home && *home)
     out.push_back((fs::path(home) / ".local" / "share" / "commtune" / "plugins").string());
-  out.push_back(COMMTUNE_SYSTEM_PLUGIN_DIR);
+  // Installed next to the binaries: <prefix>/bin/commtune-* and <prefix>/<libdir>/commtune/plugins.
+  std::error_code error;
+  const auto self = fs::read_symlink("/proc/self/exe", error);
+  if (!error) out.push_back((self.parent_path().parent_path() / COMMTUNE_PLUGIN_DIR).lexically_normal().string());
   return out;
 }
 

@@ -20,8 +20,8 @@ struct PluginRecord {
 };
 
 // $COMMTUNE_PLUGIN_PATH (colon-separated) when set; else the user's folder
-// ($XDG_DATA_HOME or ~/.local/share)/commtune/plugins and the installed
-// system folder.
+// ($XDG_DATA_HOME or ~/.local/share)/commtune/plugins and the installation's
+// (<prefix>/<libdir>/commtune/plugins, found from the running binary).
 std::vector<std::string> plugin_folders();
 
 // Every *.so in the folders, in name order; returns what happened to each.
