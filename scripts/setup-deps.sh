@@ -8,7 +8,7 @@ packages=(
   libtorch-dev libgloo-dev python3-torch python3-numpy libopenblas0-pthread
   nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
 )
 
 missing=()

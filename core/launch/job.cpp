@@ -72,6 +72,11 @@ JobResult run_job(const JobRequest& request) {
   std::vector<EventSubscriber*> subscribers{&summary};
   if (recorder) subscribers.push_back(recorder.get());
   subscribers.insert(subscribers.end(), request.subscribers.begin(), request.subscribers.end());
+  std::unique_ptr<EventSubscriber> run_subscriber;
+  if (request.subscriber_for_run && result.run_id) {
+    run_subscriber = request.subscriber_for_run(*result.run_id);
+    if (run_subscriber) subscribers.push_back(run_subscriber.get());
+  }
 
   try {
     result.outcome = launch(options, subscribers, request.cancel);

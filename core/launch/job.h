@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,6 +28,9 @@ struct JobRequest {
   std::vector<std::pair<std::string, std::string>> env;  // extra worker environment (e.g. CUDA_VISIBLE_DEVICES)
   bool echo_worker_output = false;
   const std::atomic<bool>* cancel = nullptr;
+  // Called once the stored run's id is known, before anything is launched:
+  // a subscriber that needs the id (a live view keyed by run).
+  std::function<std::unique_ptr<EventSubscriber>(std::int64_t run_id)> subscriber_for_run;
 
   // Where to record the run (null: nowhere). A new stored run gets `name`
   // and, in a sweep, its sweep and trial; `continue_run` instead records

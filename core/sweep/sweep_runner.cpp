@@ -277,7 +277,7 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   request.rank_cpus = slot.rank_cpus;
   request.env = slot.env;
   request.echo_worker_output = options_.echo_worker_output;
-  request.cancel = options_.cancel;
+  request.cancel = options_.trial_cancel ? options_.trial_cancel(event) : options_.cancel;
   request.store = options_.store;
   request.continue_run = run_id;
 
@@ -314,7 +314,7 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
     if (job.asha) {
       if (succeeded)
         halving_->report(job.asha->trial, job.asha->rung, metric);
-      else if (result.outcome.status == RunStatus::Failed)
+      else if (result.outcome.status == RunStatus::Failed || !cancelled())  // stopped alone: out of the race
         halving_->failed(job.asha->trial);
       else
         halving_->abandon(*job.asha);

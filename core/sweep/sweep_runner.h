@@ -43,7 +43,11 @@ struct TrialEvent {
 struct SweepRunOptions {
   db::Writer* store = nullptr;
   std::string work_dir;  // trials' checkpoints go to <work_dir>/sweep-<id>/trial-<n>
-  const std::atomic<bool>* cancel = nullptr;
+  const std::atomic<bool>* cancel = nullptr;  // stops the sweep
+  // Optional: a flag that stops one trial's segment while the sweep goes on
+  // (it should be set as well when `cancel` is). Without it, `cancel` stops
+  // the running trials.
+  std::function<const std::atomic<bool>*(const TrialEvent&)> trial_cancel;
   bool echo_worker_output = false;
   // Called from the threads that run trials, one call at a time.
   std::function<void(const TrialEvent&)> on_trial;

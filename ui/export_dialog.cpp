@@ -1,0 +1,204 @@
+#include "ui/export_dialog.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSvgGenerator>
+#include <QTextStream>
+#include <QVBoxLayout>
+#include <filesystem>
+#include "ui/plot/qcustomplot.h"
+
+#include "core/export/production_export.h"
+#include "core/netmodel/recommend.h"
+#include "db/store.h"
+#include "ui/async.h"
+#include "ui/plot/run_plots.h"
+
+namespace commtune::ui {
+
+bool save_plot(QCustomPlot* plot, const QString& path, const QString& format) {
+  const int w = std::max(plot->width(), 640), h = std::max(plot->height(), 400);
+  if (format == "png") return plot->savePng(path, w, h, 2.0);
+  if (format == "pdf") return plot->savePdf(path, w, h);
+  QSvgGenerator svg;
+  svg.setFileName(path);
+  svg.setSize(QSize(w, h));
+  svg.setViewBox(QRect(0, 0, w, h));
+  svg.setTitle(plot->objectName());
+  QCPPainter painter;
+  if (!painter.begin(&svg)) return false;
+  plot->toPainter(&painter, w, h);
+  return painter.end();
+}
+
+ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* plots, QWidget* parent)
+    : QDialog(parent), store_path_(std::move(store_path)), run_id_(run_id), plots_(plots) {
+  setObjectName("export:dialog");
+  setWindowTitle(QString("Export run %1").arg(run_id));
+  title_ = new QLabel(QString("Run %1").arg(run_id), this);
+  folder_ = new QLineEdit(QDir::home().filePath(QString("commtune-export/run-%1").arg(run_id)), this);
+  folder_->setObjectName("export:folder");
+  auto* browse = new QPushButton("Browse…", this);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const auto dir = QFileDialog::getExistingDirectory(this, "Export to", folder_->text());
+    if (!dir.isEmpty()) folder_->setText(dir);
+  });
+  runtime_state_ = new QCheckBox("with runtime state from the run's last checkpoint", this);
+  runtime_state_->setEnabled(false);
+  runtime_state_->setToolTip("Stateful hooks (PowerSGD) continue where the run stopped: per-rank state files");
+
+  production_ = new QPushButton("Export for production", this);
+  production_->setObjectName("export:production");
+  production_->setEnabled(false);
+  production_->setToolTip("PowerSGDState file, hook registration or BytePS parameters, the configuration and a Python snippet");
+  auto* copy_snippet = new QPushButton("Copy snippet", this);
+  auto* copy_config = new QPushButton("Copy configuration (JSON)", this);
+  connect(production_, &QPushButton::clicked, this, &ExportDialog::export_production);
+  connect(copy_snippet, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(snippet()); });
+  connect(copy_config, &QPushButton::clicked, this,
+          [this] { QApplication::clipboard()->setText(QString::fromStdString(config_.dump(2))); });
+  snippet_ = new QPlainTextEdit(this);
+  snippet_->setObjectName("export:snippet");
+  snippet_->setReadOnly(true);
+  snippet_->setPlaceholderText("The Python that uses the export appears here.");
+  snippet_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+
+  plot_format_ = new QComboBox(this);
+  plot_format_->addItems({"png", "svg", "pdf"});
+  auto* save_plots_button = new QPushButton("Save plots", this);
+  auto* save_csv_button = new QPushButton("Save data as CSV", this);
+  connect(save_plots_button, &QPushButton::clicked, this, [this] { save_plots(plot_format_->currentText()); });
+  connect(save_csv_button, &QPushButton::clicked, this, &ExportDialog::save_csv);
+
+  status_ = new QLabel(this);
+  status_->setObjectName("export:status");
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* where = new QHBoxLayout;
+  where->addWidget(folder_, 1);
+  where->addWidget(browse);
+  auto* production_box = new QGroupBox("Production", this);
+  auto* production_layout = new QVBoxLayout(production_box);
+  production_layout->addWidget(runtime_state_);
+  auto* production_buttons = new QHBoxLayout;
+  production_buttons->addWidget(production_);
+  production_buttons->addWidget(copy_snippet);
+  production_buttons->addWidget(copy_config);
+  production_buttons->addStretch();
+  production_layout->addLayout(production_buttons);
+  production_layout->addWidget(snippet_, 1);
+  auto* data_box = new QGroupBox("Plots and data (the runs shown under Runs)", this);
+  auto* data_layout = new QHBoxLayout(data_box);
+  data_layout->addWidget(plot_format_);
+  data_layout->addWidget(save_plots_button);
+  data_layout->addWidget(save_csv_button);
+  data_layout->addStretch();
+  auto* close = new QPushButton("Close", this);
+  connect(close, &QPushButton::clicked, this, &QDialog::accept);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(title_);
+  auto* form = new QFormLayout;
+  form->addRow("Folder", where);
+  layout->addLayout(form);
+  layout->addWidget(production_box, 1);
+  layout->addWidget(data_box);
+  layout->addWidget(status_);
+  layout->addWidget(close, 0, Qt::AlignRight);
+  resize(720, 560);
+
+  struct Source {
+    nlohmann::json config;
+    QString checkpoint, title;
+  };
+  run_async(
+      this,
+      [path = store_path_.toStdString(), run_id] {
+        db::Store store(path, db::Store::Access::ReadOnly);
+        const auto run = store.run(run_id);
+        if (!run) throw db::Error("there is no run " + std::to_string(run_id));
+        Source s{run->config, {}, QString("Run %1 %2: %3, %4")
+                                     .arg(run_id)
+                                     .arg(QString::fromStdString(run->name))
+                                     .arg(QString::fromStdString(describe_hook(run->config)))
+                                     .arg(QString::fromStdString(run->status))};
+        for (const auto& a : store.artifacts(run_id))
+          if (a.kind == "checkpoint" && std::filesystem::is_directory(a.path)) s.checkpoint = QString::fromStdString(a.path);
+        return s;
+      },
+      [this](const Outcome<Source>& out) {
+        if (!out.value) return report({}, out.error);
+        config_ = out.value->config;
+        checkpoint_ = out.value->checkpoint;
+        title_->setText(out.value->title);
+        runtime_state_->setEnabled(!checkpoint_.isEmpty());
+        production_->setEnabled(true);
+        Q_EMIT loaded();
+      });
+}
+
+void ExportDialog::set_folder(const QString& folder) { folder_->setText(folder); }
+QString ExportDialog::snippet() const { return snippet_->toPlainText(); }
+QString ExportDialog::status() const { return status_->text(); }
+
+void ExportDialog::report(const QStringList& files, const QString& error) {
+  status_->setStyleSheet(error.isEmpty() ? QString() : "color: #d9534f;");
+  status_->setText(error.isEmpty() ? "Wrote " + files.join(", ") : error);
+  Q_EMIT finished_writing(files, error);
+}
+
+void ExportDialog::export_production() {
+  const auto folder = folder_->text().toStdString();
+  const auto checkpoint = runtime_state_->isChecked() ? checkpoint_.toStdString() : std::string();
+  run_async(
+      this,
+      [config = config_, folder, checkpoint] {
+        QStringList written;
+        for (const auto& f : export_for_production(config, checkpoint, folder)) written << QString::fromStdString(f);
+        return written;
+      },
+      [this](const Outcome<QStringList>& out) {
+        if (!out.value) return report({}, out.error);
+        for (const auto& f : *out.value)
+          if (f.endsWith(".py")) {
+            QFile file(f);
+            if (file.open(QIODevice::ReadOnly)) snippet_->setPlainText(QString::fromUtf8(file.readAll()));
+          }
+        report(*out.value, {});
+      });
+}
+
+void ExportDialog::save_plots(const QString& format) {
+  QDir().mkpath(folder_->text());
+  QStringList written;
+  for (const auto& [name, plot] : plots_->plots()) {
+    const auto path = QDir(folder_->text()).filePath(name + "." + format);
+    if (!save_plot(plot, path, format)) return report(written, "could not write " + path);
+    written << path;
+  }
+  report(written, {});
+}
+
+void ExportDialog::save_csv() {
+  QDir().mkpath(folder_->text());
+  const auto path = QDir(folder_->text()).filePath("curves.csv");
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) return report({}, "could not write " + path);
+  QTextStream(&file) << plots_->csv();
+  report({path}, {});
+}
+
+}  // namespace commtune::ui

@@ -1,0 +1,171 @@
+#include "ui/forms/config_form.h"
+
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include "core/config/run_config.h"
+#include "core/launch/job.h"
+#include "ui/forms/param_field.h"
+
+namespace commtune::ui {
+
+namespace {
+
+QString title_of(const std::string& section) {
+  static const std::map<std::string, QString> titles{
+      {"model", "Model"},           {"data", "Data"},           {"optimizer", "Optimizer"},
+      {"hook", "Communication hook"}, {"ddp", "DDP reducer"},   {"weights", "Weights (advanced)"},
+      {"checkpoint", "Checkpoints"}, {"network", "Network emulation"}, {"debug", "Debugging (advanced)"}};
+  const auto it = titles.find(section);
+  return it != titles.end() ? it->second : QString::fromStdString(section);
+}
+
+bool is_number(const ParamSpec& spec) { return spec.kind == ParamKind::Integer || spec.kind == ParamKind::Real; }
+
+}  // namespace
+
+ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent), schema_(describe_schema()) {
+  groups_ = new QVBoxLayout(this);
+  groups_->setContentsMargins(0, 0, 0, 0);
+  rebuild();
+  revalidate();
+}
+
+ParamField* ConfigForm::field(const QString& path) const {
+  const auto it = fields_.find(path);
+  return it == fields_.end() ? nullptr : it->second;
+}
+
+void ConfigForm::rebuild() {
+  fields_.clear();
+  order_.clear();
+  if (content_) content_->deleteLater();
+  content_ = new QWidget(this);
+  auto* column = new QVBoxLayout(content_);
+  column->setContentsMargins(0, 0, 0, 0);
+  groups_->addWidget(content_);
+
+  auto add_field = [&](QFormLayout* form, const std::string& path_text) {
+    const QString path = QString::fromStdString(path_text);
+    auto* f = new ParamField(param_spec(raw_, path_text), path, content_);
+    const auto dot = path_text.find('.');
+    const auto section = dot == std::string::npos ? std::string() : path_text.substr(0, dot);
+    const auto key = dot == std::string::npos ? path_text : path_text.substr(dot + 1);
+    const nlohmann::json* value = nullptr;
+    if (section.empty() && raw_.contains(key))
+      value = &raw_[key];
+    else if (!section.empty() && raw_.contains(section) && raw_[section].contains(key))
+      value = &raw_[section][key];
+    f->set_value(value ? *value : nlohmann::json());
+    if (const auto e = field_errors_.find(path); e != field_errors_.end()) f->set_error(e->second);
+    connect(f, &ParamField::edited, this, [this](const QString& p, const QString& t) {
+      if (apply(p, t))  // the sender is about to go: rebuild once its signal has returned
+        QMetaObject::invokeMethod(this, [this] { rebuild(); }, Qt::QueuedConnection);
+      revalidate();
+    });
+    form->addRow(QString::fromStdString(key), f);
+    fields_[path] = f;
+    order_ << path;
+  };
+  auto make_group = [&](const QString& title) {
+    auto* box = new QGroupBox(title, content_);
+    auto* form = new QFormLayout(box);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    column->addWidget(box);
+    return form;
+  };
+
+  auto* run = make_group("Run");
+  for (const auto& p : schema_["root"]) add_field(run, p["name"].get<std::string>());
+  for (const auto& s : schema_["sections"]) {
+    const auto section = s["section"].get<std::string>();
+    auto* form = make_group(title_of(section));
+    if (!s.contains("entries")) {
+      for (const auto& p : s["params"]) add_field(form, section + "." + p["name"].get<std::string>());
+      continue;
+    }
+    add_field(form, section + ".name");
+    const std::string chosen = raw_.contains(section) && raw_[section].contains("name")
+                                   ? raw_[section]["name"].get<std::string>()
+                                   : s["default"].get<std::string>();
+    for (const auto& p : s["common"]) add_field(form, section + "." + p["name"].get<std::string>());
+    for (const auto& e : s["entries"]) {
+      if (e["name"] != chosen) continue;
+      auto* doc = new QLabel(QString::fromStdString(e.value("doc", "")), content_);
+      doc->setWordWrap(true);
+      doc->setEnabled(false);
+      form->insertRow(1, QString(), doc);
+      for (const auto& p : e["params"]) add_field(form, section + "." + p["name"].get<std::string>());
+    }
+  }
+  column->addStretch();
+  revalidate();
+}
+
+bool ConfigForm::apply(const QString& path, const QString& text) {
+  const auto path_text = path.toStdString();
+  field_errors_.erase(path);
+  try {
+    const auto spec = param_spec(raw_, path_text);
+    const auto dot = path_text.find('.');
+    if (text.isEmpty() && is_number(spec)) {  // an emptied number field means the default
+      if (dot == std::string::npos)
+        raw_.erase(path_text);
+      else if (raw_.contains(path_text.substr(0, dot)))
+        raw_[path_text.substr(0, dot)].erase(path_text.substr(dot + 1));
+    } else {
+      apply_override(raw_, path_text + "=" + text.toStdString());
+    }
+    if (auto* f = field(path)) f->set_error({});
+    return path_text.size() > 5 && path_text.compare(path_text.size() - 5, 5, ".name") == 0;
+  } catch (const ConfigError& e) {
+    field_errors_[path] = QString::fromStdString(e.problem());
+    if (auto* f = field(path)) f->set_error(field_errors_[path]);
+    return false;
+  }
+}
+
+void ConfigForm::set_text(const QString& path, const QString& text) {
+  const bool reselected = apply(path, text);
+  if (reselected) {
+    rebuild();
+  } else if (auto* f = field(path)) {
+    f->show_text(text);
+  }
+  revalidate();
+}
+
+void ConfigForm::set_raw(const nlohmann::json& raw) {
+  const auto parsed = RunConfig::parse(raw);  // throws before anything changes
+  job_world_size(parsed);
+  raw_ = raw;
+  field_errors_.clear();
+  rebuild();
+}
+
+void ConfigForm::revalidate() {
+  if (!config_error_field_.isEmpty() && !field_errors_.count(config_error_field_))
+    if (auto* f = field(config_error_field_)) f->set_error({});
+  config_error_field_.clear();
+  QString problem;
+  if (!field_errors_.empty()) {
+    const auto& [path, message] = *field_errors_.begin();
+    problem = path + ": " + message;
+  } else {
+    try {
+      job_world_size(RunConfig::parse(raw_));
+    } catch (const ConfigError& e) {
+      problem = QString::fromUtf8(e.what());
+      config_error_field_ = QString::fromStdString(e.field());
+      if (auto* f = field(config_error_field_)) f->set_error(QString::fromStdString(e.problem()));
+    } catch (const std::exception& e) {
+      problem = QString::fromUtf8(e.what());
+    }
+  }
+  problem_ = problem;
+  Q_EMIT changed();
+}
+
+}  // namespace commtune::ui

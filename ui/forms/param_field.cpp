@@ -1,0 +1,89 @@
+#include "ui/forms/param_field.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalBlocker>
+
+namespace commtune::ui {
+
+QString value_text(const nlohmann::json& value) {
+  if (value.is_null()) return {};
+  if (value.is_string()) return QString::fromStdString(value.get<std::string>());
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number_float()) return QString::number(value.get<double>(), 'g', 12);
+  return QString::fromStdString(value.dump());
+}
+
+ParamField::ParamField(ParamSpec spec, QString path, QWidget* parent)
+    : QWidget(parent), spec_(std::move(spec)), path_(std::move(path)) {
+  setObjectName("field:" + path_);
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  switch (spec_.kind) {
+    case ParamKind::Boolean:
+      check_ = new QCheckBox(this);
+      layout->addWidget(check_);
+      connect(check_, &QCheckBox::toggled, this, [this] { Q_EMIT edited(path_, text()); });
+      break;
+    case ParamKind::Choice:
+      choice_ = new QComboBox(this);
+      for (const auto& c : spec_.choices) choice_->addItem(QString::fromStdString(c));
+      layout->addWidget(choice_, 1);
+      connect(choice_, &QComboBox::currentTextChanged, this, [this] { Q_EMIT edited(path_, text()); });
+      break;
+    default:
+      line_ = new QLineEdit(this);
+      line_->setPlaceholderText(value_text(spec_.default_value));
+      layout->addWidget(line_, 1);
+      connect(line_, &QLineEdit::textChanged, this, [this] { Q_EMIT edited(path_, text()); });
+      break;
+  }
+  if (!spec_.unit.empty()) layout->addWidget(new QLabel(QString::fromStdString(spec_.unit), this));
+  set_value(nullptr);
+  update_tooltip();
+}
+
+QString ParamField::text() const {
+  if (check_) return check_->isChecked() ? "true" : "false";
+  if (choice_) return choice_->currentText();
+  return line_->text();
+}
+
+void ParamField::set_value(const nlohmann::json& value) {
+  show_text(value_text(value.is_null() ? spec_.default_value : value));
+}
+
+void ParamField::show_text(const QString& text) {
+  if (check_) {
+    QSignalBlocker block(check_);
+    check_->setChecked(text == "true" || text == "1");
+  } else if (choice_) {
+    QSignalBlocker block(choice_);
+    choice_->setCurrentText(text);
+  } else {
+    QSignalBlocker block(line_);
+    line_->setText(text);
+  }
+}
+
+void ParamField::set_error(const QString& message) {
+  if (message == error_) return;
+  error_ = message;
+  QWidget* editor = check_ ? static_cast<QWidget*>(check_) : choice_ ? static_cast<QWidget*>(choice_) : line_;
+  editor->setStyleSheet(error_.isEmpty() ? QString() : QString("border: 2px solid #d9534f; border-radius: 3px;"));
+  update_tooltip();
+}
+
+void ParamField::update_tooltip() {
+  QString tip = "<b>" + path_.toHtmlEscaped() + "</b><br>" + QString::fromStdString(spec_.doc).toHtmlEscaped() +
+                "<br><i>" + QString::fromStdString(spec_.allowed()).toHtmlEscaped() + "; default " +
+                value_text(spec_.default_value).toHtmlEscaped() + "</i>";
+  if (!error_.isEmpty()) tip += "<br><span style='color:#d9534f'>" + error_.toHtmlEscaped() + "</span>";
+  setToolTip(tip);
+  for (auto* child : findChildren<QWidget*>()) child->setToolTip(tip);
+}
+
+}  // namespace commtune::ui

@@ -1,0 +1,249 @@
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QFile>
+#include <QFileDialog>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+
+#include "core/version.h"
+#include "ui/engine_session.h"
+#include "ui/forms/config_form.h"
+#include "ui/forms/sweep_editor.h"
+#include "ui/pages/analysis_page.h"
+#include "ui/pages/dashboard_page.h"
+#include "ui/pages/launch_page.h"
+#include "ui/pages/runs_page.h"
+#include "ui/plot/run_plots.h"
+
+namespace commtune::ui {
+
+MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow(parent) {
+  setObjectName("commtune:main");
+  setWindowTitle("commtune");
+  engine_ = new EngineSession(store_path, this);
+  launch_ = new LaunchPage(this);
+  dashboard_ = new DashboardPage(*engine_, this);
+  runs_ = new RunsPage(store_path, this);
+  analysis_ = new AnalysisPage(store_path, this);
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName("commtune:pages");
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(launch_, "Launch");
+  tabs_->addTab(dashboard_, "Dashboard");
+  tabs_->addTab(runs_, "Runs");
+  tabs_->addTab(analysis_, "Analysis");
+  setCentralWidget(tabs_);
+  statusBar()->showMessage("Run store: " + store_path);
+
+  connect(launch_, &LaunchPage::run_requested, this, &MainWindow::start_run);
+  connect(launch_, &LaunchPage::sweep_requested, this, &MainWindow::start_sweep);
+  connect(engine_, &EngineSession::run_finished, this, [this] { runs_->refresh(); });
+  connect(engine_, &EngineSession::job_finished, this, [this](const QString& message, bool ok) {
+    launch_->set_engine_busy(false);
+    report(message, !ok);
+    runs_->refresh();
+    analysis_->refresh();
+  });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
+    if (index == kAnalysis) analysis_->refresh();
+  });
+  build_menus();
+  restore_settings();
+  analysis_->refresh();
+}
+
+MainWindow::~MainWindow() = default;
+
+QWidget* MainWindow::page(Page p) const { return tabs_->widget(p); }
+void MainWindow::show_page(Page p) { tabs_->setCurrentIndex(p); }
+
+void MainWindow::report(const QString& message, bool error) {
+  statusBar()->showMessage(message, error ? 0 : 15000);
+  if (error) statusBar()->setStyleSheet("color: #d9534f;");
+  else statusBar()->setStyleSheet({});
+}
+
+void MainWindow::start_run() {
+  try {
+    engine_->start_run(launch_->form()->raw(), launch_->findChild<QLineEdit*>("launch:run_name")->text());
+    launch_->set_engine_busy(true);
+    show_page(kDashboard);
+    report("Run started");
+  } catch (const std::exception& e) {
+    report(QString("Cannot start the run: ") + e.what(), true);
+  }
+}
+
+void MainWindow::start_sweep() {
+  try {
+    engine_->start_sweep(launch_->sweep()->spec());
+    launch_->set_engine_busy(true);
+    show_page(kDashboard);
+    report("Sweep started");
+  } catch (const std::exception& e) {
+    report(QString("Cannot start the sweep: ") + e.what(), true);
+  }
+}
+
+void MainWindow::build_menus() {
+  auto add = [this](QMenu* menu, const QString& text, const QKeySequence& keys, auto slot) {
+    auto* action = menu->addAction(text);
+    action->setShortcut(keys);
+    connect(action, &QAction::triggered, this, slot);
+    return action;
+  };
+  auto* file = menuBar()->addMenu("&File");
+  add(file, "&Open configuration…", QKeySequence::Open, [this] {
+    const auto path = QFileDialog::getOpenFileName(this, "Open a run configuration or sweep spec", {}, "JSON (*.json)");
+    if (path.isEmpty()) return;
+    QFile f(path);
+    try {
+      if (!f.open(QIODevice::ReadOnly)) throw std::runtime_error("cannot read " + path.toStdString());
+      launch_->load_json(nlohmann::json::parse(f.readAll().toStdString()));
+      show_page(kLaunch);
+      report("Loaded " + path);
+    } catch (const std::exception& e) {
+      report("Cannot load " + path + ": " + e.what(), true);
+    }
+  });
+  add(file, "&Save configuration…", QKeySequence::Save, [this] {
+    const auto path = QFileDialog::getSaveFileName(this, "Save the configuration (or sweep spec)", "commtune.json", "JSON (*.json)");
+    if (path.isEmpty()) return;
+    try {
+      QFile f(path);
+      if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) throw std::runtime_error("cannot write " + path.toStdString());
+      f.write(QByteArray::fromStdString(launch_->current_json().dump(2) + "\n"));
+      report("Saved " + path);
+    } catch (const std::exception& e) {
+      report("Cannot save: " + QString::fromUtf8(e.what()), true);
+    }
+  });
+  add(file, "&Export selected run…", QKeySequence("Ctrl+E"), [this] {
+    show_page(kRuns);
+    runs_->export_selected();
+  });
+  file->addSeparator();
+  add(file, "&Quit", QKeySequence::Quit, [this] { close(); });
+
+  auto* run = menuBar()->addMenu("&Run");
+  add(run, "Start &run", QKeySequence("Ctrl+R"), [this] {
+    launch_->show_sweep(false);
+    if (launch_->run_button()->isEnabled()) start_run();
+    else show_page(kLaunch);
+  });
+  add(run, "Start &sweep", QKeySequence("Ctrl+Shift+R"), [this] {
+    launch_->show_sweep(true);
+    if (launch_->sweep_button()->isEnabled()) start_sweep();
+    else show_page(kLaunch);
+  });
+  add(run, "S&top all", QKeySequence("Ctrl+."), [this] { engine_->stop_all(); });
+
+  auto* view = menuBar()->addMenu("&View");
+  const QStringList names{"&Launch", "&Dashboard", "&Runs", "&Analysis"};
+  for (int i = 0; i < names.size(); ++i)
+    add(view, names[i], QKeySequence(QString("Ctrl+%1").arg(i + 1)), [this, i] { show_page(static_cast<Page>(i)); });
+  view->addSeparator();
+  add(view, "Re&fresh", QKeySequence::Refresh, [this] {
+    runs_->refresh();
+    analysis_->refresh();
+  });
+  add(view, "&Find runs", QKeySequence::Find, [this] {
+    show_page(kRuns);
+    runs_->search()->setFocus();
+    runs_->search()->selectAll();
+  });
+  auto* theme_menu = view->addMenu("&Theme");
+  themes_ = new QActionGroup(this);
+  for (auto choice : {ThemeChoice::System, ThemeChoice::Light, ThemeChoice::Dark}) {
+    auto* action = theme_menu->addAction(to_string(choice));
+    action->setCheckable(true);
+    action->setData(to_string(choice));
+    themes_->addAction(action);
+    connect(action, &QAction::triggered, this, [this, choice] { set_theme(choice); });
+  }
+
+  auto* help = menuBar()->addMenu("&Help");
+  add(help, "&About commtune", QKeySequence(), [this] {
+    QMessageBox::about(this, "About commtune",
+                       "<p>Tune and visualise how data-parallel training communicates gradients.</p><pre>" +
+                           QString::fromStdString(version_text()).toHtmlEscaped() + "</pre>");
+  });
+}
+
+void MainWindow::set_theme(ThemeChoice choice) {
+  theme_ = choice;
+  restyling_ = true;
+  const Theme t = apply_theme(*qApp, choice);
+  restyling_ = false;
+  for (auto* action : themes_->actions()) action->setChecked(action->data().toString() == to_string(choice));
+  dashboard_->plots()->apply_theme(t);
+  runs_->plots()->apply_theme(t);
+  analysis_->apply_theme(t);
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+  // The desktop switched between light and dark: follow it.
+  if (event->type() == QEvent::ApplicationPaletteChange && theme_ == ThemeChoice::System && !restyling_) {
+    const Theme t = current_theme();
+    dashboard_->plots()->apply_theme(t);
+    runs_->plots()->apply_theme(t);
+    analysis_->apply_theme(t);
+  }
+  QMainWindow::changeEvent(event);
+}
+
+void MainWindow::restore_settings() {
+  QSettings s;
+  if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1360, 860);
+  restoreState(s.value("window/state").toByteArray());
+  for (auto* splitter : findChildren<QSplitter*>())
+    if (!splitter->objectName().isEmpty())
+      splitter->restoreState(s.value("splitters/" + splitter->objectName()).toByteArray());
+  tabs_->setCurrentIndex(s.value("window/page", 0).toInt());
+  set_theme(theme_from_string(s.value("view/theme", "system").toString()));
+  const auto saved = s.value("launch/config").toString().toStdString();
+  if (!saved.empty()) {
+    try {
+      launch_->load_json(nlohmann::json::parse(saved));
+    } catch (const std::exception& e) {
+      report(QString("The saved configuration no longer loads (") + e.what() + "); starting from defaults", true);
+    }
+  }
+}
+
+void MainWindow::save_settings() const {
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  s.setValue("window/page", tabs_->currentIndex());
+  s.setValue("view/theme", to_string(theme_));
+  for (auto* splitter : findChildren<QSplitter*>())
+    if (!splitter->objectName().isEmpty()) s.setValue("splitters/" + splitter->objectName(), splitter->saveState());
+  try {
+    s.setValue("launch/config", QString::fromStdString(launch_->current_json().dump()));
+  } catch (const std::exception&) {  // an unfinished sweep axis: keep the last one that was whole
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (engine_->busy()) {
+    const auto answer = QMessageBox::question(this, "Quit commtune",
+                                              "A run is going. Stop it and quit? It stays in the store as cancelled.");
+    if (answer != QMessageBox::Yes) return event->ignore();
+    engine_->stop_all();
+  }
+  save_settings();
+  event->accept();
+}
+
+}  // namespace commtune::ui

@@ -1,0 +1,62 @@
+// The desktop app's window: Launch, Dashboard, Runs and Analysis pages over
+// one engine session and one run store, with menus and shortcuts for what
+// users do most, a remembered layout, and a theme that follows the system
+// unless the user picks light or dark.
+#pragma once
+
+#include <QMainWindow>
+
+#include "ui/theme.h"
+
+class QTabWidget;
+class QActionGroup;
+
+namespace commtune::ui {
+
+class AnalysisPage;
+class DashboardPage;
+class EngineSession;
+class LaunchPage;
+class RunsPage;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum Page { kLaunch = 0, kDashboard, kRuns, kAnalysis };
+  explicit MainWindow(const QString& store_path, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  EngineSession& engine() const { return *engine_; }
+  LaunchPage* launch() const { return launch_; }
+  DashboardPage* dashboard() const { return dashboard_; }
+  RunsPage* runs() const { return runs_; }
+  AnalysisPage* analysis() const { return analysis_; }
+  void show_page(Page page);
+  QWidget* page(Page page) const;
+  void set_theme(ThemeChoice choice);
+
+  void start_run();
+  void start_sweep();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void build_menus();
+  void restore_settings();
+  void save_settings() const;
+  void report(const QString& message, bool error = false);
+
+  EngineSession* engine_;
+  QTabWidget* tabs_;
+  LaunchPage* launch_;
+  DashboardPage* dashboard_;
+  RunsPage* runs_;
+  AnalysisPage* analysis_;
+  QActionGroup* themes_ = nullptr;
+  ThemeChoice theme_ = ThemeChoice::System;
+  bool restyling_ = false;
+};
+
+}  // namespace commtune::ui

@@ -1,0 +1,417 @@
+#include "ui/pages/analysis_page.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+#include "ui/plot/qcustomplot.h"
+#include <set>
+
+#include "core/netmodel/cost_model.h"
+#include "core/netmodel/recommend.h"
+#include "core/store/run_metrics.h"
+#include "core/sweep/sweep_spec.h"
+#include "db/store.h"
+#include "ui/async.h"
+#include "ui/forms/param_field.h"
+#include "ui/theme.h"
+
+namespace commtune::ui {
+
+namespace {
+
+struct Query {
+  std::string path;
+  std::int64_t sweep_id = 0;  // 0: every run
+  std::string link;
+  int nodes = 0;  // 0: one per rank of the run
+  int ranks_per_node = 1;
+};
+
+net::Cluster cluster_for(const Query& q, const std::string& link, int world_size) {
+  net::Cluster c;
+  c.gpus_per_node = q.ranks_per_node;
+  c.nodes = q.nodes ? q.nodes : std::max(1, world_size / q.ranks_per_node);
+  c.intra = net::link_preset("nvlink", "intra");
+  c.inter = net::link_preset(link, "network");
+  return c;
+}
+
+AnalysisData compute(const Query& q) {
+  db::Store store(q.path, db::Store::Access::ReadOnly);
+  db::RunFilter filter;
+  if (q.sweep_id) filter.sweep_id = q.sweep_id;
+  filter.statuses = {db::status::kSucceeded, db::status::kStopped, db::status::kPaused};
+  AnalysisData out;
+  std::vector<std::int64_t> ids;
+  int world_size = 1;
+  if (q.sweep_id)
+    if (const auto sweep = store.sweep(q.sweep_id))
+      for (const auto& axis : SweepSpec::parse(sweep->spec).axes) out.axes.push_back(axis.param);
+  const auto baseline = [&] {
+    std::vector<std::int64_t> all;
+    for (const auto& r : store.runs(filter)) all.push_back(r.id);
+    return find_allreduce_baseline(store, all);
+  }();
+  for (const auto& run : store.runs(filter)) {
+    const auto digest = digest_run(store, run.id);
+    if (!digest.loss) continue;
+    AnalysisPoint p;
+    p.run_id = run.id;
+    p.label = QString::fromStdString(run.name.empty() ? describe_hook(run.config) : run.name);
+    p.loss = *digest.loss;
+    p.wire_mb = digest.wire_mb;
+    p.baseline = baseline && *baseline == run.id;
+    world_size = static_cast<int>(run.world_size);
+    try {
+      p.predicted_ms =
+          predict(RunProfile::from_store(store, run.id), cluster_for(q, q.link, static_cast<int>(run.world_size))).step_s * 1e3;
+    } catch (const std::exception&) {  // too few steps to profile: no prediction for it
+    }
+    for (const auto& [name, value] : store.params(run.id))
+      if (std::count(out.axes.begin(), out.axes.end(), name)) p.axis_values[name] = value_text(value);
+    out.points.push_back(std::move(p));
+    ids.push_back(run.id);
+  }
+  if (out.points.empty()) {
+    out.note = q.sweep_id ? "This sweep has no finished trials yet." : "No finished runs yet: start one on the Launch page.";
+    return out;
+  }
+  if (!baseline) {
+    out.note = "No allreduce baseline among these runs: the what-if table needs one (sweeps add it with \"baseline\").";
+    return out;
+  }
+  for (const auto& link : net::link_presets()) {
+    WhatIfRow row;
+    row.network = QString::fromStdString(link.name);
+    try {
+      RecommendOptions options;
+      options.cluster = cluster_for(q, link.name, world_size);
+      row.network = QString::fromStdString(options.cluster.describe());
+      const auto r = recommend(store, ids, options);
+      row.verdict = QString::fromStdString(r.verdict);
+      for (const auto& c : r.candidates) {
+        if (c.run_id == r.baseline_run && c.prediction) row.baseline_ms = c.prediction->step_s * 1e3;
+        if (r.chosen_run && c.run_id == *r.chosen_run && c.prediction) {
+          row.best = QString("%1 %2").arg(c.run_id).arg(QString::fromStdString(c.label));
+          row.best_ms = c.prediction->step_s * 1e3;
+          row.speedup = c.speedup;
+        }
+      }
+      if (!r.chosen_run) row.best = "keep allreduce";
+    } catch (const std::exception& e) {
+      row.verdict = QString::fromUtf8(e.what());
+    }
+    out.what_if.push_back(std::move(row));
+  }
+  return out;
+}
+
+QTableWidgetItem* cell(const std::optional<double>& v, int precision) {
+  return new QTableWidgetItem(v ? QString::number(*v, 'f', precision) : QString("–"));
+}
+
+}  // namespace
+
+AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent), store_path_(std::move(store_path)) {
+  scope_ = new QComboBox(this);
+  scope_->setObjectName("analysis:scope");
+  x_metric_ = new QComboBox(this);
+  x_metric_->addItems({"bytes on the wire (MB per step)", "predicted step time (ms)"});
+  link_ = new QComboBox(this);
+  link_->setObjectName("analysis:link");
+  for (const auto& l : net::link_presets()) link_->addItem(QString::fromStdString(l.name));
+  link_->setCurrentText("10gbit");
+  nodes_ = new QSpinBox(this);
+  nodes_->setRange(0, 4096);
+  nodes_->setSpecialValueText("as many as ranks");
+  ranks_per_node_ = new QSpinBox(this);
+  ranks_per_node_->setRange(1, 64);
+  heat_x_ = new QComboBox(this);
+  heat_y_ = new QComboBox(this);
+  auto* refresh_button = new QPushButton("Refresh", this);
+
+  auto* controls = new QFormLayout;
+  controls->addRow("Runs", scope_);
+  auto* cluster = new QHBoxLayout;
+  cluster->addWidget(link_);
+  cluster->addWidget(new QLabel("nodes", this));
+  cluster->addWidget(nodes_);
+  cluster->addWidget(new QLabel("ranks per node", this));
+  cluster->addWidget(ranks_per_node_);
+  cluster->addStretch();
+  cluster->addWidget(refresh_button);
+  controls->addRow("Target cluster", cluster);
+  controls->addRow("Pareto x axis", x_metric_);
+
+  pareto_ = new QCustomPlot(this);
+  pareto_->setObjectName("plot:pareto");
+  pareto_->setMinimumSize(320, 240);
+  pareto_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  pareto_->yAxis->setLabel("final loss (tail mean)");
+  heatmap_ = new QCustomPlot(this);
+  heatmap_->setObjectName("plot:heatmap");
+  heatmap_->setMinimumSize(320, 240);
+  auto* heat_controls = new QHBoxLayout;
+  heat_controls->addWidget(new QLabel("Loss over", this));
+  heat_controls->addWidget(heat_x_, 1);
+  heat_controls->addWidget(new QLabel("×", this));
+  heat_controls->addWidget(heat_y_, 1);
+  auto* heat_box = new QWidget(this);
+  auto* heat_layout = new QVBoxLayout(heat_box);
+  heat_layout->setContentsMargins(0, 0, 0, 0);
+  heat_layout->addLayout(heat_controls);
+  heat_layout->addWidget(heatmap_, 1);
+
+  what_if_ = new QTableWidget(0, 6, this);
+  what_if_->setObjectName("analysis:what_if");
+  what_if_->setHorizontalHeaderLabels({"network", "allreduce ms", "recommended", "its ms", "speedup", "verdict"});
+  what_if_->horizontalHeader()->setSectionResizeMode(5, QHeaderView::Stretch);
+  what_if_->verticalHeader()->setVisible(false);
+  what_if_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  note_ = new QLabel(this);
+  note_->setObjectName("analysis:note");
+  note_->setWordWrap(true);
+
+  auto* plots = new QSplitter(this);
+  plots->setObjectName("analysis:plots");
+  plots->addWidget(pareto_);
+  plots->addWidget(heat_box);
+  plots->setStretchFactor(0, 1);
+  plots->setStretchFactor(1, 1);
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  splitter->setObjectName("analysis:splitter");
+  splitter->addWidget(plots);
+  splitter->addWidget(what_if_);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addWidget(note_);
+  layout->addWidget(splitter, 1);
+
+  connect(scope_, &QComboBox::currentIndexChanged, this, &AnalysisPage::analyse);
+  connect(link_, &QComboBox::currentIndexChanged, this, &AnalysisPage::analyse);
+  connect(nodes_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
+  connect(ranks_per_node_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
+  connect(x_metric_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_pareto);
+  connect(heat_x_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
+  connect(heat_y_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
+  connect(refresh_button, &QPushButton::clicked, this, &AnalysisPage::refresh);
+  apply_theme(current_theme());
+}
+
+void AnalysisPage::select_sweep(std::int64_t sweep_id) {
+  wanted_sweep_ = sweep_id;
+  const int index = scope_->findData(QVariant::fromValue<qlonglong>(sweep_id));
+  if (index >= 0) scope_->setCurrentIndex(index);
+}
+
+void AnalysisPage::refresh() {
+  if (!QFileInfo::exists(store_path_)) {
+    note_->setText("No runs yet: start one on the Launch page (Ctrl+R); sweeps are analysed here.");
+    return;
+  }
+  run_async(
+      this,
+      [path = store_path_.toStdString()] { return db::Store(path, db::Store::Access::ReadOnly).sweeps(); },
+      [this](const Outcome<std::vector<db::SweepRecord>>& out) {
+        if (!out.value) return note_->setText("Cannot read the run store: " + out.error);
+        const auto keep = wanted_sweep_ >= 0 ? QVariant::fromValue<qlonglong>(wanted_sweep_) : scope_->currentData();
+        {
+          QSignalBlocker block(scope_);
+          scope_->clear();
+          for (auto it = out.value->rbegin(); it != out.value->rend(); ++it)
+            scope_->addItem(QString("Sweep %1%2 (%3)")
+                                .arg(it->id)
+                                .arg(it->name.empty() ? QString() : ": " + QString::fromStdString(it->name),
+                                     QString::fromStdString(it->status)),
+                            QVariant::fromValue<qlonglong>(it->id));
+          scope_->addItem("All stored runs", QVariant::fromValue<qlonglong>(0));
+          const int index = scope_->findData(keep);
+          scope_->setCurrentIndex(index >= 0 ? index : 0);
+        }
+        analyse();
+      });
+}
+
+void AnalysisPage::analyse() {
+  if (!scope_->count()) return;
+  Query q{store_path_.toStdString(), scope_->currentData().toLongLong(), link_->currentText().toStdString(),
+          nodes_->value(), ranks_per_node_->value()};
+  const int generation = ++generation_;
+  note_->setText("Analysing…");
+  run_async(this, [q] { return compute(q); }, [this, generation](const Outcome<AnalysisData>& out) {
+    if (generation != generation_) return;  // a newer request is on its way
+    data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, out.error};
+    note_->setText(data_.note);
+    {
+      QSignalBlocker bx(heat_x_), by(heat_y_);
+      heat_x_->clear();
+      heat_y_->clear();
+      for (const auto& a : data_.axes) {
+        heat_x_->addItem(QString::fromStdString(a));
+        heat_y_->addItem(QString::fromStdString(a));
+      }
+      if (heat_y_->count() > 1) heat_y_->setCurrentIndex(1);
+    }
+    draw_pareto();
+    draw_heatmap();
+    fill_what_if();
+    Q_EMIT analysed();
+  });
+}
+
+void AnalysisPage::apply_theme(const Theme& t) {
+  for (auto* plot : {pareto_, heatmap_}) {
+    plot->setBackground(t.background);
+    for (auto* axis : {plot->xAxis, plot->yAxis}) {
+      axis->setBasePen(QPen(t.muted));
+      axis->setTickPen(QPen(t.muted));
+      axis->setSubTickPen(QPen(t.muted));
+      axis->setTickLabelColor(t.foreground);
+      axis->setLabelColor(t.foreground);
+      axis->grid()->setPen(QPen(t.grid, 0, Qt::DotLine));
+    }
+    plot->replot();
+  }
+}
+
+void AnalysisPage::draw_pareto() {
+  pareto_->clearGraphs();
+  pareto_->clearItems();
+  const bool by_time = x_metric_->currentIndex() == 1;
+  pareto_->xAxis->setLabel(by_time ? QString("predicted step time on %1 (ms)").arg(link_->currentText())
+                                   : QString("MB on the wire per step per rank"));
+  const Theme t = current_theme();
+  std::vector<std::pair<double, const AnalysisPoint*>> shown;
+  for (const auto& p : data_.points) {
+    const auto x = by_time ? p.predicted_ms : p.wire_mb;
+    if (x) shown.emplace_back(*x, &p);
+  }
+  std::sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
+    return a.first < b.first || (a.first == b.first && a.second->loss < b.second->loss);
+  });
+  auto* all = pareto_->addGraph();
+  all->setLineStyle(QCPGraph::lsNone);
+  all->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, t.series_color(0), 7));
+  auto* front = pareto_->addGraph();
+  front->setPen(QPen(t.series_color(1), 1.5));
+  front->setLineStyle(QCPGraph::lsStepLeft);
+  front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(t.series_color(1), 2), QBrush(), 11));
+  double best = INFINITY;
+  for (const auto& [x, p] : shown) {
+    all->addData(x, p->loss);
+    if (p->loss < best) {  // nothing cheaper reaches this loss
+      best = p->loss;
+      front->addData(x, p->loss);
+    }
+    auto* text = new QCPItemText(pareto_);
+    text->position->setCoords(x, p->loss);
+    text->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    text->setText(QString("%1%2").arg(p->run_id).arg(p->baseline ? " allreduce" : ""));
+    text->setColor(p->baseline ? t.series_color(3) : t.muted);
+    text->setFont(QFont(font().family(), 8));
+  }
+  // Compressed runs send orders of magnitude less than allreduce: bytes on a log axis.
+  pareto_->xAxis->setScaleType(by_time ? QCPAxis::stLinear : QCPAxis::stLogarithmic);
+  pareto_->xAxis->setTicker(by_time ? QSharedPointer<QCPAxisTicker>(new QCPAxisTicker)
+                                    : QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
+  pareto_->rescaleAxes();
+  pareto_->xAxis->scaleRange(by_time ? 1.15 : 2.0);
+  pareto_->yAxis->scaleRange(1.15);
+  pareto_->replot();
+}
+
+void AnalysisPage::draw_heatmap() {
+  heatmap_->clearPlottables();
+  heatmap_->clearItems();
+  for (int i = heatmap_->plotLayout()->elementCount() - 1; i > 0; --i)
+    if (qobject_cast<QCPColorScale*>(heatmap_->plotLayout()->elementAt(i))) heatmap_->plotLayout()->removeAt(i);
+  heatmap_->plotLayout()->simplify();
+  const auto xa = heat_x_->currentText().toStdString(), ya = heat_y_->currentText().toStdString();
+  if (data_.axes.size() < 2 || xa == ya) {
+    heatmap_->xAxis->setLabel(data_.axes.size() < 2 ? "a heatmap needs a sweep over two parameters" : "pick two parameters");
+    heatmap_->replot();
+    return;
+  }
+  auto order = [](std::set<QString> values) {
+    std::vector<QString> v(values.begin(), values.end());
+    std::sort(v.begin(), v.end(), [](const QString& a, const QString& b) {
+      bool na = false, nb = false;
+      const double da = a.toDouble(&na), db = b.toDouble(&nb);
+      return na && nb ? da < db : a < b;
+    });
+    return v;
+  };
+  std::set<QString> xs_set, ys_set;
+  for (const auto& p : data_.points)
+    if (p.axis_values.count(xa) && p.axis_values.count(ya)) {
+      xs_set.insert(p.axis_values.at(xa));
+      ys_set.insert(p.axis_values.at(ya));
+    }
+  const auto xs = order(xs_set), ys = order(ys_set);
+  if (xs.empty() || ys.empty()) return heatmap_->replot();
+  auto* map = new QCPColorMap(heatmap_->xAxis, heatmap_->yAxis);
+  map->data()->setSize(static_cast<int>(xs.size()), static_cast<int>(ys.size()));
+  map->data()->setRange(QCPRange(0, std::max<double>(1, xs.size() - 1)), QCPRange(0, std::max<double>(1, ys.size() - 1)));
+  for (int i = 0; i < static_cast<int>(xs.size()); ++i)
+    for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setAlpha(i, j, 0);
+  for (const auto& p : data_.points) {
+    if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
+    const int i = static_cast<int>(std::find(xs.begin(), xs.end(), p.axis_values.at(xa)) - xs.begin());
+    const int j = static_cast<int>(std::find(ys.begin(), ys.end(), p.axis_values.at(ya)) - ys.begin());
+    map->data()->setCell(i, j, p.loss);
+    map->data()->setAlpha(i, j, 255);
+    auto* label = new QCPItemText(heatmap_);
+    label->position->setCoords(i, j);
+    label->setText(QString::number(p.loss, 'g', 4));
+    label->setColor(Qt::white);
+    label->setFont(QFont(font().family(), 8));
+  }
+  auto* scale = new QCPColorScale(heatmap_);
+  heatmap_->plotLayout()->addElement(0, 1, scale);
+  scale->axis()->setLabel("final loss");
+  map->setColorScale(scale);
+  map->setGradient(QCPColorGradient::gpThermal);
+  map->setInterpolate(false);
+  map->rescaleDataRange(true);
+  auto ticks = [](const std::vector<QString>& values) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (std::size_t k = 0; k < values.size(); ++k) ticker->addTick(static_cast<double>(k), values[k]);
+    return ticker;
+  };
+  heatmap_->xAxis->setTicker(ticks(xs));
+  heatmap_->yAxis->setTicker(ticks(ys));
+  heatmap_->xAxis->setLabel(QString::fromStdString(xa));
+  heatmap_->yAxis->setLabel(QString::fromStdString(ya));
+  heatmap_->xAxis->setRange(-0.5, xs.size() - 0.5);
+  heatmap_->yAxis->setRange(-0.5, ys.size() - 0.5);
+  heatmap_->replot();
+}
+
+void AnalysisPage::fill_what_if() {
+  what_if_->setRowCount(0);
+  for (const auto& row : data_.what_if) {
+    const int r = what_if_->rowCount();
+    what_if_->insertRow(r);
+    what_if_->setItem(r, 0, new QTableWidgetItem(row.network));
+    what_if_->setItem(r, 1, cell(row.baseline_ms, 1));
+    what_if_->setItem(r, 2, new QTableWidgetItem(row.best));
+    what_if_->setItem(r, 3, cell(row.best_ms, 1));
+    what_if_->setItem(r, 4, new QTableWidgetItem(row.speedup ? QString::number(*row.speedup, 'f', 2) + "×" : "–"));
+    what_if_->setItem(r, 5, new QTableWidgetItem(row.verdict));
+    what_if_->item(r, 5)->setToolTip(row.verdict);
+  }
+  what_if_->resizeColumnsToContents();
+}
+
+}  // namespace commtune::ui

@@ -1,0 +1,220 @@
+#include "ui/pages/dashboard_page.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "db/store.h"
+#include "ui/plot/run_plots.h"
+
+namespace commtune::ui {
+
+namespace {
+enum Column { kRun = 0, kLabel, kStatus, kProgress, kLoss, kLeft, kStop, kColumns };
+}
+
+QString format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "–";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s < 60) return QString("%1 s").arg(s);
+  if (s < 3600) return QString("%1 min %2 s").arg(s / 60).arg(s % 60);
+  return QString("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
+}
+
+DashboardPage::DashboardPage(EngineSession& engine, QWidget* parent) : QWidget(parent), engine_(engine) {
+  sweep_label_ = new QLabel("Nothing running. Start a run or a sweep on the Launch page (Ctrl+R, Ctrl+Shift+R).", this);
+  sweep_label_->setObjectName("dashboard:label");
+  sweep_progress_ = new QProgressBar(this);
+  sweep_progress_->setObjectName("dashboard:progress");
+  sweep_progress_->setRange(0, 1000);
+  sweep_progress_->setValue(0);
+  stop_all_ = new QPushButton("Stop all", this);
+  stop_all_->setObjectName("dashboard:stop_all");
+  stop_all_->setToolTip("Stop every running trial and the sweep (Ctrl+.)");
+  stop_all_->setEnabled(false);
+  connect(stop_all_, &QPushButton::clicked, this, [this] { engine_.stop_all(); });
+
+  trials_ = new QTableWidget(0, kColumns, this);
+  trials_->setObjectName("dashboard:trials");
+  trials_->setHorizontalHeaderLabels({"run", "trial", "status", "progress", "loss", "time left", ""});
+  trials_->horizontalHeader()->setSectionResizeMode(kLabel, QHeaderView::Stretch);
+  trials_->horizontalHeader()->setSectionResizeMode(kProgress, QHeaderView::Stretch);
+  trials_->verticalHeader()->setVisible(false);
+  trials_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  trials_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  trials_->setMinimumHeight(130);
+
+  plots_ = new RunPlots(this);
+  log_ = new QPlainTextEdit(this);
+  log_->setObjectName("dashboard:log");
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(2000);
+  log_->setPlaceholderText("Messages from the ranks and the scheduler appear here.");
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(sweep_label_, 1);
+  top->addWidget(sweep_progress_, 1);
+  top->addWidget(stop_all_);
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  splitter->setObjectName("dashboard:splitter");
+  splitter->addWidget(trials_);
+  splitter->addWidget(plots_);
+  splitter->addWidget(log_);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 5);
+  splitter->setStretchFactor(2, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addWidget(splitter, 1);
+
+  connect(&engine_, &EngineSession::run_started, this, &DashboardPage::on_started);
+  connect(&engine_, &EngineSession::run_finished, this, &DashboardPage::on_finished);
+  connect(&engine_, &EngineSession::job_finished, this, [this](const QString& message, bool ok) {
+    stop_all_->setEnabled(false);
+    on_frame();
+    sweep_label_->setText(message);
+    log_->appendPlainText((ok ? "done: " : "ended: ") + message);
+    if (ok) sweep_progress_->setValue(sweep_progress_->maximum());
+  });
+  frame_ = new QTimer(this);
+  frame_->setInterval(16);
+  connect(frame_, &QTimer::timeout, this, &DashboardPage::on_frame);
+  frame_->start();
+}
+
+int DashboardPage::row_of(qint64 run_id) const {
+  const auto it = tracks_.find(run_id);
+  return it == tracks_.end() ? -1 : it->second.row;
+}
+
+QString DashboardPage::status_of(qint64 run_id) const {
+  const auto it = tracks_.find(run_id);
+  return it == tracks_.end() ? QString() : it->second.status;
+}
+
+void DashboardPage::on_started(const RunStart& start) {
+  const bool new_job = start.sweep_id == 0 || start.sweep_id != sweep_id_;
+  if (new_job) {
+    plots_->clear();
+    tracks_.clear();
+    trials_->setRowCount(0);
+    sweep_id_ = start.sweep_id;
+    trials_total_ = std::max<qint64>(1, start.trials);
+    job_clock_.start();
+    log_->appendPlainText(start.sweep_id ? QString("sweep %1 started: %2 trials").arg(start.sweep_id).arg(start.trials)
+                                         : QString("run %1 started").arg(start.run_id));
+  }
+  stop_all_->setEnabled(true);
+  auto& t = tracks_[start.run_id];
+  if (t.row < 0) {
+    t.row = trials_->rowCount();
+    trials_->insertRow(t.row);
+    trials_->setItem(t.row, kRun, new QTableWidgetItem(QString::number(start.run_id)));
+    trials_->setItem(t.row, kLabel, new QTableWidgetItem(start.label));
+    trials_->setItem(t.row, kStatus, new QTableWidgetItem);
+    trials_->setItem(t.row, kLoss, new QTableWidgetItem);
+    trials_->setItem(t.row, kLeft, new QTableWidgetItem);
+    auto* bar = new QProgressBar(trials_);
+    bar->setRange(0, 1000);
+    trials_->setCellWidget(t.row, kProgress, bar);
+    auto* stop = new QPushButton("Stop", trials_);
+    stop->setObjectName(QString("dashboard:stop:%1").arg(start.run_id));
+    stop->setToolTip("Stop this trial; a sweep goes on with the next one");
+    connect(stop, &QPushButton::clicked, this, [this, id = start.run_id] { engine_.stop_run(id); });
+    trials_->setCellWidget(t.row, kStop, stop);
+    plots_->add_run(start.run_id, QString("%1 %2").arg(start.run_id).arg(start.label));
+  }
+  t.from_step = start.from_step;
+  t.to_step = start.to_step;
+  t.first_live_step = -1;
+  t.finished_s = -1;
+  t.status = db::status::kRunning;
+  trials_->item(t.row, kStatus)->setText(t.status);
+  if (auto* stop = trials_->cellWidget(t.row, kStop)) stop->setEnabled(true);
+  update_sweep_progress();
+}
+
+void DashboardPage::on_finished(qint64 run_id, const QString& status, const QString& reason) {
+  const auto it = tracks_.find(run_id);
+  if (it == tracks_.end()) return;
+  auto& t = it->second;
+  on_frame();  // take the run's last points first
+  t.status = status;
+  t.finished_s = t.since_first.isValid() ? t.since_first.elapsed() / 1e3 : 0;
+  trials_->item(t.row, kStatus)->setText(status);
+  trials_->item(t.row, kLeft)->setText(status == db::status::kSucceeded ? "done" : "");
+  if (auto* stop = trials_->cellWidget(t.row, kStop)) stop->setEnabled(false);
+  if (!reason.isEmpty()) log_->appendPlainText(QString("run %1 %2: %3").arg(run_id).arg(status, reason));
+  update_sweep_progress();
+}
+
+double DashboardPage::seconds_left(const Track& t) const {
+  if (t.first_live_step < 0 || t.last_step <= t.first_live_step) return NAN;
+  const double rate = (t.last_step - t.first_live_step) / std::max(1e-3, t.since_first.elapsed() / 1e3);
+  return (t.to_step - 1 - t.last_step) / rate;
+}
+
+void DashboardPage::on_frame() {
+  auto batch = engine_.live().take();
+  if (batch.empty()) return;
+  std::map<qint64, const LivePoint*> newest;
+  for (const auto& p : batch.points) {
+    plots_->append(p);
+    newest[p.run_id] = &p;
+  }
+  for (const auto& b : batch.buckets) plots_->set_bucket_stats(b);
+  for (const auto& [run, line] : batch.messages) log_->appendPlainText(QString("run %1, %2").arg(run).arg(QString::fromStdString(line)));
+  for (const auto& [run_id, p] : newest) {
+    auto it = tracks_.find(run_id);
+    if (it == tracks_.end()) continue;
+    auto& t = it->second;
+    if (t.first_live_step < 0) {
+      t.first_live_step = p->step;
+      t.since_first.start();
+    }
+    t.last_step = p->step;
+    const double span = std::max<qint64>(1, t.to_step);
+    if (auto* bar = static_cast<QProgressBar*>(trials_->cellWidget(t.row, kProgress)))
+      bar->setValue(static_cast<int>(1000.0 * (p->step + 1) / span));
+    trials_->item(t.row, kLoss)->setText(QString::number(p->loss, 'g', 5));
+    trials_->item(t.row, kLeft)->setText(format_duration(seconds_left(t)));
+  }
+  plots_->refresh();
+  update_sweep_progress();
+}
+
+void DashboardPage::update_sweep_progress() {
+  double done = 0, finished_time = 0, running_left = 0;
+  int finished = 0, running = 0;
+  for (const auto& [id, t] : tracks_) {
+    if (t.status == db::status::kRunning) {
+      ++running;
+      const double span = std::max<qint64>(1, t.to_step);
+      done += std::clamp((t.last_step + 1) / span, 0.0, 1.0);
+      const double left = seconds_left(t);
+      if (std::isfinite(left)) running_left = std::max(running_left, left);
+    } else {
+      ++finished;
+      done += 1;
+      if (t.finished_s >= 0) finished_time += t.finished_s;
+    }
+  }
+  sweep_progress_->setValue(static_cast<int>(1000.0 * done / std::max<qint64>(1, trials_total_)));
+  if (!running && !finished) return;
+  const double per_trial = finished ? finished_time / finished : NAN;
+  const auto waiting = std::max<qint64>(0, trials_total_ - finished - running);
+  const double left = running_left + (waiting ? waiting * per_trial : 0.0);
+  const QString what = sweep_id_ > 0 ? QString("Sweep %1: %2 of %3 trials ended").arg(sweep_id_).arg(finished).arg(trials_total_)
+                                     : QString("Run %1").arg(tracks_.begin()->first);
+  if (running) sweep_label_->setText(what + ", about " + format_duration(left) + " left");
+}
+
+}  // namespace commtune::ui

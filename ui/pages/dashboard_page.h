@@ -1,0 +1,66 @@
+// The live dashboard: every run of the current job (a run, or a sweep's
+// trials) overlaid on the same plots, a progress bar per trial and for the
+// sweep with the time left, and buttons to stop one trial or everything.
+// A frame timer drains the engine's live queue, so however fast events
+// arrive the plots are redrawn at most once per frame.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QWidget>
+#include <map>
+
+#include "ui/engine_session.h"
+
+class QLabel;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QTableWidget;
+class QTimer;
+
+namespace commtune::ui {
+
+class RunPlots;
+
+class DashboardPage : public QWidget {
+  Q_OBJECT
+ public:
+  DashboardPage(EngineSession& engine, QWidget* parent = nullptr);
+
+  RunPlots* plots() const { return plots_; }
+  // The row of a run in the trial table (-1 when not shown).
+  int row_of(qint64 run_id) const;
+  QString status_of(qint64 run_id) const;
+
+ private:
+  struct Track {
+    int row = -1;
+    qint64 from_step = 0, to_step = 0, last_step = -1;
+    qint64 first_live_step = -1;
+    QElapsedTimer since_first;
+    double finished_s = -1;
+    QString status;
+  };
+  void on_started(const RunStart& start);
+  void on_finished(qint64 run_id, const QString& status, const QString& reason);
+  void on_frame();
+  void update_sweep_progress();
+  double seconds_left(const Track& t) const;
+
+  EngineSession& engine_;
+  RunPlots* plots_;
+  QTableWidget* trials_;
+  QProgressBar* sweep_progress_;
+  QLabel* sweep_label_;
+  QPushButton* stop_all_;
+  QPlainTextEdit* log_;
+  QTimer* frame_;
+  std::map<qint64, Track> tracks_;
+  qint64 sweep_id_ = -1;
+  qint64 trials_total_ = 0;
+  QElapsedTimer job_clock_;
+};
+
+QString format_duration(double seconds);
+
+}  // namespace commtune::ui
