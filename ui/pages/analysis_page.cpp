@@ -187,6 +187,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   plots->addWidget(heat_box);
   plots->setStretchFactor(0, 1);
   plots->setStretchFactor(1, 1);
+  plots->setSizes({1000, 1000});
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setObjectName("analysis:splitter");
   splitter->addWidget(plots);
@@ -326,7 +327,11 @@ void AnalysisPage::draw_pareto() {
   pareto_->xAxis->setTicker(by_time ? QSharedPointer<QCPAxisTicker>(new QCPAxisTicker)
                                     : QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
   pareto_->rescaleAxes();
-  pareto_->xAxis->scaleRange(by_time ? 1.15 : 2.0);
+  const auto xr = pareto_->xAxis->range();
+  if (by_time)
+    pareto_->xAxis->scaleRange(1.2);
+  else if (xr.lower > 0)
+    pareto_->xAxis->setRange(xr.lower / 3, xr.upper * 6);  // room for the labels right of the points
   pareto_->yAxis->scaleRange(1.15);
   pareto_->replot();
 }
@@ -364,24 +369,31 @@ void AnalysisPage::draw_heatmap() {
   map->data()->setSize(static_cast<int>(xs.size()), static_cast<int>(ys.size()));
   map->data()->setRange(QCPRange(0, std::max<double>(1, xs.size() - 1)), QCPRange(0, std::max<double>(1, ys.size() - 1)));
   for (int i = 0; i < static_cast<int>(xs.size()); ++i)
-    for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setAlpha(i, j, 0);
+    for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setCell(i, j, NAN);  // no trial: blank
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& p : data_.points) {
+    lo = std::min(lo, p.loss);
+    hi = std::max(hi, p.loss);
+  }
   for (const auto& p : data_.points) {
     if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
     const int i = static_cast<int>(std::find(xs.begin(), xs.end(), p.axis_values.at(xa)) - xs.begin());
     const int j = static_cast<int>(std::find(ys.begin(), ys.end(), p.axis_values.at(ya)) - ys.begin());
     map->data()->setCell(i, j, p.loss);
-    map->data()->setAlpha(i, j, 255);
     auto* label = new QCPItemText(heatmap_);
     label->position->setCoords(i, j);
     label->setText(QString::number(p.loss, 'g', 4));
-    label->setColor(Qt::white);
+    // The thermal gradient runs from black to pale yellow: dark text on the light end.
+    label->setColor(hi > lo && (p.loss - lo) / (hi - lo) > 0.6 ? Qt::black : Qt::white);
     label->setFont(QFont(font().family(), 8));
   }
   auto* scale = new QCPColorScale(heatmap_);
   heatmap_->plotLayout()->addElement(0, 1, scale);
   scale->axis()->setLabel("final loss");
   map->setColorScale(scale);
-  map->setGradient(QCPColorGradient::gpThermal);
+  QCPColorGradient gradient(QCPColorGradient::gpThermal);
+  gradient.setNanHandling(QCPColorGradient::nhTransparent);
+  map->setGradient(gradient);
   map->setInterpolate(false);
   map->rescaleDataRange(true);
   auto ticks = [](const std::vector<QString>& values) {

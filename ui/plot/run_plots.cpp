@@ -14,13 +14,17 @@
 
 namespace commtune::ui {
 
+// Points drawn per curve at most: about twice a plot's width in pixels, so a
+// min/max pair per pixel column keeps every spike while drawing stays cheap.
+constexpr std::size_t kDrawnPoints = 2048;
+
 struct RunPlots::Run {
   std::int64_t id = 0;
   QString label;
   std::size_t index = 0;  // colour
   // Per metric: against step, and (loss only) against wall time.
-  std::vector<MinMaxSeries> by_step = std::vector<MinMaxSeries>(kMetrics);
-  MinMaxSeries loss_by_wall;
+  std::vector<MinMaxSeries> by_step = std::vector<MinMaxSeries>(kMetrics, MinMaxSeries(kDrawnPoints));
+  MinMaxSeries loss_by_wall{kDrawnPoints};
   std::vector<std::uint64_t> drawn_revision = std::vector<std::uint64_t>(kMetrics + 1, ~0ull);
   QCPGraph* loss = nullptr;
   QCPGraph* ratio = nullptr;
@@ -234,7 +238,7 @@ void RunPlots::update_breakdown_choice() {
     for (int m = kForward; m <= kHook; ++m) {
       auto* g = breakdown_plot_->addGraph();
       g->setName(names[m - kForward]);
-      g->setPen(QPen(theme_.series_color(static_cast<std::size_t>(m - kForward)), 1.5));
+      g->setPen(QPen(theme_.series_color(static_cast<std::size_t>(m - kForward)), 1));
       r->breakdown.push_back(g);
       r->drawn_revision[static_cast<std::size_t>(m)] = ~0ull;
     }
@@ -244,9 +248,9 @@ void RunPlots::update_breakdown_choice() {
 }
 
 void RunPlots::restyle(Run& run) {
-  const QPen pen(theme_.series_color(run.index), 1.5);
+  const QPen pen(theme_.series_color(run.index), 1);
   for (auto* g : {run.loss, run.ratio, run.wire}) g->setPen(pen);
-  for (std::size_t m = 0; m < run.breakdown.size(); ++m) run.breakdown[m]->setPen(QPen(theme_.series_color(m), 1.5));
+  for (std::size_t m = 0; m < run.breakdown.size(); ++m) run.breakdown[m]->setPen(QPen(theme_.series_color(m), 1));
 }
 
 void RunPlots::apply_theme(const Theme& theme) {

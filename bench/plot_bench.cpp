@@ -1,0 +1,139 @@
+// Frame cost of the live dashboard: 8 runs streaming at once, each already
+// holding N points (100k and 1M), a frame = the new points of every run
+// appended + every plot redrawn. Goal: under 16 ms (60 frames/s). Reference
+// measured in the same run: the same plots fed the full, unreduced data (what
+// QCustomPlot draws without our min/max copies).
+//
+//   QT_QPA_PLATFORM=offscreen build/bench/plot_bench [points...]
+#include <QApplication>
+#include <QElapsedTimer>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "ui/plot/qcustomplot.h"
+#include "ui/plot/run_plots.h"
+
+using commtune::ui::LivePoint;
+using commtune::ui::RunPlots;
+
+namespace {
+
+constexpr int kRuns = 8;
+constexpr int kPerFrame = 16;  // ~1000 steps/s per run arriving at 60 frames/s
+
+LivePoint point(int run, std::int64_t step) {
+  LivePoint p;
+  p.run_id = run + 1;
+  p.step = step;
+  p.wall_s = step * 1e-3;
+  p.loss = 2.0 * std::exp(-step * 1e-5) + 0.05 * std::sin(step * 0.37 + run);
+  p.forward_s = 1e-3, p.backward_s = 2e-3 + 1e-4 * std::sin(step * 0.1), p.comm_wait_s = 3e-3, p.hook_s = 5e-4;
+  p.wire_bytes = 1e6 / (run + 1), p.uncompressed_bytes = 4e6;
+  return p;
+}
+
+struct Timing {
+  double median_ms, p95_ms;
+};
+
+Timing summarise(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 95 / 100)]};
+}
+
+Timing commtune_frames(std::int64_t n, int frames) {
+  RunPlots plots;
+  plots.resize(1400, 800);
+  plots.show();
+  for (int r = 0; r < kRuns; ++r) plots.add_run(r + 1, QString("run %1").arg(r + 1));
+  for (std::int64_t s = 0; s < n; ++s)
+    for (int r = 0; r < kRuns; ++r) plots.append(point(r, s));
+  plots.refresh(true);
+  std::vector<double> ms;
+  std::int64_t step = n;
+  for (int f = 0; f < frames; ++f) {
+    QElapsedTimer t;
+    t.start();
+    for (int k = 0; k < kPerFrame; ++k, ++step)
+      for (int r = 0; r < kRuns; ++r) plots.append(point(r, step));
+    plots.refresh(true);
+    ms.push_back(t.nsecsElapsed() / 1e6);
+  }
+  return summarise(ms);
+}
+
+// The same four plots and 8 x 4 graphs (loss, ratio, wire; breakdown for one
+// run), fed every point.
+Timing unreduced_frames(std::int64_t n, int frames) {
+  std::vector<QCustomPlot*> plots;
+  QWidget host;
+  host.resize(1400, 800);
+  for (int i = 0; i < 4; ++i) {
+    auto* p = new QCustomPlot(&host);
+    p->setGeometry((i % 2) * 700, (i / 2) * 400, 700, 400);
+    plots.push_back(p);
+  }
+  host.show();
+  auto value = [](const LivePoint& p, int plot, int graph) {
+    switch (plot) {
+      case 0: return p.loss;
+      case 1: return p.compression_ratio();
+      case 2: return p.wire_bytes / 1e6;
+      default: return graph == 0 ? p.forward_s : graph == 1 ? p.backward_s : graph == 2 ? p.comm_wait_s : p.hook_s;
+    }
+  };
+  for (int i = 0; i < 4; ++i)
+    for (int g = 0; g < (i == 3 ? 4 : kRuns); ++g) {
+      auto* graph = plots[i]->addGraph();
+      QVector<double> x(n), y(n);
+      for (std::int64_t s = 0; s < n; ++s) {
+        const auto p = point(i == 3 ? 0 : g, s);
+        x[s] = static_cast<double>(s);
+        y[s] = value(p, i, g);
+      }
+      graph->setData(x, y, true);
+    }
+  std::vector<double> ms;
+  std::int64_t step = n;
+  for (int f = 0; f < frames; ++f) {
+    QElapsedTimer t;
+    t.start();
+    for (int k = 0; k < kPerFrame; ++k, ++step)
+      for (int i = 0; i < 4; ++i)
+        for (int g = 0; g < plots[i]->graphCount(); ++g) {
+          const auto p = point(i == 3 ? 0 : g, step);
+          plots[i]->graph(g)->addData(static_cast<double>(step), value(p, i, g));
+        }
+    for (auto* p : plots) {
+      p->rescaleAxes();
+      p->replot(QCustomPlot::rpImmediateRefresh);
+    }
+    ms.push_back(t.nsecsElapsed() / 1e6);
+  }
+  return summarise(ms);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  std::vector<std::int64_t> sizes{100000, 1000000};
+  if (argc > 1) {
+    sizes.clear();
+    for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+  }
+  std::printf("%d runs streaming, %d new points per run per frame; frame = append + redraw of 4 plots\n", kRuns,
+              kPerFrame);
+  for (const auto n : sizes) {
+    const auto ours = commtune_frames(n, 60);
+    const auto full = unreduced_frames(n, n >= 1000000 ? 10 : 30);
+    std::printf("%8lld points/run: commtune %6.2f ms (p95 %6.2f)   unreduced QCustomPlot %8.2f ms (p95 %8.2f)   "
+                "ratio %.3f   budget use %.2f of 16 ms\n",
+                static_cast<long long>(n), ours.median_ms, ours.p95_ms, full.median_ms, full.p95_ms,
+                ours.median_ms / full.median_ms, ours.median_ms / 16.0);
+  }
+  return 0;
+}
