@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
+#include <QIcon>
 #include <QTimer>
 #include <cstdio>
 #include <cstdlib>
@@ -56,8 +57,9 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setOrganizationName("commtune");
   QApplication::setApplicationName("commtune");
+  QApplication::setWindowIcon(QIcon::fromTheme("org.commtune.Commtune"));
   QApplication::setApplicationVersion(QString::fromStdString(commtune::version_text()).section('\n', 0, 0));
-  QApplication::setDesktopFileName("commtune");
+  QApplication::setDesktopFileName("org.commtune.Commtune");  // packaging/org.commtune.Commtune.desktop
 
   QCommandLineParser parser;
   parser.setApplicationDescription("Tune and visualise how data-parallel training communicates gradients.");

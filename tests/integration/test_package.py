@@ -20,7 +20,7 @@ class Package(unittest.TestCase):
             info = subprocess.run(["dpkg-deb", "-I", os.path.join(d, deb)], capture_output=True, text=True,
                                   check=True).stdout
             depends = next(line for line in info.splitlines() if line.strip().startswith("Depends:"))
-            for package in ("libtorch1.13", "libsqlite3-0"):
+            for package in ("libtorch1.13", "libsqlite3-0", "libqt6widgets6", "libqcustomplot2.1-qt6"):
                 self.assertIn(package, depends)
             root = os.path.join(d, "root")
             subprocess.run(["dpkg-deb", "-x", os.path.join(d, deb), root], check=True)
@@ -40,6 +40,50 @@ class Package(unittest.TestCase):
             self.assertIn("succeeded: 5/5", run.stderr)
             self.assertTrue(os.path.exists(os.path.join(root, "usr", "include", "commtune", "plugins",
                                                         "commtune_plugin.h")))
+            check_desktop_integration(self, os.path.join(root, "usr"), env)
+
+    def test_cmake_install_to_a_prefix(self):
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run(["cmake", "--install", ct.BUILD, "--prefix", d], check=True, capture_output=True,
+                           timeout=300)
+            env = dict(os.environ, HOME=os.path.join(d, "home"))
+            for binary in ("commtune-cli", "commtune"):
+                out = subprocess.run([os.path.join(d, "bin", binary), "--version"], capture_output=True, text=True,
+                                     env=env, timeout=60)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                self.assertIn("libtorch 1.13", out.stdout)
+            check_desktop_integration(self, d, env)
+
+
+def check_desktop_integration(test, prefix, env):
+    """The GUI binary, its .desktop entry, icon and AppStream metainfo are installed, valid and agree, and the
+    installed app starts (offscreen) and keeps running."""
+    app_id = "org.commtune.Commtune"
+    desktop = os.path.join(prefix, "share", "applications", app_id + ".desktop")
+    metainfo = os.path.join(prefix, "share", "metainfo", app_id + ".metainfo.xml")
+    icon = os.path.join(prefix, "share", "icons", "hicolor", "scalable", "apps", app_id + ".svg")
+    subprocess.run(["desktop-file-validate", desktop], check=True)
+    subprocess.run(["appstreamcli", "validate", "--no-net", metainfo], check=True, capture_output=True)
+    with open(desktop) as f:
+        entry = dict(line.strip().split("=", 1) for line in f if "=" in line)
+    test.assertEqual(entry["Icon"], app_id)
+    test.assertTrue(os.path.exists(icon))
+    with open(metainfo) as f:
+        text = f.read()
+    test.assertIn(f"<launchable type=\"desktop-id\">{app_id}.desktop</launchable>", text)
+    test.assertNotIn("@PROJECT_VERSION@", text)
+    gui = os.path.join(prefix, "bin", entry["Exec"].split()[0])
+    app = subprocess.Popen([gui, "--db", os.path.join(env["HOME"], "runs.db")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
+                           env=dict(env, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=os.path.join(env["HOME"], "c")))
+    try:
+        app.wait(timeout=4)
+        test.fail("the installed app exited: " + app.stderr.read())
+    except subprocess.TimeoutExpired:
+        pass  # still up
+    finally:
+        app.kill()
+        app.wait()
 
 
 if __name__ == "__main__":
