@@ -35,7 +35,9 @@ Catalog& catalog() {
   }();
   // After the built-ins, so a plugin cannot take a built-in's name.
   static const bool plugins_loaded = [] {
+    const auto compressors = instance.compressors.entries().size();
     plugin_records() = load_plugins(instance, plugin_folders());
+    if (instance.compressors.entries().size() != compressors) refresh_compressed_hooks(instance.hooks);
     return true;
   }();
   (void)plugins_loaded;

@@ -2,6 +2,7 @@
 // add. The config, the CLI and the GUI all read their choices from here.
 #pragma once
 
+#include "core/compress/compressor.h"
 #include "core/data/data_loader.h"
 #include "core/data/dataset.h"
 #include "core/hooks/default_hooks.h"
@@ -15,6 +16,8 @@ struct Catalog {
   DatasetRegistry datasets{"data", "synthetic", LoaderOptions::schema().erase()};
   OptimizerRegistry optimizers{"optimizer", "sgd", OptimizerCommon::schema().erase()};
   HookRegistry hooks{"hook", "allreduce", HookCommonOptions::schema().erase()};
+  // The byteps hook's compressors (process-wide: its schema reads their names).
+  CompressorRegistry& compressors = compressor_registry();
 };
 
 // The process-wide catalog, with the built-ins registered on first use.

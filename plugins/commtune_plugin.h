@@ -27,7 +27,7 @@
 #if defined(COMMTUNE_PLUGIN_ABI_OVERRIDE)  // tests build a stale plugin this way
 #define COMMTUNE_PLUGIN_ABI COMMTUNE_PLUGIN_ABI_OVERRIDE
 #else
-#define COMMTUNE_PLUGIN_ABI 1
+#define COMMTUNE_PLUGIN_ABI 2
 #endif
 
 #define COMMTUNE_PLUGIN_STRINGIFY_(x) #x

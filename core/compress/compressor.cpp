@@ -9,9 +9,9 @@ namespace commtune {
 Schema<CompressorOptions> CompressorOptions::schema() {
   using O = CompressorOptions;
   return Schema<O>()
-      .choice("byteps_compressor_type", &O::byteps_compressor_type, {"onebit", "topk", "randomk", "dithering"},
+      .choice("byteps_compressor_type", &O::byteps_compressor_type, compressor_registry().names(),
               "onebit: signs and one scale; topk: the k largest |x|; randomk: k random elements; dithering: k "
-              "levels with stochastic rounding, entropy-coded")
+              "levels with stochastic rounding, entropy-coded; or a compressor a plugin adds")
       .real("byteps_compressor_k", &O::byteps_compressor_k, Range::above(0), "",
             "topk/randomk: elements kept (k >= 1) or their fraction (k < 1); dithering: levels s (an integer)")
       .flag("byteps_compressor_onebit_scaling", &O::byteps_compressor_onebit_scaling,
@@ -217,28 +217,59 @@ class NesterovMomentum final : public Decorator {
 
 }  // namespace
 
+void CompressorRegistry::add(std::string name, std::string doc, Make make) {
+  if (find(name)) throw std::logic_error("compressor '" + name + "' is registered twice");
+  entries_.push_back({std::move(name), std::move(doc), std::move(make)});
+}
+
+const CompressorRegistry::Entry* CompressorRegistry::find(const std::string& name) const {
+  for (const auto& e : entries_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> CompressorRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& e : entries_) out.push_back(e.name);
+  return out;
+}
+
+CompressorRegistry& compressor_registry() {
+  static CompressorRegistry registry = [] {
+    CompressorRegistry r;
+    r.add("onebit", "signs and one scale", [](const CompressorOptions& o, std::int64_t, std::uint64_t) {
+      return std::make_unique<OneBit>(o.byteps_compressor_onebit_scaling);
+    });
+    for (const bool random : {false, true})
+      r.add(random ? "randomk" : "topk", random ? "k random elements" : "the k largest |x|",
+            [random](const CompressorOptions& o, std::int64_t n, std::uint64_t seed) {
+              return std::make_unique<Sparse>(random, resolve_k(o.byteps_compressor_k, n),
+                                              o.byteps_compressor_randomk_rescale, seed);
+            });
+    r.add("dithering", "k levels, stochastic rounding, entropy-coded",
+          [](const CompressorOptions& o, std::int64_t, std::uint64_t seed) {
+            if (o.byteps_compressor_k < 1 || o.byteps_compressor_k != std::floor(o.byteps_compressor_k) ||
+                o.byteps_compressor_k > 31)
+              throw ConfigError("hook.byteps_compressor_k",
+                                "dithering takes a whole number of levels in [1, 31], got " +
+                                    std::to_string(o.byteps_compressor_k));
+            kernels::DitheringOptions d;
+            d.levels = static_cast<std::int64_t>(o.byteps_compressor_k);
+            d.natural = o.byteps_dithering_partition == 1;
+            d.l2_norm = o.byteps_dithering_normalize == 1;
+            return std::make_unique<Dithering>(d, seed);
+          });
+    return r;
+  }();
+  return registry;
+}
+
 std::unique_ptr<Compressor> make_compressor(const CompressorOptions& o, std::int64_t n, std::uint64_t stream) {
   const auto seed = static_cast<std::uint64_t>(o.byteps_seed) * 0x100000001b3ull + stream;
-  std::unique_ptr<Compressor> c;
   const auto& type = o.byteps_compressor_type;
-  if (type == "onebit") {
-    c = std::make_unique<OneBit>(o.byteps_compressor_onebit_scaling);
-  } else if (type == "topk" || type == "randomk") {
-    c = std::make_unique<Sparse>(type == "randomk", resolve_k(o.byteps_compressor_k, n),
-                                 o.byteps_compressor_randomk_rescale, seed);
-  } else if (type == "dithering") {
-    if (o.byteps_compressor_k < 1 || o.byteps_compressor_k != std::floor(o.byteps_compressor_k) ||
-        o.byteps_compressor_k > 31)
-      throw ConfigError("hook.byteps_compressor_k", "dithering takes a whole number of levels in [1, 31], got " +
-                                                        std::to_string(o.byteps_compressor_k));
-    kernels::DitheringOptions d;
-    d.levels = static_cast<std::int64_t>(o.byteps_compressor_k);
-    d.natural = o.byteps_dithering_partition == 1;
-    d.l2_norm = o.byteps_dithering_normalize == 1;
-    c = std::make_unique<Dithering>(d, seed);
-  } else {
-    throw ConfigError("hook.byteps_compressor_type", "unknown compressor '" + type + "'");
-  }
+  const auto* entry = compressor_registry().find(type);
+  if (!entry) throw ConfigError("hook.byteps_compressor_type", "unknown compressor '" + type + "'");
+  std::unique_ptr<Compressor> c = entry->make(o, n, seed);
   if (o.byteps_ef_type == "vanilla") {
     if (type == "randomk" && o.byteps_compressor_randomk_rescale)
       throw ConfigError("hook.byteps_compressor_randomk_rescale",

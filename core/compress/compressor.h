@@ -5,6 +5,8 @@
 // bucket holds that bucket's memories. docs/compressors.md has the formats.
 #pragma once
 
+#include <functional>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -55,6 +57,31 @@ class Compressor {
   virtual void save(std::vector<std::uint8_t>& /*out*/) const {}
   virtual void load(const std::vector<std::uint8_t>& /*in*/, std::size_t& /*pos*/) {}
 };
+
+// Compressors by name (byteps_compressor_type): the built-ins and those that
+// plugins add. `make(options, n, seed)` builds one for a bucket of n
+// elements; seed already separates ranks and buckets. Decorators (error
+// feedback, momentum) wrap whatever it returns.
+class CompressorRegistry {
+ public:
+  using Make = std::function<std::unique_ptr<Compressor>(const CompressorOptions&, std::int64_t n, std::uint64_t seed)>;
+  struct Entry {
+    std::string name, doc;
+    Make make;
+  };
+  // Throws std::logic_error for a name taken.
+  void add(std::string name, std::string doc, Make make);
+  const Entry* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// The process-wide registry, with the built-ins (onebit, topk, randomk,
+// dithering) registered on first use.
+CompressorRegistry& compressor_registry();
 
 // The composition the options describe, for a bucket of n elements; `stream`
 // separates random generators (rank and bucket).

@@ -143,15 +143,23 @@ class CompressedHook final : public CommHook {
 
 }  // namespace
 
+namespace {
+const char* const kBytepsDoc =
+    "BytePS-style compression: each rank packs its bucket (onebit, topk, randomk or dithering, with optional error "
+    "feedback and Nesterov momentum), payloads are allgathered, decoded in rank order and averaged";
+
+std::unique_ptr<CommHook> make_byteps_hook(const CompressorOptions& options, HookEnv& env) {
+  make_compressor(options, 1024, 0);  // validates the combination before training starts
+  return std::make_unique<CompressedHook>(options, env);
+}
+}  // namespace
+
 void register_compressed_hooks(HookRegistry& registry) {
-  registry.add<CompressorOptions>(
-      "byteps",
-      "BytePS-style compression: each rank packs its bucket (onebit, topk, randomk or dithering, with optional error "
-      "feedback and Nesterov momentum), payloads are allgathered, decoded in rank order and averaged",
-      [](const CompressorOptions& options, HookEnv& env) {
-        make_compressor(options, 1024, 0);  // validates the combination before training starts
-        return std::make_unique<CompressedHook>(options, env);
-      });
+  registry.add<CompressorOptions>("byteps", kBytepsDoc, make_byteps_hook);
+}
+
+void refresh_compressed_hooks(HookRegistry& registry) {
+  registry.replace<CompressorOptions>("byteps", kBytepsDoc, make_byteps_hook);
 }
 
 }  // namespace commtune

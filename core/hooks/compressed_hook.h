@@ -9,5 +9,8 @@
 namespace commtune {
 
 void register_compressed_hooks(HookRegistry& registry);
+// Registers the byteps hook again, so its byteps_compressor_type lists the
+// compressors plugins added since.
+void refresh_compressed_hooks(HookRegistry& registry);
 
 }  // namespace commtune

@@ -34,6 +34,7 @@ std::set<std::string> registered(const Catalog& c) {
   for (const auto& n : c.models.names()) out.insert("model " + n);
   for (const auto& n : c.datasets.names()) out.insert("data " + n);
   for (const auto& n : c.optimizers.names()) out.insert("optimizer " + n);
+  for (const auto& n : c.compressors.names()) out.insert("compressor " + n);
   return out;
 }
 

@@ -48,13 +48,21 @@ class ComponentRegistry {
   // the options come from `Options::schema()`.
   template <class Options, class Make>
   void add(std::string name, std::string doc, Make make) {
-    const auto schema = Options::schema();
     for (const auto& e : entries_)
       if (e.name == name) throw std::logic_error(section_ + " '" + name + "' is registered twice");
-    entries_.push_back(Entry{std::move(name), std::move(doc), validated_param_set(schema),
-                             [schema, make](const nlohmann::json& section, Args... args) -> std::unique_ptr<Product> {
-                               return make(schema.read(section, ""), args...);
-                             }});
+    entries_.push_back(make_entry<Options>(std::move(name), std::move(doc), std::move(make)));
+  }
+
+  // Registers an entry again in its place, its parameters read anew from
+  // Options::schema() (whose choices may have grown: compressors from plugins).
+  template <class Options, class Make>
+  void replace(const std::string& name, std::string doc, Make make) {
+    for (auto& e : entries_)
+      if (e.name == name) {
+        e = make_entry<Options>(name, std::move(doc), std::move(make));
+        return;
+      }
+    throw std::logic_error(section_ + " '" + name + "' is not registered");
   }
 
   const std::string& section() const { return section_; }
@@ -128,6 +136,14 @@ class ComponentRegistry {
   }
 
  private:
+  template <class Options, class Make>
+  static Entry make_entry(std::string name, std::string doc, Make make) {
+    const auto schema = Options::schema();
+    return Entry{std::move(name), std::move(doc), validated_param_set(schema),
+                 [schema, make](const nlohmann::json& section, Args... args) -> std::unique_ptr<Product> {
+                   return make(schema.read(section, ""), args...);
+                 }};
+  }
   std::string section_;
   std::string default_name_;
   ParamSet common_;
