@@ -65,9 +65,10 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription("Tune and visualise how data-parallel training communicates gradients.");
   parser.addHelpOption();
   parser.addOption({"version", "Print the version, the libtorch version and the accelerator support."});
-  parser.addOption({"db", "The run store (SQLite); default $COMMTUNE_DB, else ~/.local/share/commtune/runs.db.", "path"});
-  parser.addOption({"screenshots", "Run the sweep in <spec>, save a screenshot of each main view into <dir>, quit.",
-                    "dir"});
+  parser.addOption(
+      {"db", "The run store (SQLite); default $COMMTUNE_DB, else ~/.local/share/commtune/runs.db.", "path"});
+  parser.addOption(
+      {"screenshots", "Run the sweep in <spec>, save a screenshot of each main view into <dir>, quit.", "dir"});
   parser.addOption({"spec", "The sweep spec the screenshots run.", "spec"});
   parser.process(app);
 

@@ -79,10 +79,14 @@ Timing unreduced_frames(std::int64_t n, int frames) {
   host.show();
   auto value = [](const LivePoint& p, int plot, int graph) {
     switch (plot) {
-      case 0: return p.loss;
-      case 1: return p.compression_ratio();
-      case 2: return p.wire_bytes / 1e6;
-      default: return graph == 0 ? p.forward_s : graph == 1 ? p.backward_s : graph == 2 ? p.comm_wait_s : p.hook_s;
+      case 0:
+        return p.loss;
+      case 1:
+        return p.compression_ratio();
+      case 2:
+        return p.wire_bytes / 1e6;
+      default:
+        return graph == 0 ? p.forward_s : graph == 1 ? p.backward_s : graph == 2 ? p.comm_wait_s : p.hook_s;
     }
   };
   for (int i = 0; i < 4; ++i)
@@ -130,10 +134,11 @@ int main(int argc, char** argv) {
   for (const auto n : sizes) {
     const auto ours = commtune_frames(n, 60);
     const auto full = unreduced_frames(n, n >= 1000000 ? 10 : 30);
-    std::printf("%8lld points/run: commtune %6.2f ms (p95 %6.2f)   unreduced QCustomPlot %8.2f ms (p95 %8.2f)   "
-                "ratio %.3f   budget use %.2f of 16 ms\n",
-                static_cast<long long>(n), ours.median_ms, ours.p95_ms, full.median_ms, full.p95_ms,
-                ours.median_ms / full.median_ms, ours.median_ms / 16.0);
+    std::printf(
+        "%8lld points/run: commtune %6.2f ms (p95 %6.2f)   unreduced QCustomPlot %8.2f ms (p95 %8.2f)   "
+        "ratio %.3f   budget use %.2f of 16 ms\n",
+        static_cast<long long>(n), ours.median_ms, ours.p95_ms, full.median_ms, full.p95_ms,
+        ours.median_ms / full.median_ms, ours.median_ms / 16.0);
   }
   return 0;
 }

@@ -10,7 +10,8 @@
 
 namespace commtune::ui {
 
-EngineSession::EngineSession(QString store_path, QObject* parent) : QObject(parent), store_path_(std::move(store_path)) {
+EngineSession::EngineSession(QString store_path, QObject* parent)
+    : QObject(parent), store_path_(std::move(store_path)) {
   qRegisterMetaType<RunStart>();
 }
 
@@ -76,7 +77,8 @@ void EngineSession::start_run(const nlohmann::json& raw_config, const QString& n
     request.name = name.toStdString();
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     request.cancel = cancel.get();
-    request.subscriber_for_run = [this, &config, &name, cancel](std::int64_t run_id) -> std::unique_ptr<EventSubscriber> {
+    request.subscriber_for_run = [this, &config, &name,
+                                  cancel](std::int64_t run_id) -> std::unique_ptr<EventSubscriber> {
       {
         std::lock_guard lock(flags_mutex_);
         stop_flags_[run_id] = cancel;
@@ -108,8 +110,8 @@ void EngineSession::start_sweep(const nlohmann::json& spec_json) {
     options.trial_cancel = [this](const TrialEvent& e) { return flag_for(e.run_id); };
     options.on_trial = [this](const TrialEvent& e) {
       if (!e.finished)
-        Q_EMIT run_started(RunStart{e.run_id, QString::fromStdString(e.label), e.from_step, e.to_step, e.sweep_id,
-                                    e.trial, e.trials});
+        Q_EMIT run_started(
+            RunStart{e.run_id, QString::fromStdString(e.label), e.from_step, e.to_step, e.sweep_id, e.trial, e.trials});
       else
         Q_EMIT run_finished(e.run_id, QString::fromStdString(e.status), QString());
     };
@@ -120,12 +122,11 @@ void EngineSession::start_sweep(const nlohmann::json& spec_json) {
     };
     const auto outcome = run_sweep(sweep_id, options);
     QStringList counts;
-    for (const auto& [status, n] : outcome.trial_statuses) counts << QString("%1 %2").arg(n).arg(QString::fromStdString(status));
-    return std::make_pair(QString("sweep %1 %2: %3")
-                              .arg(sweep_id)
-                              .arg(QString::fromStdString(outcome.status))
-                              .arg(counts.join(", ")),
-                          outcome.status == db::status::kSucceeded);
+    for (const auto& [status, n] : outcome.trial_statuses)
+      counts << QString("%1 %2").arg(n).arg(QString::fromStdString(status));
+    return std::make_pair(
+        QString("sweep %1 %2: %3").arg(sweep_id).arg(QString::fromStdString(outcome.status)).arg(counts.join(", ")),
+        outcome.status == db::status::kSucceeded);
   });
 }
 

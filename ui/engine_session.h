@@ -27,8 +27,8 @@ struct RunStart {
   qint64 run_id = 0;
   QString label;
   qint64 from_step = 0;
-  qint64 to_step = 0;    // the step it runs up to
-  qint64 sweep_id = 0;   // 0 outside a sweep
+  qint64 to_step = 0;   // the step it runs up to
+  qint64 sweep_id = 0;  // 0 outside a sweep
   qint64 trial = 0;
   qint64 trials = 0;
 };

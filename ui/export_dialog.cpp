@@ -62,7 +62,8 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
   production_ = new QPushButton("Export for production", this);
   production_->setObjectName("export:production");
   production_->setEnabled(false);
-  production_->setToolTip("PowerSGDState file, hook registration or BytePS parameters, the configuration and a Python snippet");
+  production_->setToolTip(
+      "PowerSGDState file, hook registration or BytePS parameters, the configuration and a Python snippet");
   auto* copy_snippet = new QPushButton("Copy snippet", this);
   auto* copy_config = new QPushButton("Copy configuration (JSON)", this);
   connect(production_, &QPushButton::clicked, this, &ExportDialog::export_production);
@@ -130,13 +131,16 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
         db::Store store(path, db::Store::Access::ReadOnly);
         const auto run = store.run(run_id);
         if (!run) throw db::Error("there is no run " + std::to_string(run_id));
-        Source s{run->config, {}, QString("Run %1 %2: %3, %4")
-                                     .arg(run_id)
-                                     .arg(QString::fromStdString(run->name))
-                                     .arg(QString::fromStdString(describe_hook(run->config)))
-                                     .arg(QString::fromStdString(run->status))};
+        Source s{run->config,
+                 {},
+                 QString("Run %1 %2: %3, %4")
+                     .arg(run_id)
+                     .arg(QString::fromStdString(run->name))
+                     .arg(QString::fromStdString(describe_hook(run->config)))
+                     .arg(QString::fromStdString(run->status))};
         for (const auto& a : store.artifacts(run_id))
-          if (a.kind == "checkpoint" && std::filesystem::is_directory(a.path)) s.checkpoint = QString::fromStdString(a.path);
+          if (a.kind == "checkpoint" && std::filesystem::is_directory(a.path))
+            s.checkpoint = QString::fromStdString(a.path);
         return s;
       },
       [this](const Outcome<Source>& out) {

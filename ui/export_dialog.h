@@ -27,7 +27,7 @@ class ExportDialog : public QDialog {
   ExportDialog(QString store_path, std::int64_t run_id, RunPlots* plots, QWidget* parent = nullptr);
 
   void set_folder(const QString& folder);
-  void export_production();           // result: finished() with the files
+  void export_production();                // result: finished() with the files
   void save_plots(const QString& format);  // png, svg or pdf
   void save_csv();
   QString snippet() const;

@@ -8,8 +8,8 @@
 #include <QFileDialog>
 #include <QLineEdit>
 #include <QMenuBar>
-#include <QPushButton>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -69,8 +69,10 @@ void MainWindow::show_page(Page p) { tabs_->setCurrentIndex(p); }
 
 void MainWindow::report(const QString& message, bool error) {
   statusBar()->showMessage(message, error ? 0 : 15000);
-  if (error) statusBar()->setStyleSheet("color: #d9534f;");
-  else statusBar()->setStyleSheet({});
+  if (error)
+    statusBar()->setStyleSheet("color: #d9534f;");
+  else
+    statusBar()->setStyleSheet({});
 }
 
 void MainWindow::start_run() {
@@ -117,11 +119,13 @@ void MainWindow::build_menus() {
     }
   });
   add(file, "&Save configuration…", QKeySequence::Save, [this] {
-    const auto path = QFileDialog::getSaveFileName(this, "Save the configuration (or sweep spec)", "commtune.json", "JSON (*.json)");
+    const auto path =
+        QFileDialog::getSaveFileName(this, "Save the configuration (or sweep spec)", "commtune.json", "JSON (*.json)");
     if (path.isEmpty()) return;
     try {
       QFile f(path);
-      if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) throw std::runtime_error("cannot write " + path.toStdString());
+      if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        throw std::runtime_error("cannot write " + path.toStdString());
       f.write(QByteArray::fromStdString(launch_->current_json().dump(2) + "\n"));
       report("Saved " + path);
     } catch (const std::exception& e) {
@@ -138,13 +142,17 @@ void MainWindow::build_menus() {
   auto* run = menuBar()->addMenu("&Run");
   add(run, "Start &run", QKeySequence("Ctrl+R"), [this] {
     launch_->show_sweep(false);
-    if (launch_->run_button()->isEnabled()) start_run();
-    else show_page(kLaunch);
+    if (launch_->run_button()->isEnabled())
+      start_run();
+    else
+      show_page(kLaunch);
   });
   add(run, "Start &sweep", QKeySequence("Ctrl+Shift+R"), [this] {
     launch_->show_sweep(true);
-    if (launch_->sweep_button()->isEnabled()) start_sweep();
-    else show_page(kLaunch);
+    if (launch_->sweep_button()->isEnabled())
+      start_sweep();
+    else
+      show_page(kLaunch);
   });
   add(run, "S&top all", QKeySequence("Ctrl+."), [this] { engine_->stop_all(); });
 

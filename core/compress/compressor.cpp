@@ -250,9 +250,9 @@ CompressorRegistry& compressor_registry() {
           [](const CompressorOptions& o, std::int64_t, std::uint64_t seed) {
             if (o.byteps_compressor_k < 1 || o.byteps_compressor_k != std::floor(o.byteps_compressor_k) ||
                 o.byteps_compressor_k > 31)
-              throw ConfigError("hook.byteps_compressor_k",
-                                "dithering takes a whole number of levels in [1, 31], got " +
-                                    std::to_string(o.byteps_compressor_k));
+              throw ConfigError(
+                  "hook.byteps_compressor_k",
+                  "dithering takes a whole number of levels in [1, 31], got " + std::to_string(o.byteps_compressor_k));
             kernels::DitheringOptions d;
             d.levels = static_cast<std::int64_t>(o.byteps_compressor_k);
             d.natural = o.byteps_dithering_partition == 1;

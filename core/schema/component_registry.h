@@ -4,8 +4,8 @@
 #pragma once
 
 #include <memory>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/schema/param_schema.h"

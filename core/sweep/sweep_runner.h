@@ -42,7 +42,7 @@ struct TrialEvent {
 
 struct SweepRunOptions {
   db::Writer* store = nullptr;
-  std::string work_dir;  // trials' checkpoints go to <work_dir>/sweep-<id>/trial-<n>
+  std::string work_dir;                       // trials' checkpoints go to <work_dir>/sweep-<id>/trial-<n>
   const std::atomic<bool>* cancel = nullptr;  // stops the sweep
   // Optional: a flag that stops one trial's segment while the sweep goes on
   // (it should be set as well when `cancel` is). Without it, `cancel` stops

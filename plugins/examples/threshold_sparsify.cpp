@@ -77,7 +77,8 @@ class TernGrad final : public commtune::Compressor {
     state << random_;
     const auto text = state.str();
     const auto size = static_cast<std::uint32_t>(text.size());
-    out.insert(out.end(), reinterpret_cast<const std::uint8_t*>(&size), reinterpret_cast<const std::uint8_t*>(&size + 1));
+    out.insert(out.end(), reinterpret_cast<const std::uint8_t*>(&size),
+               reinterpret_cast<const std::uint8_t*>(&size + 1));
     out.insert(out.end(), text.begin(), text.end());
   }
   void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override {
@@ -85,7 +86,8 @@ class TernGrad final : public commtune::Compressor {
     std::memcpy(&size, in.data() + pos, sizeof size);
     pos += sizeof size;
     std::istringstream(std::string(in.begin() + static_cast<std::ptrdiff_t>(pos),
-                                   in.begin() + static_cast<std::ptrdiff_t>(pos + size))) >> random_;
+                                   in.begin() + static_cast<std::ptrdiff_t>(pos + size))) >>
+        random_;
     pos += size;
   }
 

@@ -80,7 +80,8 @@ class GuiTest : public QObject {
     type_into(steps, "0");
     QVERIFY(steps->has_error());
     QVERIFY2(form->problem().startsWith("steps:"), qPrintable(form->problem()));
-    QVERIFY2(window.launch()->problem_text().contains("an integer from 1"), qPrintable(window.launch()->problem_text()));
+    QVERIFY2(window.launch()->problem_text().contains("an integer from 1"),
+             qPrintable(window.launch()->problem_text()));
     QVERIFY(!window.launch()->run_button()->isEnabled());
     type_into(steps, "25");
     QVERIFY(!steps->has_error());
@@ -193,12 +194,13 @@ class GuiTest : public QObject {
     QVERIFY(QFile::exists(state));
     QProcess python;
     python.start("/usr/bin/python3",
-                 {"-c", "import sys, torch\n"
-                        "from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import PowerSGDState\n"
-                        "d = torch.load(sys.argv[1], weights_only=True)\n"
-                        "s = PowerSGDState(None, **{k: v.item() if torch.is_tensor(v) else v for k, v in "
-                        "d['hyperparameters'].items()})\n"
-                        "print(s.matrix_approximation_rank, s.start_powerSGD_iter)\n",
+                 {"-c",
+                  "import sys, torch\n"
+                  "from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import PowerSGDState\n"
+                  "d = torch.load(sys.argv[1], weights_only=True)\n"
+                  "s = PowerSGDState(None, **{k: v.item() if torch.is_tensor(v) else v for k, v in "
+                  "d['hyperparameters'].items()})\n"
+                  "print(s.matrix_approximation_rank, s.start_powerSGD_iter)\n",
                   state});
     QVERIFY(python.waitForFinished(120000));
     QCOMPARE(python.exitCode(), 0);
@@ -224,7 +226,9 @@ class GuiTest : public QObject {
     MainWindow window(store());
     window.show();
     auto* launch = window.launch();
-    launch->load_json({{"steps", 40}, {"world_size", 2}, {"device", "cpu"},
+    launch->load_json({{"steps", 40},
+                       {"world_size", 2},
+                       {"device", "cpu"},
                        {"hook", {{"name", "powersgd"}, {"start_powerSGD_iter", 2}}}});
     launch->sweep()->add_axis("hook.matrix_approximation_rank", "1, 2");
     launch->sweep()->add_axis("hook.start_powerSGD_iter", "2, 5");

@@ -14,10 +14,15 @@ namespace commtune::ui {
 namespace {
 
 QString title_of(const std::string& section) {
-  static const std::map<std::string, QString> titles{
-      {"model", "Model"},           {"data", "Data"},           {"optimizer", "Optimizer"},
-      {"hook", "Communication hook"}, {"ddp", "DDP reducer"},   {"weights", "Weights (advanced)"},
-      {"checkpoint", "Checkpoints"}, {"network", "Network emulation"}, {"debug", "Debugging (advanced)"}};
+  static const std::map<std::string, QString> titles{{"model", "Model"},
+                                                     {"data", "Data"},
+                                                     {"optimizer", "Optimizer"},
+                                                     {"hook", "Communication hook"},
+                                                     {"ddp", "DDP reducer"},
+                                                     {"weights", "Weights (advanced)"},
+                                                     {"checkpoint", "Checkpoints"},
+                                                     {"network", "Network emulation"},
+                                                     {"debug", "Debugging (advanced)"}};
   const auto it = titles.find(section);
   return it != titles.end() ? it->second : QString::fromStdString(section);
 }
@@ -62,7 +67,8 @@ void ConfigForm::rebuild() {
     if (const auto e = field_errors_.find(path); e != field_errors_.end()) f->set_error(e->second);
     connect(f, &ParamField::edited, this, [this](const QString& p, const QString& t) {
       if (apply(p, t))  // the sender is about to go: rebuild once its signal has returned
-        QMetaObject::invokeMethod(this, [this] { rebuild(); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this] { rebuild(); }, Qt::QueuedConnection);
       revalidate();
     });
     form->addRow(QString::fromStdString(key), f);

@@ -59,9 +59,8 @@ SweepEditor::SweepEditor(ConfigForm* base, QWidget* parent) : QWidget(parent), b
     auto* f = new ParamField(spec, "sweep." + QString::fromStdString(path), options_box);
     form->addRow(QString::fromStdString(path), f);
     options_[QString::fromStdString(path)] = f;
-    connect(f, &ParamField::edited, this, [this, p = QString::fromStdString(path)](const QString&, const QString& t) {
-      set_option(p, t);
-    });
+    connect(f, &ParamField::edited, this,
+            [this, p = QString::fromStdString(path)](const QString&, const QString& t) { set_option(p, t); });
   }
 
   auto* layout = new QVBoxLayout(this);

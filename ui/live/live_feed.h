@@ -38,7 +38,7 @@ struct BucketStats {
 // What the UI takes each frame.
 struct LiveBatch {
   std::vector<LivePoint> points;
-  std::vector<BucketStats> buckets;  // at most one per run: its newest
+  std::vector<BucketStats> buckets;                            // at most one per run: its newest
   std::vector<std::pair<std::int64_t, std::string>> messages;  // (run, line) logs and errors
   bool empty() const { return points.empty() && buckets.empty() && messages.empty(); }
 };

@@ -12,8 +12,8 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
-#include "ui/plot/qcustomplot.h"
 #include <set>
+#include "ui/plot/qcustomplot.h"
 
 #include "core/netmodel/cost_model.h"
 #include "core/netmodel/recommend.h"
@@ -73,7 +73,9 @@ AnalysisData compute(const Query& q) {
     world_size = static_cast<int>(run.world_size);
     try {
       p.predicted_ms =
-          predict(RunProfile::from_store(store, run.id), cluster_for(q, q.link, static_cast<int>(run.world_size))).step_s * 1e3;
+          predict(RunProfile::from_store(store, run.id), cluster_for(q, q.link, static_cast<int>(run.world_size)))
+              .step_s *
+          1e3;
     } catch (const std::exception&) {  // too few steps to profile: no prediction for it
     }
     for (const auto& [name, value] : store.params(run.id))
@@ -82,7 +84,8 @@ AnalysisData compute(const Query& q) {
     ids.push_back(run.id);
   }
   if (out.points.empty()) {
-    out.note = q.sweep_id ? "This sweep has no finished trials yet." : "No finished runs yet: start one on the Launch page.";
+    out.note =
+        q.sweep_id ? "This sweep has no finished trials yet." : "No finished runs yet: start one on the Launch page.";
     return out;
   }
   if (!baseline) {
@@ -222,8 +225,7 @@ void AnalysisPage::refresh() {
     return;
   }
   run_async(
-      this,
-      [path = store_path_.toStdString()] { return db::Store(path, db::Store::Access::ReadOnly).sweeps(); },
+      this, [path = store_path_.toStdString()] { return db::Store(path, db::Store::Access::ReadOnly).sweeps(); },
       [this](const Outcome<std::vector<db::SweepRecord>>& out) {
         if (!out.value) return note_->setText("Cannot read the run store: " + out.error);
         const auto keep = wanted_sweep_ >= 0 ? QVariant::fromValue<qlonglong>(wanted_sweep_) : scope_->currentData();
@@ -250,25 +252,27 @@ void AnalysisPage::analyse() {
           nodes_->value(), ranks_per_node_->value()};
   const int generation = ++generation_;
   note_->setText("Analysing…");
-  run_async(this, [q] { return compute(q); }, [this, generation](const Outcome<AnalysisData>& out) {
-    if (generation != generation_) return;  // a newer request is on its way
-    data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, out.error};
-    note_->setText(data_.note);
-    {
-      QSignalBlocker bx(heat_x_), by(heat_y_);
-      heat_x_->clear();
-      heat_y_->clear();
-      for (const auto& a : data_.axes) {
-        heat_x_->addItem(QString::fromStdString(a));
-        heat_y_->addItem(QString::fromStdString(a));
-      }
-      if (heat_y_->count() > 1) heat_y_->setCurrentIndex(1);
-    }
-    draw_pareto();
-    draw_heatmap();
-    fill_what_if();
-    Q_EMIT analysed();
-  });
+  run_async(
+      this, [q] { return compute(q); },
+      [this, generation](const Outcome<AnalysisData>& out) {
+        if (generation != generation_) return;  // a newer request is on its way
+        data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, out.error};
+        note_->setText(data_.note);
+        {
+          QSignalBlocker bx(heat_x_), by(heat_y_);
+          heat_x_->clear();
+          heat_y_->clear();
+          for (const auto& a : data_.axes) {
+            heat_x_->addItem(QString::fromStdString(a));
+            heat_y_->addItem(QString::fromStdString(a));
+          }
+          if (heat_y_->count() > 1) heat_y_->setCurrentIndex(1);
+        }
+        draw_pareto();
+        draw_heatmap();
+        fill_what_if();
+        Q_EMIT analysed();
+      });
 }
 
 void AnalysisPage::apply_theme(const Theme& t) {
@@ -344,7 +348,8 @@ void AnalysisPage::draw_heatmap() {
   heatmap_->plotLayout()->simplify();
   const auto xa = heat_x_->currentText().toStdString(), ya = heat_y_->currentText().toStdString();
   if (data_.axes.size() < 2 || xa == ya) {
-    heatmap_->xAxis->setLabel(data_.axes.size() < 2 ? "a heatmap needs a sweep over two parameters" : "pick two parameters");
+    heatmap_->xAxis->setLabel(data_.axes.size() < 2 ? "a heatmap needs a sweep over two parameters"
+                                                    : "pick two parameters");
     heatmap_->replot();
     return;
   }
@@ -367,7 +372,8 @@ void AnalysisPage::draw_heatmap() {
   if (xs.empty() || ys.empty()) return heatmap_->replot();
   auto* map = new QCPColorMap(heatmap_->xAxis, heatmap_->yAxis);
   map->data()->setSize(static_cast<int>(xs.size()), static_cast<int>(ys.size()));
-  map->data()->setRange(QCPRange(0, std::max<double>(1, xs.size() - 1)), QCPRange(0, std::max<double>(1, ys.size() - 1)));
+  map->data()->setRange(QCPRange(0, std::max<double>(1, xs.size() - 1)),
+                        QCPRange(0, std::max<double>(1, ys.size() - 1)));
   for (int i = 0; i < static_cast<int>(xs.size()); ++i)
     for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setCell(i, j, NAN);  // no trial: blank
   double lo = INFINITY, hi = -INFINITY;

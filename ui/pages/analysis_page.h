@@ -52,7 +52,7 @@ class AnalysisPage : public QWidget {
  public:
   AnalysisPage(QString store_path, QWidget* parent = nullptr);
 
-  void refresh();               // reloads the list of sweeps, then the analysis
+  void refresh();  // reloads the list of sweeps, then the analysis
   void select_sweep(std::int64_t sweep_id);
   void apply_theme(const Theme& theme);
   const AnalysisData& data() const { return data_; }

@@ -171,7 +171,8 @@ void DashboardPage::on_frame() {
     newest[p.run_id] = &p;
   }
   for (const auto& b : batch.buckets) plots_->set_bucket_stats(b);
-  for (const auto& [run, line] : batch.messages) log_->appendPlainText(QString("run %1, %2").arg(run).arg(QString::fromStdString(line)));
+  for (const auto& [run, line] : batch.messages)
+    log_->appendPlainText(QString("run %1, %2").arg(run).arg(QString::fromStdString(line)));
   for (const auto& [run_id, p] : newest) {
     auto it = tracks_.find(run_id);
     if (it == tracks_.end()) continue;
@@ -212,8 +213,9 @@ void DashboardPage::update_sweep_progress() {
   const double per_trial = finished ? finished_time / finished : NAN;
   const auto waiting = std::max<qint64>(0, trials_total_ - finished - running);
   const double left = running_left + (waiting ? waiting * per_trial : 0.0);
-  const QString what = sweep_id_ > 0 ? QString("Sweep %1: %2 of %3 trials ended").arg(sweep_id_).arg(finished).arg(trials_total_)
-                                     : QString("Run %1").arg(tracks_.begin()->first);
+  const QString what = sweep_id_ > 0
+                           ? QString("Sweep %1: %2 of %3 trials ended").arg(sweep_id_).arg(finished).arg(trials_total_)
+                           : QString("Run %1").arg(tracks_.begin()->first);
   if (running) sweep_label_->setText(what + ", about " + format_duration(left) + " left");
 }
 

@@ -102,9 +102,9 @@ void LaunchPage::update_state() {
     problem_->setText(problem);
   } else {
     problem_->setStyleSheet({});
-    problem_->setText(busy_ ? "A job is running: stop it on the Dashboard to start another."
-                            : sweep_mode ? QString("Ready: %1 trials.").arg(sweep_->trials())
-                                         : QString("Ready to run."));
+    problem_->setText(busy_        ? "A job is running: stop it on the Dashboard to start another."
+                      : sweep_mode ? QString("Ready: %1 trials.").arg(sweep_->trials())
+                                   : QString("Ready to run."));
   }
 }
 
@@ -119,8 +119,6 @@ void LaunchPage::load_json(const nlohmann::json& json) {
   }
 }
 
-nlohmann::json LaunchPage::current_json() const {
-  return mode_->currentIndex() == 1 ? sweep_->spec() : form_->raw();
-}
+nlohmann::json LaunchPage::current_json() const { return mode_->currentIndex() == 1 ? sweep_->spec() : form_->raw(); }
 
 }  // namespace commtune::ui

@@ -262,7 +262,9 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
         for (const auto id : run_ids) {
           const auto run = store.run(id);
           if (!run) continue;
-          out.push_back({id, QString("%1 %2").arg(id).arg(QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name)),
+          out.push_back({id,
+                         QString("%1 %2").arg(id).arg(
+                             QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name)),
                          stored_points(id, store.steps(id))});
         }
         return out;
@@ -320,7 +322,11 @@ void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
           diff_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(name)));
           for (std::size_t c = 0; c < values.size(); ++c) {
             auto* item = new QTableWidgetItem(values[c]);
-            if (differs) item->setFont([f = item->font()]() mutable { f.setBold(true); return f; }());
+            if (differs)
+              item->setFont([f = item->font()]() mutable {
+                f.setBold(true);
+                return f;
+              }());
             diff_->setItem(row, static_cast<int>(c) + 1, item);
           }
         }

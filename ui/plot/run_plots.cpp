@@ -152,7 +152,10 @@ RunPlots::~RunPlots() = default;
 void RunPlots::set_empty_text(const QString& text) { empty_label_->setText(text); }
 
 std::vector<std::pair<QString, QCustomPlot*>> RunPlots::plots() const {
-  return {{"loss", loss_plot_}, {"step_time", breakdown_plot_}, {"compression_ratio", ratio_plot_}, {"wire_bytes", wire_plot_}};
+  return {{"loss", loss_plot_},
+          {"step_time", breakdown_plot_},
+          {"compression_ratio", ratio_plot_},
+          {"wire_bytes", wire_plot_}};
 }
 
 void RunPlots::set_x_axis_labels() {
@@ -280,8 +283,7 @@ void RunPlots::refresh(bool immediate) {
     sync(kLoss, r->loss, by_wall ? r->loss_by_wall : r->by_step[kLoss]);
     sync(kRatio, r->ratio, r->by_step[kRatio]);
     sync(kWire, r->wire, r->by_step[kWire]);
-    for (std::size_t m = 0; m < r->breakdown.size(); ++m)
-      sync(kForward + m, r->breakdown[m], r->by_step[kForward + m]);
+    for (std::size_t m = 0; m < r->breakdown.size(); ++m) sync(kForward + m, r->breakdown[m], r->by_step[kForward + m]);
   }
   if (bucket_stats_changed_) {
     bucket_stats_changed_ = false;
@@ -322,7 +324,8 @@ QString RunPlots::csv() const {
     label.replace('"', "\"\"");
     for (std::size_t i = 0; i < s[kLoss].size(); ++i) {
       out += QString("%1,\"%2\",%3").arg(r->id).arg(label).arg(static_cast<qlonglong>(s[kLoss].x()[i]));
-      for (int m = kLoss; m < kMetrics; ++m) out += "," + QString::number(s[static_cast<std::size_t>(m)].y()[i], 'g', 9);
+      for (int m = kLoss; m < kMetrics; ++m)
+        out += "," + QString::number(s[static_cast<std::size_t>(m)].y()[i], 'g', 9);
       out += "\n";
     }
   }
