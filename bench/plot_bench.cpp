@@ -39,7 +39,16 @@ struct Timing {
   double median_ms, p95_ms;
 };
 
-Timing summarise(std::vector<double> ms) {
+// Times `frames` calls of frame(first_step), each frame's steps following the last's.
+template <class Frame>
+Timing time_frames(std::int64_t first_step, int frames, Frame frame) {
+  std::vector<double> ms;
+  for (int f = 0; f < frames; ++f, first_step += kPerFrame) {
+    QElapsedTimer t;
+    t.start();
+    frame(first_step);
+    ms.push_back(t.nsecsElapsed() / 1e6);
+  }
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 95 / 100)]};
 }
@@ -52,17 +61,11 @@ Timing commtune_frames(std::int64_t n, int frames) {
   for (std::int64_t s = 0; s < n; ++s)
     for (int r = 0; r < kRuns; ++r) plots.append(point(r, s));
   plots.refresh(true);
-  std::vector<double> ms;
-  std::int64_t step = n;
-  for (int f = 0; f < frames; ++f) {
-    QElapsedTimer t;
-    t.start();
-    for (int k = 0; k < kPerFrame; ++k, ++step)
+  return time_frames(n, frames, [&](std::int64_t first) {
+    for (std::int64_t step = first; step < first + kPerFrame; ++step)
       for (int r = 0; r < kRuns; ++r) plots.append(point(r, step));
     plots.refresh(true);
-    ms.push_back(t.nsecsElapsed() / 1e6);
-  }
-  return summarise(ms);
+  });
 }
 
 // The same four plots and 8 x 4 graphs (loss, ratio, wire; breakdown for one
@@ -100,24 +103,16 @@ Timing unreduced_frames(std::int64_t n, int frames) {
       }
       graph->setData(x, y, true);
     }
-  std::vector<double> ms;
-  std::int64_t step = n;
-  for (int f = 0; f < frames; ++f) {
-    QElapsedTimer t;
-    t.start();
-    for (int k = 0; k < kPerFrame; ++k, ++step)
+  return time_frames(n, frames, [&](std::int64_t first) {
+    for (std::int64_t step = first; step < first + kPerFrame; ++step)
       for (int i = 0; i < 4; ++i)
-        for (int g = 0; g < plots[i]->graphCount(); ++g) {
-          const auto p = point(i == 3 ? 0 : g, step);
-          plots[i]->graph(g)->addData(static_cast<double>(step), value(p, i, g));
-        }
+        for (int g = 0; g < plots[i]->graphCount(); ++g)
+          plots[i]->graph(g)->addData(static_cast<double>(step), value(point(i == 3 ? 0 : g, step), i, g));
     for (auto* p : plots) {
       p->rescaleAxes();
       p->replot(QCustomPlot::rpImmediateRefresh);
     }
-    ms.push_back(t.nsecsElapsed() / 1e6);
-  }
-  return summarise(ms);
+  });
 }
 
 }  // namespace

@@ -76,24 +76,23 @@ void MainWindow::report(const QString& message, bool error) {
 }
 
 void MainWindow::start_run() {
-  try {
+  launch_job("run", [this] {
     engine_->start_run(launch_->form()->raw(), launch_->findChild<QLineEdit*>("launch:run_name")->text());
-    launch_->set_engine_busy(true);
-    show_page(kDashboard);
-    report("Run started");
-  } catch (const std::exception& e) {
-    report(QString("Cannot start the run: ") + e.what(), true);
-  }
+  });
 }
 
 void MainWindow::start_sweep() {
+  launch_job("sweep", [this] { engine_->start_sweep(launch_->sweep()->spec()); });
+}
+
+void MainWindow::launch_job(const QString& what, const std::function<void()>& start) {
   try {
-    engine_->start_sweep(launch_->sweep()->spec());
+    start();
     launch_->set_engine_busy(true);
     show_page(kDashboard);
-    report("Sweep started");
+    report("Started the " + what);
   } catch (const std::exception& e) {
-    report(QString("Cannot start the sweep: ") + e.what(), true);
+    report("Cannot start the " + what + ": " + e.what(), true);
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <functional>
 
 #include "ui/theme.h"
 
@@ -47,6 +48,7 @@ class MainWindow : public QMainWindow {
   void restore_settings();
   void save_settings() const;
   void report(const QString& message, bool error = false);
+  void launch_job(const QString& what, const std::function<void()>& start);
 
   EngineSession* engine_;
   QTabWidget* tabs_;

@@ -22,6 +22,7 @@
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/forms/param_field.h"
+#include "ui/plot/run_plots.h"
 #include "ui/theme.h"
 
 namespace commtune::ui {
@@ -277,15 +278,7 @@ void AnalysisPage::analyse() {
 
 void AnalysisPage::apply_theme(const Theme& t) {
   for (auto* plot : {pareto_, heatmap_}) {
-    plot->setBackground(t.background);
-    for (auto* axis : {plot->xAxis, plot->yAxis}) {
-      axis->setBasePen(QPen(t.muted));
-      axis->setTickPen(QPen(t.muted));
-      axis->setSubTickPen(QPen(t.muted));
-      axis->setTickLabelColor(t.foreground);
-      axis->setLabelColor(t.foreground);
-      axis->grid()->setPen(QPen(t.grid, 0, Qt::DotLine));
-    }
+    style_plot(plot, t);
     plot->replot();
   }
 }

@@ -54,6 +54,8 @@ void set_graph_data(QCPGraph* graph, const MinMaxSeries& series) {
   graph->data()->set(data, true);
 }
 
+}  // namespace
+
 void style_plot(QCustomPlot* plot, const Theme& t) {
   plot->setBackground(t.background);
   for (auto* axis : {plot->xAxis, plot->yAxis}) {
@@ -69,8 +71,6 @@ void style_plot(QCustomPlot* plot, const Theme& t) {
   plot->legend->setTextColor(t.foreground);
   plot->legend->setBorderPen(QPen(t.grid));
 }
-
-}  // namespace
 
 RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   loss_plot_ = make_plot("Loss", "loss (mean over ranks)", this);

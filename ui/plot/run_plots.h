@@ -70,4 +70,7 @@ class RunPlots : public QWidget {
   Theme theme_;
 };
 
+// Colours a plot (background, axes, grid, title, legend) for the theme.
+void style_plot(QCustomPlot* plot, const Theme& theme);
+
 }  // namespace commtune::ui
