@@ -44,13 +44,14 @@ struct Communicator::Impl {
   // group finishes while shutting down finds the ledger or the emulator gone.
   std::shared_ptr<CollectiveLedger> ledger = std::make_shared<CollectiveLedger>();
   std::unique_ptr<LinkEmulator> emulator;
+  net::Group members;  // of the job's ranks: all, or a split's subgroup
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::ProcessGroupBase> group;
 
   // Logs a collective being issued; returns its sequence number.
   std::uint64_t record(net::Collective kind, const at::Tensor& payload) {
     std::lock_guard<std::mutex> lock(ledger->mutex);
-    ledger->log.push_back({kind, current_bucket, static_cast<double>(bytes_of(payload))});
+    ledger->log.push_back({kind, current_bucket, members, static_cast<double>(bytes_of(payload))});
     ledger->issued.push_back(std::chrono::steady_clock::now());
     return ledger->base + ledger->log.size() - 1;
   }
@@ -163,6 +164,13 @@ std::unique_ptr<Communicator> Communicator::split(const std::vector<int>& member
   sub->impl_->backend = impl_->backend;
   sub->impl_->timeout = impl_->timeout;
   sub->impl_->ledger = impl_->ledger;
+  // As ranks of the whole job: `members` are this communicator's ranks, so a
+  // split of a split strides by both. Irregular sets count by their span.
+  const int outer_stride = impl_->members.whole() ? 1 : impl_->members.stride;
+  const auto [low, high] = std::minmax_element(members.begin(), members.end());
+  const int count = static_cast<int>(members.size());
+  const int stride = count > 1 ? (*high - *low + count - 2) / (count - 1) : 1;
+  sub->impl_->members = count == size() ? impl_->members : net::Group{count, outer_stride * stride};
   sub->impl_->store = c10::make_intrusive<c10d::PrefixStore>(tag, impl_->store);
   sub->impl_->build_group();
   return sub;

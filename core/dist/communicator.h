@@ -44,6 +44,7 @@ struct Traffic {
 struct CollectiveRecord {
   net::Collective kind = net::Collective::Allreduce;
   std::int32_t bucket = -1;  // the bucket whose hook issued it; -1 outside any
+  net::Group group;          // the ranks it ran among (a split's subgroup, or all)
   double bytes = 0;
   // From issue to completion on this rank, before any link emulation delay:
   // the collective's real cost here (reduction work, software overhead and

@@ -76,10 +76,12 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
   p.world_size = static_cast<int>(run->world_size);
   // Collectives outside buckets run after the optimizer (parameter
   // averaging): their time is modelled on its own, not as optimizer time.
+  const auto names = store.stat_names(run_id);
   std::map<std::int64_t, double> step_collective_s;
-  for (const auto kind : net::all_collectives())
-    for (const auto& point : store.stat(run_id, std::string("comm.") + net::to_string(kind) + ".seconds"))
-      if (point.bucket == db::kWholeStep) step_collective_s[point.step] += point.value;
+  for (const auto& name : names)
+    if (net::parse_collective_stat(name, ".seconds"))
+      for (const auto& point : store.stat(run_id, name))
+        if (point.bucket == db::kWholeStep) step_collective_s[point.step] += point.value;
   std::vector<double> data, forward, backward, optimizer, hook, total;
   for (const auto& [step, s] : by_step) {
     if (step < first_step) continue;
@@ -101,7 +103,6 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
   p.hook_s = median(hook);
   p.measured_step_s = median(total);
 
-  const auto names = store.stat_names(run_id);
   const std::set<std::string> have(names.begin(), names.end());
   if (!have.count("hook_inline_s"))
     throw db::Error("run " + std::to_string(run_id) +
@@ -113,9 +114,11 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
     buckets[bucket].index = bucket;
     buckets[bucket].ready_s = ready;
   }
-  for (const auto kind : net::all_collectives()) {
-    const auto prefix = std::string("comm.") + net::to_string(kind);
-    if (!have.count(prefix + ".bytes")) continue;
+  for (const auto& name : names) {
+    const auto stat = net::parse_collective_stat(name, ".bytes");
+    if (!stat) continue;
+    const auto kind = stat->kind;
+    const auto prefix = net::collective_stat_prefix(kind, stat->group);
     const auto bytes_points = store.stat(run_id, prefix + ".bytes");
     const auto calls_points = store.stat(run_id, prefix + ".calls");
     const auto seconds_points = store.stat(run_id, prefix + ".seconds");
@@ -127,10 +130,10 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
         const auto mean = [&](const std::vector<db::StatPoint>& points) {
           return steady_mean(points, first_step, p.steps, p.world_size);
         };
-        p.step_collectives.push_back({kind, mean(bytes_points), mean(calls_points), mean(seconds_points)});
+        p.step_collectives.push_back({kind, stat->group, mean(bytes_points), mean(calls_points), mean(seconds_points)});
       } else {
         buckets[bucket].index = bucket;
-        buckets[bucket].collectives.push_back({kind, b, calls[bucket], local[bucket]});
+        buckets[bucket].collectives.push_back({kind, stat->group, b, calls[bucket], local[bucket]});
       }
     }
   }
@@ -155,8 +158,12 @@ double RunProfile::collective_bytes() const {
 nlohmann::json RunProfile::to_json() const {
   auto uses = [](const std::vector<CollectiveUse>& v) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& c : v)
-      out.push_back({{"kind", net::to_string(c.kind)}, {"bytes", c.bytes}, {"calls", c.calls}, {"local_s", c.local_s}});
+    for (const auto& c : v) {
+      nlohmann::json use{
+          {"kind", net::to_string(c.kind)}, {"bytes", c.bytes}, {"calls", c.calls}, {"local_s", c.local_s}};
+      if (!c.group.whole()) use["group"] = {{"size", c.group.size}, {"stride", c.group.stride}};
+      out.push_back(use);
+    }
     return out;
   };
   nlohmann::json buckets_json = nlohmann::json::array();
@@ -189,14 +196,14 @@ StepPrediction predict(const RunProfile& p, const net::Cluster& cluster) {
   auto link_time = [&](const std::vector<CollectiveUse>& uses) {
     double t = 0;
     for (const auto& c : uses)
-      if (c.calls > 0) t += c.calls * net::collective_time(c.kind, c.bytes / c.calls, cluster);
+      if (c.calls > 0) t += c.calls * net::collective_time(c.kind, c.bytes / c.calls, cluster, c.group);
     return t;
   };
   auto floored_time = [&](const std::vector<CollectiveUse>& uses) {
     double t = 0;
     for (const auto& c : uses)
       if (c.calls > 0)
-        t += c.calls * std::max(net::collective_time(c.kind, c.bytes / c.calls, cluster), c.local_s / c.calls);
+        t += c.calls * std::max(net::collective_time(c.kind, c.bytes / c.calls, cluster, c.group), c.local_s / c.calls);
     return t;
   };
   // Hook work off the backward thread (a may-block hook's own thread) sits in

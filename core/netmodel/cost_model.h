@@ -24,6 +24,7 @@ namespace commtune {
 
 struct CollectiveUse {
   net::Collective kind = net::Collective::Allreduce;
+  net::Group group;  // the ranks it ran among
   double bytes = 0;  // per step, over all its calls
   double calls = 0;  // per step
   // Per step, how long its calls took in the measured run (issue to

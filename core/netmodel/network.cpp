@@ -78,10 +78,9 @@ const std::vector<Collective>& all_collectives() {
   return kinds;
 }
 
-double collective_time(Collective kind, double bytes, const Cluster& cluster) {
-  const double p = cluster.ranks();
+namespace {
+double ring_time(Collective kind, double bytes, double p, const Link& link) {
   if (p <= 1) return 0;
-  const auto& link = cluster.bottleneck();
   const double a = link.latency_s, n_over_b = bytes / link.bandwidth_bytes_per_s;
   switch (kind) {
     case Collective::Allreduce:
@@ -97,6 +96,40 @@ double collective_time(Collective kind, double bytes, const Cluster& cluster) {
       return a + n_over_b;
   }
   return 0;
+}
+}  // namespace
+
+double collective_time(Collective kind, double bytes, const Cluster& cluster) {
+  return ring_time(kind, bytes, cluster.ranks(), cluster.bottleneck());
+}
+
+std::string collective_stat_prefix(Collective kind, const Group& group) {
+  std::string prefix = std::string("comm.") + to_string(kind);
+  if (!group.whole()) prefix += "@" + std::to_string(group.size) + "x" + std::to_string(group.stride);
+  return prefix;
+}
+
+std::optional<CollectiveStat> parse_collective_stat(std::string_view name, std::string_view suffix) {
+  if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix ||
+      name.substr(0, 5) != "comm.")
+    return std::nullopt;
+  const auto body = name.substr(5, name.size() - 5 - suffix.size());
+  const auto at = body.find('@');
+  for (const auto kind : all_collectives()) {
+    if (body.substr(0, at) != to_string(kind)) continue;
+    CollectiveStat stat{kind, {}};
+    if (at != std::string_view::npos &&
+        std::sscanf(std::string(body.substr(at + 1)).c_str(), "%dx%d", &stat.group.size, &stat.group.stride) != 2)
+      return std::nullopt;
+    return stat;
+  }
+  return std::nullopt;
+}
+
+double collective_time(Collective kind, double bytes, const Cluster& cluster, const Group& group) {
+  if (group.whole()) return collective_time(kind, bytes, cluster);
+  const bool one_node = cluster.nodes == 1 || group.stride * (group.size - 1) < cluster.gpus_per_node;
+  return ring_time(kind, bytes, group.size, one_node ? cluster.intra : cluster.inter);
 }
 
 }  // namespace commtune::net

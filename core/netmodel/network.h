@@ -3,6 +3,7 @@
 // and the link emulator use. docs/network-model.md states it and its limits.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,5 +51,32 @@ const std::vector<Collective>& all_collectives();
 //   sendrecv          a +          n/B     (one message out and one in, at once)
 // with p ranks, and a, B the bottleneck link's latency and bandwidth.
 double collective_time(Collective kind, double bytes, const Cluster& cluster);
+
+// The ranks a collective runs among: `size` ranks `stride` apart, as a
+// subgroup from Communicator::split (ranks of one node: stride 1; the node
+// leaders: stride ranks-per-node). size 0: every rank of the job.
+struct Group {
+  int size = 0;
+  int stride = 1;
+  bool whole() const { return size == 0; }
+  bool operator<(const Group& o) const { return size != o.size ? size < o.size : stride < o.stride; }
+  bool operator==(const Group& o) const { return size == o.size && stride == o.stride; }
+};
+
+// One collective among a group on `cluster`: p is the group's size; the
+// group stays on the intra-node link when its ranks fit in one node
+// (stride * (size - 1) < gpus_per_node, groups aligned to nodes as
+// commtune's node splits are), else the link between nodes sets the pace.
+double collective_time(Collective kind, double bytes, const Cluster& cluster, const Group& group);
+
+// Where a run stores a collective's per-step totals (docs/store.md):
+// comm.<kind>[@<size>x<stride>] + .bytes, .calls, .seconds
+std::string collective_stat_prefix(Collective kind, const Group& group);
+struct CollectiveStat {
+  Collective kind;
+  Group group;
+};
+// The collective a statistic named `prefix + suffix` is about, if it is one.
+std::optional<CollectiveStat> parse_collective_stat(std::string_view name, std::string_view suffix);
 
 }  // namespace commtune::net

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "core/catalog.h"
 #include "core/dist/devices.h"
@@ -88,20 +89,21 @@ void add_communication_stats(events::StepRecord& record, const std::vector<Colle
   struct Totals {
     double bytes = 0, calls = 0, seconds = 0;
   };
-  std::map<std::pair<std::int32_t, net::Collective>, Totals> totals;
+  std::map<std::tuple<std::int32_t, net::Collective, net::Group>, Totals> totals;
   for (const auto& c : collectives) {
-    auto& t = totals[{c.bucket, c.kind}];
+    auto& t = totals[{c.bucket, c.kind, c.group}];
     t.bytes += c.bytes;
     t.calls += 1;
     t.seconds += std::max(0.0, c.seconds);
   }
   for (const auto& [key, t] : totals) {
-    const auto prefix = std::string("comm.") + net::to_string(key.second);
+    const auto& [bucket, kind, group] = key;
+    const auto prefix = net::collective_stat_prefix(kind, group);
     for (const auto& [name, value] : {std::pair{".bytes", t.bytes}, {".calls", t.calls}, {".seconds", t.seconds}}) {
-      if (key.first < 0)
+      if (bucket < 0)
         record.stats.push_back({prefix + name, value});
       else
-        record.bucket_stats.push_back({static_cast<std::uint32_t>(key.first), prefix + name, value});
+        record.bucket_stats.push_back({static_cast<std::uint32_t>(bucket), prefix + name, value});
     }
   }
   for (std::size_t b = 0; b < report.bucket_ready.size(); ++b)

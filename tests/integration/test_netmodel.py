@@ -53,6 +53,46 @@ class CostModel(unittest.TestCase):
                     # The network dominates at these speeds: the prediction is not just the local time.
                     self.assertGreater(predicted["exposed_s"], 0.5 * predicted["step_s"])
 
+    def test_subgroup_collectives_stay_in_their_node(self):
+        # Two-level compression on 2 nodes x 2 ranks: the fp16 sum and the broadcast back run among each node's
+        # 2 consecutive ranks, the onebit exchange among the 2 node leaders (ranks 0 and 2).
+        run = stored_run("--set", "world_size=4", "--set", "steps=24", "--set", "hook.name=byteps",
+                         "--set", "hook.byteps_compressor_type=onebit", "--set", "hook.ranks_per_node=2")
+        links = {"1gbit": (1e9 / 8, 50e-6), "nvlink": (150e9, 2e-6)}
+
+        def ring(kind, n, p, link):
+            b, a = links[link]
+            return {"allreduce": 2 * (p - 1) * a + 2 * (p - 1) / p * n / b,
+                    "allgather": (p - 1) * a + (p - 1) * n / b,
+                    "broadcast": (p - 1) * a + n / b}[kind] if p > 1 else 0
+
+        def communication(profile, ranks_per_node):
+            total = 0
+            uses = [c for b in profile["buckets"] for c in b["collectives"]] + profile["step_collectives"]
+            for c in uses:
+                group = c.get("group", {"size": 4, "stride": 1})
+                one_node = group["stride"] * (group["size"] - 1) < ranks_per_node
+                link = "nvlink" if one_node else "1gbit"
+                total += c["calls"] * ring(c["kind"], c["bytes"] / c["calls"], group["size"], link)
+            return total
+
+        for ranks_per_node in (2, 1):
+            with self.subTest(ranks_per_node=ranks_per_node):
+                out = ct.cli_json("predict", run, "--network", "1gbit", "--gpus-per-node", ranks_per_node,
+                                  "--nodes", 4 // ranks_per_node)["runs"][0]
+                groups = {(c["kind"], c.get("group", {}).get("size"), c.get("group", {}).get("stride"))
+                          for b in out["profile"]["buckets"] for c in b["collectives"]}
+                self.assertIn(("allreduce", 2, 1), groups)  # the node's fp16 sum
+                self.assertIn(("broadcast", 2, 1), groups)  # the result back to the node
+                self.assertIn(("allgather", 2, 2), groups)  # the leaders' payloads
+                predicted = out["predictions"][0]["communication_s"]
+                expected = communication(out["profile"], ranks_per_node)
+                self.assertAlmostEqual(predicted, expected, delta=1e-9 + 1e-9 * expected)
+                if ranks_per_node == 2:
+                    in_nodes = predicted
+        # With every rank on its own node the node collectives cross the slow link too.
+        self.assertGreater(predicted, 2 * in_nodes)
+
     def test_recommendation_depends_on_the_network_and_exports_for_pytorch(self):
         baseline = stored_run("--set", "steps=40", "--name", "allreduce")
         fp16 = stored_run("--set", "steps=40", "--set", "hook.name=fp16_compress", "--name", "fp16")
@@ -79,8 +119,10 @@ class CostModel(unittest.TestCase):
                 model(x).square().sum().backward()
                 expected = (2 * (x @ model.module.weight.detach().T + model.module.bias.detach())).T @ x
                 assert torch.allclose(model.module.weight.grad, expected.half().float(), rtol=1e-3, atol=1e-3)
-                print(model._get_ddp_logging_data().get("comm_hook"))
-                dist.destroy_process_group()
+                print(model._get_ddp_logging_data().get("comm_hook"), flush=True)
+                # PyTorch 1.13 sometimes aborts while tearing Gloo down ("terminate called without an active
+                # exception"), after everything checked here: leave without the teardown.
+                os._exit(0)
             """)
             out = subprocess.run([ct.ORACLE_PYTHON, "-c", script], capture_output=True, text=True, timeout=120)
             self.assertEqual(out.returncode, 0, out.stderr)

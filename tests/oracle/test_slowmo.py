@@ -177,8 +177,8 @@ for _ in range(3):
     model(torch.randn(16, 8)).square().sum().backward()
     optimizer.step()
     averager.average_parameters(model.parameters())
-print("ok")
-dist.destroy_process_group()
+print("ok", flush=True)
+os._exit(0)  # PyTorch 1.13 sometimes aborts tearing Gloo down; everything is checked by now
 """
             out = subprocess.run([ct.ORACLE_PYTHON, "-c", script], capture_output=True, text=True, timeout=120)
             self.assertEqual(out.returncode, 0, out.stderr)

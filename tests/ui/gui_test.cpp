@@ -3,7 +3,7 @@
 // run launched from the form whose points reach the plots, stopped from the
 // dashboard, found in the run browser and exported as a PowerSGDState file
 // that PyTorch loads; a sweep from the form, its analysis, themes and the
-// remembered layout.
+// remembered layout; a plugin's hook and compressor in the forms.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -66,6 +66,7 @@ class GuiTest : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     qputenv("XDG_CONFIG_HOME", dir_.filePath("config").toUtf8());  // QSettings: never the user's
+    qputenv("COMMTUNE_PLUGIN_PATH", COMMTUNE_TEST_PLUGIN_DIR);     // before the catalog's first use
     QCoreApplication::setOrganizationName("commtune-test");
     QCoreApplication::setApplicationName("commtune-test");
   }
@@ -105,6 +106,25 @@ class GuiTest : public QObject {
     other.launch()->load_json(raw);
     QCOMPARE(other.launch()->form()->field("hook.start_powerSGD_iter")->text(), QString("2"));
     QCOMPARE(other.launch()->form()->raw(), raw);
+  }
+
+  void plugins_appear_in_the_forms_like_built_ins() {
+    MainWindow window(store());
+    auto* form = window.launch()->form();
+    auto* hooks = form->field("hook.name")->findChild<QComboBox*>();
+    QVERIFY(hooks->findText("threshold_sparsify") >= 0);
+    form->set_text("hook.name", "byteps");
+    auto* kinds = form->field("hook.byteps_compressor_type")->findChild<QComboBox*>();
+    QVERIFY(kinds->findText("terngrad") >= 0);
+    form->set_text("hook.byteps_compressor_type", "terngrad");
+    QVERIFY2(form->problem().isEmpty(), qPrintable(form->problem()));
+    form->set_text("hook.name", "threshold_sparsify");
+    QVERIFY(form->field("hook.threshold"));
+    form->set_text("hook.threshold", "-1");
+    QVERIFY2(form->problem().startsWith("hook.threshold:"), qPrintable(form->problem()));
+    form->set_text("hook.threshold", "0.001");
+    window.launch()->sweep()->add_axis("hook.threshold", "0.0001, 0.001, 0.01");
+    QCOMPARE(window.launch()->sweep()->trials(), 4);
   }
 
   void sweep_axes_come_from_the_schema() {
