@@ -178,36 +178,33 @@ namespace {
 // w = floor(log2 v): w zero bits, a 1, then the w bits of v below its top
 // bit, lowest first. Elias gamma's length (2w + 1); this order lets a 64-bit
 // accumulator emit a code in one shift and a reader find w with one ctz.
+inline int gamma_width(std::uint64_t v) { return 63 - __builtin_clzll(v); }
+inline std::uint64_t gamma_code(std::uint64_t v, int width) {
+  return (((v ^ (1ull << width)) << 1) | 1u) << width;
+}
+
+// Every put stores the accumulator's 8 bytes and advances by the whole
+// bytes: no branch on how full it is. The output needs 8 bytes of slack
+// (dithering_max_bytes counts them).
 class BitWriter {
  public:
   explicit BitWriter(std::uint8_t* out) : out_(out) {}
-  void put(std::uint64_t value, int width) {  // width <= 33: at most 31 bits wait in acc_
+  void put(std::uint64_t value, int width) {  // width <= 56
     acc_ |= value << used_;
     used_ += width;
-    if (used_ >= 32) {  // little-endian: the low four bytes go out in stream order
-      const auto low = static_cast<std::uint32_t>(acc_);
-      std::memcpy(out_ + bytes_, &low, 4);
-      bytes_ += 4;
-      acc_ >>= 32;
-      used_ -= 32;
-    }
+    std::memcpy(out_ + bytes_, &acc_, 8);
+    const int whole = used_ >> 3;
+    bytes_ += static_cast<std::size_t>(whole);
+    acc_ = whole ? acc_ >> (8 * whole) : acc_;
+    used_ &= 7;
   }
-  void bit(unsigned b) { put(b, 1); }
   void gamma(std::uint64_t v) {
-    const int width = 63 - __builtin_clzll(v);
-    const std::uint64_t tail = ((v ^ (1ull << width)) << 1) | 1u;  // the marker 1, then v below its top bit
-    if (2 * width + 1 <= 33) {
-      put(tail << width, 2 * width + 1);
-    } else {
-      put(0, width);
-      put(tail, width + 1);
-    }
+    const int width = gamma_width(v);
+    if (2 * width + 1 <= 56) return put(gamma_code(v, width), 2 * width + 1);
+    put(0, width);
+    put(((v ^ (1ull << width)) << 1) | 1u, width + 1);
   }
-  std::size_t finish() {
-    for (; used_ > 0; used_ -= 8, acc_ >>= 8) out_[bytes_++] = static_cast<std::uint8_t>(acc_);
-    used_ = 0;
-    return bytes_;
-  }
+  std::size_t finish() const { return bytes_ + (used_ > 0 ? 1 : 0); }
 
  private:
   std::uint8_t* out_;
@@ -219,6 +216,29 @@ class BitWriter {
 class BitReader {
  public:
   BitReader(const std::uint8_t* in, std::size_t bytes) : in_(in), bytes_(bytes) {}
+  // At least 57 bits in the accumulator, unless the stream ends first.
+  void refill() {
+    if (next_ + 8 <= bytes_) {  // one unaligned load
+      std::uint64_t word;
+      std::memcpy(&word, in_ + next_, 8);
+      acc_ |= word << have_;
+      const int whole = (63 - have_) >> 3;
+      next_ += static_cast<std::size_t>(whole);
+      have_ += 8 * whole;
+      acc_ &= have_ == 64 ? ~0ull : (1ull << have_) - 1;
+      return;
+    }
+    while (have_ <= 56 && next_ < bytes_) {
+      acc_ |= static_cast<std::uint64_t>(in_[next_++]) << have_;
+      have_ += 8;
+    }
+  }
+  std::uint64_t peek() const { return acc_; }
+  int available() const { return have_; }
+  void skip(int width) {
+    acc_ = width == 64 ? 0 : acc_ >> width;
+    have_ -= width;
+  }
   unsigned bit() { return static_cast<unsigned>(take(1)); }
   std::uint64_t gamma() {
     refill();
@@ -230,18 +250,11 @@ class BitReader {
   }
 
  private:
-  void refill() {
-    while (have_ <= 56 && next_ < bytes_) {
-      acc_ |= static_cast<std::uint64_t>(in_[next_++]) << have_;
-      have_ += 8;
-    }
-  }
   std::uint64_t take(int width) {
     refill();
     if (width > have_) throw std::runtime_error("dithering payload ends early: damaged or from another format");
     const std::uint64_t value = width == 64 ? acc_ : acc_ & ((1ull << width) - 1);
-    acc_ = width == 64 ? 0 : acc_ >> width;
-    have_ -= width;
+    skip(width);
     return value;
   }
 
@@ -259,72 +272,147 @@ float level_value(std::int64_t q, const DitheringOptions& o) {
                    : static_cast<float>(q) / static_cast<float>(o.levels);
 }
 
-// Stochastic rounding of a in [0, 1] to a level: unbiased.
-std::int64_t quantise(float a, const DitheringOptions& o, Xorshift128p& rng) {
-  if (!o.natural) {
-    const float scaled = a * static_cast<float>(o.levels);
-    const auto low = std::min<std::int64_t>(static_cast<std::int64_t>(scaled), o.levels);
-    return low + (low < o.levels && rng.uniform() < scaled - static_cast<float>(low) ? 1 : 0);
-  }
+// Element i's uniform draw in [0, 1) (24 bits) for one compression with key
+// k: a hash of (k, i) rather than a sequential generator, so the draws of a
+// block vectorise and do not depend on the order elements are visited in.
+inline float uniform_at(std::uint32_t i, std::uint32_t key_low, std::uint32_t key_high) {
+  auto fmix = [](std::uint32_t h) {  // MurmurHash3's finaliser
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+  };
+  // Through int32 (the value fits in 24 bits): SSE2 converts signed integers only.
+  return static_cast<float>(static_cast<std::int32_t>(fmix(fmix(i ^ key_low) + key_high) >> 8)) *
+         (1.0f / 16777216.0f);
+}
+
+// Stochastic rounding of a in [0, 1] to a natural level (0, 2^(1-s), .., 1): unbiased.
+std::uint8_t quantise_natural(float a, float u, const DitheringOptions& o) {
   if (a <= 0.0f) return 0;
-  // Levels 0, 2^(1-s), ..., 1: find q with level(q) <= a < level(q+1).
   int exponent = 0;
   std::frexp(a, &exponent);  // a = m * 2^exponent, m in [0.5, 1)
-  std::int64_t q = std::clamp<std::int64_t>(exponent - 1 + o.levels, 0, o.levels);
-  if (q == o.levels) return q;
+  const auto q = std::clamp<std::int64_t>(exponent - 1 + o.levels, 0, o.levels);
+  if (q == o.levels) return static_cast<std::uint8_t>(q);
   const float low = level_value(q, o), high = level_value(q + 1, o);
-  return q + (rng.uniform() < (a - low) / (high - low) ? 1 : 0);
+  return static_cast<std::uint8_t>(q + (u < (a - low) / (high - low) ? 1 : 0));
+}
+
+constexpr std::int64_t kBlock = 1024;
+
+// Bit j set when q[j] != 0, for 64 bytes (the block is padded to whole 64s).
+inline std::uint64_t nonzero_mask(const std::uint8_t* q) {
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  std::uint64_t zeros = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(q + 16 * k));
+    zeros |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero))))
+             << (16 * k);
+  }
+  return ~zeros;
+#else
+  std::uint64_t kept = 0;
+  for (int j = 0; j < 64; ++j) kept |= static_cast<std::uint64_t>(q[j] != 0) << j;
+  return kept;
+#endif
+}
+
+// Levels of x[first, first + count) into q; linear levels in a loop the
+// compiler vectorises.
+void quantise_block(const float* x, std::int64_t first, std::int64_t count, float inverse, const DitheringOptions& o,
+                    std::uint64_t key, std::uint8_t* q) {
+  const auto key_low = static_cast<std::uint32_t>(key), key_high = static_cast<std::uint32_t>(key >> 32);
+  if (o.natural) {
+    for (std::int64_t j = 0; j < count; ++j) {
+      const auto i = static_cast<std::uint32_t>(first + j);
+      q[j] = quantise_natural(std::min(std::fabs(x[first + j]) * inverse, 1.0f), uniform_at(i, key_low, key_high), o);
+    }
+    return;
+  }
+  // Selects, not branches, throughout (and -fno-trapping-math for this
+  // file): the loop vectorises.
+  const float levels = static_cast<float>(o.levels);
+  const auto top = static_cast<std::int32_t>(o.levels);
+  for (std::int64_t j = 0; j < count; ++j) {
+    const auto i = static_cast<std::uint32_t>(first + j);
+    float a = std::fabs(x[first + j]) * inverse;
+    a = a < 1.0f ? a : 1.0f;
+    const float scaled = a * levels;
+    std::int32_t low = static_cast<std::int32_t>(scaled);
+    low = low < top ? low : top;
+    std::int32_t up = uniform_at(i, key_low, key_high) < scaled - static_cast<float>(low) ? 1 : 0;
+    up = low < top ? up : 0;
+    q[j] = static_cast<std::uint8_t>(low + up);
+  }
 }
 
 }  // namespace
 
 std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& o) {
-  // Per element at most: gap 1 (1 bit), the sign, gamma(level) <= 2 floor(log2 s) + 1 bits.
-  const int level_bits =
-      2 * (63 - __builtin_clzll(static_cast<std::uint64_t>(std::max<std::int64_t>(o.levels, 1)))) + 1;
-  return 8 + (static_cast<std::size_t>(n) * static_cast<std::size_t>(2 + level_bits) + 7) / 8;
+  // Per element at most: gap 1 (1 bit), the sign, gamma(level) <= 2 floor(log2 s) + 1 bits;
+  // then 8 bytes the writer may store past the end of the stream.
+  const int level_bits = 2 * gamma_width(static_cast<std::uint64_t>(std::max<std::int64_t>(o.levels, 1))) + 1;
+  return 8 + (static_cast<std::size_t>(n) * static_cast<std::size_t>(2 + level_bits) + 7) / 8 + 8;
 }
 
 std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
                              std::uint8_t* out) {
-  double norm = 0;
+  float norm_f = 0;
   if (o.l2_norm) {
-    for (std::int64_t i = 0; i < n; ++i) norm += static_cast<double>(x[i]) * x[i];
-    norm = std::sqrt(norm);
+    double sum = 0;
+    for (std::int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+    norm_f = static_cast<float>(std::sqrt(sum));
   } else {
-    for (std::int64_t i = 0; i < n; ++i) norm = std::max(norm, static_cast<double>(std::fabs(x[i])));
+    // The largest |x| through its bits: for non-negative floats integer order
+    // is float order, and an integer max reduction vectorises.
+    std::int32_t largest = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int32_t bits;
+      std::memcpy(&bits, x + i, 4);
+      bits &= 0x7fffffff;
+      largest = bits > largest ? bits : largest;
+    }
+    std::memcpy(&norm_f, &largest, 4);
   }
-  const auto norm_f = static_cast<float>(norm);
   std::memcpy(out, &norm_f, 4);
   BitWriter bits(out + 8);
   std::uint32_t nonzeros = 0;
-  std::int64_t previous = -1;
   if (norm_f > 0) {
     const float inverse = 1.0f / norm_f;
-    // Branch-free for the common case: a zero level writes a code of width
-    // 0, so whether an element is kept (random, by design) costs no
-    // mispredicted branch.
-    for (std::int64_t i = 0; i < n; ++i) {
-      const auto q = quantise(std::min(std::fabs(x[i]) * inverse, 1.0f), o, rng);
-      const std::uint64_t keep = q != 0;
-      const auto gap = static_cast<std::uint64_t>(i - previous);
-      const int gap_width = 63 - __builtin_clzll(gap);
-      const int level_width = 63 - __builtin_clzll(static_cast<std::uint64_t>(q | 1));
-      const int length = 2 * gap_width + 2 + 2 * level_width + 1;
-      if (length <= 33) {
-        const std::uint64_t gap_code = (((gap ^ (1ull << gap_width)) << 1) | 1u) << gap_width;
-        const std::uint64_t level_code =
-            ((((static_cast<std::uint64_t>(q) ^ (1ull << level_width)) << 1) | 1u) << level_width);
-        const std::uint64_t sign = x[i] < 0.0f;
-        const std::uint64_t code = gap_code | (sign << (2 * gap_width + 1)) | (level_code << (2 * gap_width + 2));
-        bits.put(code & (0 - keep), static_cast<int>(length * keep));
-      } else if (keep) {
-        bits.gamma(gap);
-        bits.bit(x[i] < 0.0f);
-        bits.gamma(static_cast<std::uint64_t>(q));
+    const std::uint64_t key = rng.next();  // one draw per compression: the generator state stays checkpointable
+    alignas(16) std::uint8_t q[kBlock] = {};  // whole 64s: a short last block reads zeros past its end
+    std::int64_t previous = -1;
+    for (std::int64_t first = 0; first < n; first += kBlock) {
+      const std::int64_t count = std::min(kBlock, n - first);
+      quantise_block(x, first, count, inverse, o, key, q);
+      // Only the kept elements cost anything below: find them 64 at a time.
+      for (std::int64_t base = 0; base < count; base += 64) {
+        const std::uint64_t kept_all = nonzero_mask(q + base);
+        const std::int64_t span = std::min<std::int64_t>(64, count - base);
+        std::uint64_t kept = span == 64 ? kept_all : kept_all & ((1ull << span) - 1);
+        for (; kept; kept &= kept - 1) {
+          const std::int64_t i = first + base + __builtin_ctzll(kept);
+          const auto level = static_cast<std::uint64_t>(q[i - first]);
+          const auto gap = static_cast<std::uint64_t>(i - previous);
+          const std::uint64_t sign = std::signbit(x[i]);
+          const int gap_width = gamma_width(gap), level_width = gamma_width(level);
+          const int length = 2 * gap_width + 2 + 2 * level_width + 1;
+          if (length <= 56) {
+            bits.put(gamma_code(gap, gap_width) | (sign << (2 * gap_width + 1)) |
+                         (gamma_code(level, level_width) << (2 * gap_width + 2)),
+                     length);
+          } else {
+            bits.gamma(gap);
+            bits.put(sign, 1);
+            bits.gamma(level);
+          }
+          previous = i;
+          ++nonzeros;
+        }
       }
-      previous = keep ? i : previous;
-      nonzeros += static_cast<std::uint32_t>(keep);
     }
   }
   std::memcpy(out + 4, &nonzeros, 4);
@@ -343,11 +431,32 @@ void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_
   for (std::int64_t q = 0; q <= o.levels; ++q) values[static_cast<std::size_t>(q)] = level_value(q, o) * norm * weight;
   std::int64_t i = -1;
   for (std::uint32_t j = 0; j < nonzeros; ++j) {
-    i += static_cast<std::int64_t>(bits.gamma());
-    const bool negative = bits.bit();
-    const auto q = static_cast<std::int64_t>(bits.gamma());
-    if (i >= n || q > o.levels) throw std::runtime_error("dithering payload points outside its tensor");
-    const float v = values[static_cast<std::size_t>(q)];
+    // Fast path: the whole code (gap, sign, level) is in the accumulator.
+    bits.refill();
+    const std::uint64_t acc = bits.peek();
+    const int gap_width = acc ? __builtin_ctzll(acc) : 64;
+    std::uint64_t gap = 0, level = 0;
+    bool negative = false;
+    if (gap_width <= 12) {
+      const std::uint64_t rest = acc >> (2 * gap_width + 2);
+      const int level_width = rest ? __builtin_ctzll(rest) : 64;
+      const int length = 2 * gap_width + 2 + 2 * level_width + 1;
+      if (level_width <= 5 && length <= bits.available()) {
+        gap = (1ull << gap_width) | ((acc >> (gap_width + 1)) & ((1ull << gap_width) - 1));
+        negative = (acc >> (2 * gap_width + 1)) & 1;
+        level = (1ull << level_width) | ((rest >> (level_width + 1)) & ((1ull << level_width) - 1));
+        bits.skip(length);
+      }
+    }
+    if (!gap) {  // long codes, or a damaged stream: the checked path
+      gap = bits.gamma();
+      negative = bits.bit();
+      level = bits.gamma();
+    }
+    i += static_cast<std::int64_t>(gap);
+    if (i >= n || level > static_cast<std::uint64_t>(o.levels))
+      throw std::runtime_error("dithering payload points outside its tensor");
+    const float v = values[static_cast<std::size_t>(level)];
     out[i] += negative ? -v : v;
   }
 }
