@@ -54,7 +54,9 @@ struct DitheringOptions {
 };
 // Bytes the encoding of n elements can take at most.
 std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& options);
-// Returns the bytes written: f32 norm | u32 nonzeros | bit stream.
+// Returns the bytes written: f32 norm | u32 nonzeros | bit stream. Takes one
+// draw from `rng` per call: the key of a hash that gives element i its
+// rounding draw (so the draws do not depend on the order of the elements).
 std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& options, Xorshift128p& rng,
                              std::uint8_t* out);
 // out[i] += decoded[i] * weight
