@@ -280,6 +280,40 @@ class GuiTest : public QObject {
     QCOMPARE(baselines, 1);
   }
 
+  void stopping_a_trial_lets_the_sweep_go_on_and_stop_all_ends_it() {
+    MainWindow window(store());
+    window.show();
+    auto* launch = window.launch();
+    launch->load_json({{"steps", 100000}, {"world_size", 2}, {"device", "cpu"}});
+    launch->sweep()->add_axis("optimizer.lr", "0.01, 0.02, 0.04");
+    launch->sweep()->set_option("baseline", "false");
+    launch->show_sweep(true);
+    QCOMPARE(launch->sweep()->trials(), 3);
+    QSignalSpy started(&window.engine(), &EngineSession::run_started);
+    QSignalSpy finished(&window.engine(), &EngineSession::job_finished);
+    QTest::mouseClick(launch->sweep_button(), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, 60000);
+    const auto first = started.at(0).at(0).value<RunStart>().run_id;
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->plots()->points(first) >= 5, 60000);
+    QTest::mouseClick(window.dashboard()->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(first)),
+                      Qt::LeftButton);
+    // The sweep goes on with the next trial.
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 2, 60000);
+    QCOMPARE(window.dashboard()->status_of(first), QString("cancelled"));
+    QCOMPARE(finished.count(), 0);
+    window.engine().stop_all();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    commtune::db::Store s(store().toStdString(), commtune::db::Store::Access::ReadOnly);
+    const auto sweep = s.sweeps().back();
+    QCOMPARE(QString::fromStdString(sweep.status), QString("cancelled"));
+    commtune::db::RunFilter filter;
+    filter.sweep_id = sweep.id;
+    std::map<std::string, int> statuses;
+    for (const auto& r : s.runs(filter)) ++statuses[r.status];
+    QCOMPARE(statuses["cancelled"], 2);  // the stopped trial, and the one running at Stop all
+    QCOMPARE(statuses["pending"], 1);    // never started: `sweep --resume` would run it
+  }
+
   void themes_and_layout_are_remembered() {
     {
       MainWindow window(store());
