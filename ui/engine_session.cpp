@@ -101,33 +101,37 @@ void EngineSession::start_run(const nlohmann::json& raw_config, const QString& n
 
 void EngineSession::start_sweep(const nlohmann::json& spec_json) {
   const auto spec = SweepSpec::parse(spec_json);
-  start([this, spec](db::Writer& store) {
-    const auto sweep_id = create_sweep(spec, store);
-    SweepRunOptions options;
-    options.store = &store;
-    options.work_dir = (std::filesystem::path(store.path()).parent_path() / "sweeps").string();
-    options.cancel = &stop_all_;
-    options.trial_cancel = [this](const TrialEvent& e) { return flag_for(e.run_id); };
-    options.on_trial = [this](const TrialEvent& e) {
-      if (!e.finished)
-        Q_EMIT run_started(
-            RunStart{e.run_id, QString::fromStdString(e.label), e.from_step, e.to_step, e.sweep_id, e.trial, e.trials});
-      else
-        Q_EMIT run_finished(e.run_id, QString::fromStdString(e.status), QString());
-    };
-    options.subscribers = [this](const TrialEvent& e) {
-      std::vector<std::unique_ptr<EventSubscriber>> out;
-      out.push_back(std::make_unique<LiveFeed>(e.run_id, queue_));
-      return out;
-    };
-    const auto outcome = run_sweep(sweep_id, options);
-    QStringList counts;
-    for (const auto& [status, n] : outcome.trial_statuses)
-      counts << QString("%1 %2").arg(n).arg(QString::fromStdString(status));
-    return std::make_pair(
-        QString("sweep %1 %2: %3").arg(sweep_id).arg(QString::fromStdString(outcome.status)).arg(counts.join(", ")),
-        outcome.status == db::status::kSucceeded);
-  });
+  start([this, spec](db::Writer& store) { return run_stored_sweep(store, create_sweep(spec, store)); });
+}
+
+void EngineSession::resume_sweep(qint64 sweep_id) {
+  start([this, sweep_id](db::Writer& store) { return run_stored_sweep(store, sweep_id); });
+}
+
+std::pair<QString, bool> EngineSession::run_stored_sweep(db::Writer& store, std::int64_t sweep_id) {
+  SweepRunOptions options;
+  options.store = &store;
+  options.work_dir = (std::filesystem::path(store.path()).parent_path() / "sweeps").string();
+  options.cancel = &stop_all_;
+  options.trial_cancel = [this](const TrialEvent& e) { return flag_for(e.run_id); };
+  options.on_trial = [this](const TrialEvent& e) {
+    if (!e.finished)
+      Q_EMIT run_started(
+          RunStart{e.run_id, QString::fromStdString(e.label), e.from_step, e.to_step, e.sweep_id, e.trial, e.trials});
+    else
+      Q_EMIT run_finished(e.run_id, QString::fromStdString(e.status), QString());
+  };
+  options.subscribers = [this](const TrialEvent& e) {
+    std::vector<std::unique_ptr<EventSubscriber>> out;
+    out.push_back(std::make_unique<LiveFeed>(e.run_id, queue_));
+    return out;
+  };
+  const auto outcome = run_sweep(sweep_id, options);
+  QStringList counts;
+  for (const auto& [status, n] : outcome.trial_statuses)
+    counts << QString("%1 %2").arg(n).arg(QString::fromStdString(status));
+  return {QString("sweep %1 %2: %3").arg(sweep_id).arg(QString::fromStdString(outcome.status)).arg(counts.join(", ")),
+          outcome.status == db::status::kSucceeded};
 }
 
 }  // namespace commtune::ui

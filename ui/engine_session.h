@@ -46,6 +46,9 @@ class EngineSession : public QObject {
   // Throw ConfigError (naming the field) or db::Error before anything starts.
   void start_run(const nlohmann::json& raw_config, const QString& name);
   void start_sweep(const nlohmann::json& spec);
+  // Goes on with a stored sweep that was stopped or whose process died:
+  // finished trials stay, an interrupted one continues from its checkpoint.
+  void resume_sweep(qint64 sweep_id);
   // Stops one run (a sweep goes on with its next trial), or everything.
   void stop_run(qint64 run_id);
   void stop_all();
@@ -61,6 +64,8 @@ class EngineSession : public QObject {
   template <class Body>
   void start(Body body);
   const std::atomic<bool>* flag_for(qint64 run_id);
+  // Runs a stored sweep to its end (or a stop) on the engine thread.
+  std::pair<QString, bool> run_stored_sweep(db::Writer& store, std::int64_t sweep_id);
 
   QString store_path_;
   std::shared_ptr<LiveQueue> queue_ = std::make_shared<LiveQueue>();

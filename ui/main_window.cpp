@@ -47,6 +47,9 @@ MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow
 
   connect(launch_, &LaunchPage::run_requested, this, &MainWindow::start_run);
   connect(launch_, &LaunchPage::sweep_requested, this, &MainWindow::start_sweep);
+  connect(analysis_, &AnalysisPage::resume_requested, this, [this](qint64 sweep_id) {
+    launch_job(QString("sweep %1 again").arg(sweep_id), [this, sweep_id] { engine_->resume_sweep(sweep_id); });
+  });
   connect(engine_, &EngineSession::run_finished, this, [this] { runs_->refresh(); });
   connect(engine_, &EngineSession::job_finished, this, [this](const QString& message, bool ok) {
     launch_->set_engine_busy(false);

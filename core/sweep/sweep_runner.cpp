@@ -297,6 +297,16 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   event.finished = true;
   event.summary = result.summary;
   event.status = stored_status(result.outcome.status);
+  if (result.outcome.status == RunStatus::Cancelled && !cancelled()) {
+    // Stopped on its own (trial_cancel) while the sweep goes on: for good,
+    // so that resuming the sweep does not run it again.
+    event.status = db::status::kStopped;
+    store()
+        .call([run_id](db::Store& s) {
+          s.set_run_status(run_id, db::status::kStopped, "stopped by the user; the sweep went on");
+        })
+        .get();
+  }
   const bool succeeded = result.outcome.status == RunStatus::Succeeded;
   double metric = INFINITY;
   if (succeeded) {

@@ -299,7 +299,7 @@ class GuiTest : public QObject {
                       Qt::LeftButton);
     // The sweep goes on with the next trial.
     QTRY_COMPARE_WITH_TIMEOUT(started.count(), 2, 60000);
-    QCOMPARE(window.dashboard()->status_of(first), QString("cancelled"));
+    QCOMPARE(window.dashboard()->status_of(first), QString("stopped"));  // for good: a resume leaves it
     QCOMPARE(finished.count(), 0);
     window.engine().stop_all();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
@@ -310,8 +310,26 @@ class GuiTest : public QObject {
     filter.sweep_id = sweep.id;
     std::map<std::string, int> statuses;
     for (const auto& r : s.runs(filter)) ++statuses[r.status];
-    QCOMPARE(statuses["cancelled"], 2);  // the stopped trial, and the one running at Stop all
-    QCOMPARE(statuses["pending"], 1);    // never started: `sweep --resume` would run it
+    QCOMPARE(statuses["stopped"], 1);    // the trial stopped on its own
+    QCOMPARE(statuses["cancelled"], 1);  // the one running at Stop all
+    QCOMPARE(statuses["pending"], 1);    // never started
+
+    // Resumed from the Analysis page: the cancelled trial goes on, the stopped one stays stopped.
+    auto* analysis = window.analysis();
+    analysis->select_sweep(sweep.id);
+    analysis->refresh();
+    auto* resume = analysis->findChild<QPushButton*>("analysis:resume");
+    QTRY_VERIFY(resume->isEnabled());
+    QTest::mouseClick(resume, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 3, 60000);
+    const auto third = started.at(2).at(0).value<RunStart>().run_id;
+    QVERIFY(third != first);
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->plots()->points(third) >= 3, 60000);
+    window.engine().stop_all();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+    for (int i = 2; i < started.count(); ++i) QVERIFY(started.at(i).at(0).value<RunStart>().run_id != first);
+    commtune::db::Store after(store().toStdString(), commtune::db::Store::Access::ReadOnly);
+    QCOMPARE(QString::fromStdString(after.run(first)->status), QString("stopped"));
   }
 
   void themes_and_layout_are_remembered() {

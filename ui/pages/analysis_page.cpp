@@ -142,6 +142,12 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   heat_x_ = new QComboBox(this);
   heat_y_ = new QComboBox(this);
   auto* refresh_button = new QPushButton("Refresh", this);
+  resume_ = new QPushButton("Resume sweep", this);
+  resume_->setObjectName("analysis:resume");
+  resume_->setToolTip("Go on with this sweep: finished trials stay, an interrupted one continues from its checkpoint");
+  resume_->setEnabled(false);
+  connect(resume_, &QPushButton::clicked, this,
+          [this] { Q_EMIT resume_requested(scope_->currentData().toLongLong()); });
 
   auto* controls = new QFormLayout;
   controls->addRow("Runs", scope_);
@@ -153,6 +159,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   cluster->addWidget(ranks_per_node_);
   cluster->addStretch();
   cluster->addWidget(refresh_button);
+  cluster->addWidget(resume_);
   controls->addRow("Target cluster", cluster);
   controls->addRow("Pareto x axis", x_metric_);
 
@@ -233,12 +240,14 @@ void AnalysisPage::refresh() {
         {
           QSignalBlocker block(scope_);
           scope_->clear();
-          for (auto it = out.value->rbegin(); it != out.value->rend(); ++it)
+          for (auto it = out.value->rbegin(); it != out.value->rend(); ++it) {
             scope_->addItem(QString("Sweep %1%2 (%3)")
                                 .arg(it->id)
                                 .arg(it->name.empty() ? QString() : ": " + QString::fromStdString(it->name),
                                      QString::fromStdString(it->status)),
                             QVariant::fromValue<qlonglong>(it->id));
+            scope_->setItemData(scope_->count() - 1, QString::fromStdString(it->status), Qt::UserRole + 1);
+          }
           scope_->addItem("All stored runs", QVariant::fromValue<qlonglong>(0));
           const int index = scope_->findData(keep);
           scope_->setCurrentIndex(index >= 0 ? index : 0);
@@ -249,6 +258,9 @@ void AnalysisPage::refresh() {
 
 void AnalysisPage::analyse() {
   if (!scope_->count()) return;
+  const auto status = scope_->currentData(Qt::UserRole + 1).toString();
+  resume_->setEnabled(status == db::status::kCancelled || status == db::status::kInterrupted ||
+                      status == db::status::kFailed);
   Query q{store_path_.toStdString(), scope_->currentData().toLongLong(), link_->currentText().toStdString(),
           nodes_->value(), ranks_per_node_->value()};
   const int generation = ++generation_;

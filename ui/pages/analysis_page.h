@@ -18,6 +18,7 @@
 class QComboBox;
 class QCustomPlot;
 class QLabel;
+class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
@@ -61,6 +62,8 @@ class AnalysisPage : public QWidget {
 
  Q_SIGNALS:
   void analysed();
+  // The user asks to go on with a stopped or interrupted sweep.
+  void resume_requested(qint64 sweep_id);
 
  private:
   void analyse();
@@ -80,6 +83,7 @@ class AnalysisPage : public QWidget {
   QCustomPlot* heatmap_;
   QTableWidget* what_if_;
   QLabel* note_;
+  QPushButton* resume_;
   AnalysisData data_;
   std::int64_t wanted_sweep_ = -1;
   int generation_ = 0;
