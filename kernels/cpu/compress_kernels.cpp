@@ -10,6 +10,7 @@
 #endif
 
 #include "kernels/compress.h"
+#include "kernels/cpu/dispatch.h"
 
 namespace commtune::kernels {
 
@@ -322,8 +323,8 @@ inline std::uint64_t nonzero_mask(const std::uint8_t* q) {
 
 // Levels of x[first, first + count) into q; linear levels in a loop the
 // compiler vectorises.
-void quantise_block(const float* x, std::int64_t first, std::int64_t count, float inverse, const DitheringOptions& o,
-                    std::uint64_t key, std::uint8_t* q) {
+COMMTUNE_CPU_CLONES void quantise_block(const float* x, std::int64_t first, std::int64_t count, float inverse,
+                                        const DitheringOptions& o, std::uint64_t key, std::uint8_t* q) {
   const auto key_low = static_cast<std::uint32_t>(key), key_high = static_cast<std::uint32_t>(key >> 32);
   if (o.natural) {
     for (std::int64_t j = 0; j < count; ++j) {
