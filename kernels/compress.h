@@ -1,10 +1,14 @@
 // Gradient compressors' kernels, BytePS-style (docs/compressors.md has the
-// wire formats). Raw pointers and sizes: core/compress wraps them. CPU only
-// for now: the compressed hook moves a GPU bucket to the host first.
+// wire formats). Raw pointers and sizes: core/compress wraps them. The
+// entropy coding is CPU only; the element-wise parts have CUDA twins (below),
+// which the compressed hook does not use yet: it moves a GPU bucket to the
+// host first.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/kernels.h"
 
 namespace commtune::kernels {
 
@@ -62,5 +66,25 @@ std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOpti
 // out[i] += decoded[i] * weight
 void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& options,
                           float weight, float* out);
+
+// The element-wise parts of the compressors, on the CPU or on a CUDA device
+// (pointers into that device's memory; kernels/cuda/compress_kernels.cu),
+// with the same bits from both (tests/gpu/gpu_kernel_check.cpp):
+//   onebit_signs: the sign words of onebit_pack;
+//   onebit_unpack_add as above;
+//   gather_scaled: values[j] = x[indices[j]] * scale (topk's and randomk's values);
+//   scatter_add as above (the same bits when the indices are distinct, as
+//     topk's are; randomk's repeats add in another order on a GPU);
+//   dithering_levels: the level of x[first, first + count) (as dithering_encode
+//     quantises, with `key` its per-call draw) into q[0, count).
+void onebit_signs(Device device, const float* x, std::int64_t n, std::uint32_t* words, void* stream = nullptr);
+void onebit_unpack_add(Device device, const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out,
+                       void* stream = nullptr);
+void gather_scaled(Device device, const float* x, const std::uint32_t* indices, std::int64_t k, float scale,
+                   float* values, void* stream = nullptr);
+void scatter_add(Device device, const std::uint32_t* indices, const float* values, std::int64_t k, float weight,
+                 float* out, void* stream = nullptr);
+void dithering_levels(Device device, const float* x, std::int64_t first, std::int64_t count, float inverse,
+                      const DitheringOptions& options, std::uint64_t key, std::uint8_t* q, void* stream = nullptr);
 
 }  // namespace commtune::kernels

@@ -56,4 +56,28 @@ double subtract_and_square_sum(Device device, float* error, const float* approxi
   COMMTUNE_DISPATCH(subtract_and_square_sum, error, approximation, n);
 }
 
+void onebit_signs(Device device, const float* x, std::int64_t n, std::uint32_t* words, void* stream) {
+  COMMTUNE_DISPATCH(onebit_signs, x, n, words);
+}
+
+void onebit_unpack_add(Device device, const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out,
+                       void* stream) {
+  COMMTUNE_DISPATCH(onebit_unpack_add, words, n, scale, weight, out);
+}
+
+void gather_scaled(Device device, const float* x, const std::uint32_t* indices, std::int64_t k, float scale,
+                   float* values, void* stream) {
+  COMMTUNE_DISPATCH(gather_scaled, x, indices, k, scale, values);
+}
+
+void scatter_add(Device device, const std::uint32_t* indices, const float* values, std::int64_t k, float weight,
+                 float* out, void* stream) {
+  COMMTUNE_DISPATCH(scatter_add, indices, values, k, weight, out);
+}
+
+void dithering_levels(Device device, const float* x, std::int64_t first, std::int64_t count, float inverse,
+                      const DitheringOptions& options, std::uint64_t key, std::uint8_t* q, void* stream) {
+  COMMTUNE_DISPATCH(dithering_levels, x, first, count, inverse, options, key, q);
+}
+
 }  // namespace commtune::kernels

@@ -11,6 +11,7 @@
 
 #include "kernels/compress.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/dithering_draw.h"
 
 namespace commtune::kernels {
 
@@ -180,9 +181,7 @@ namespace {
 // bit, lowest first. Elias gamma's length (2w + 1); this order lets a 64-bit
 // accumulator emit a code in one shift and a reader find w with one ctz.
 inline int gamma_width(std::uint64_t v) { return 63 - __builtin_clzll(v); }
-inline std::uint64_t gamma_code(std::uint64_t v, int width) {
-  return (((v ^ (1ull << width)) << 1) | 1u) << width;
-}
+inline std::uint64_t gamma_code(std::uint64_t v, int width) { return (((v ^ (1ull << width)) << 1) | 1u) << width; }
 
 // Every put stores the accumulator's 8 bytes and advances by the whole
 // bytes: no branch on how full it is. The output needs 8 bytes of slack
@@ -273,23 +272,6 @@ float level_value(std::int64_t q, const DitheringOptions& o) {
                    : static_cast<float>(q) / static_cast<float>(o.levels);
 }
 
-// Element i's uniform draw in [0, 1) (24 bits) for one compression with key
-// k: a hash of (k, i) rather than a sequential generator, so the draws of a
-// block vectorise and do not depend on the order elements are visited in.
-inline float uniform_at(std::uint32_t i, std::uint32_t key_low, std::uint32_t key_high) {
-  auto fmix = [](std::uint32_t h) {  // MurmurHash3's finaliser
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-  };
-  // Through int32 (the value fits in 24 bits): SSE2 converts signed integers only.
-  return static_cast<float>(static_cast<std::int32_t>(fmix(fmix(i ^ key_low) + key_high) >> 8)) *
-         (1.0f / 16777216.0f);
-}
-
 // Stochastic rounding of a in [0, 1] to a natural level (0, 2^(1-s), .., 1): unbiased.
 std::uint8_t quantise_natural(float a, float u, const DitheringOptions& o) {
   if (a <= 0.0f) return 0;
@@ -321,15 +303,18 @@ inline std::uint64_t nonzero_mask(const std::uint8_t* q) {
 #endif
 }
 
+}  // namespace
+
 // Levels of x[first, first + count) into q; linear levels in a loop the
 // compiler vectorises.
-COMMTUNE_CPU_CLONES void quantise_block(const float* x, std::int64_t first, std::int64_t count, float inverse,
-                                        const DitheringOptions& o, std::uint64_t key, std::uint8_t* q) {
+COMMTUNE_CPU_CLONES void cpu::dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
+                                               const DitheringOptions& o, std::uint64_t key, std::uint8_t* q) {
   const auto key_low = static_cast<std::uint32_t>(key), key_high = static_cast<std::uint32_t>(key >> 32);
   if (o.natural) {
     for (std::int64_t j = 0; j < count; ++j) {
       const auto i = static_cast<std::uint32_t>(first + j);
-      q[j] = quantise_natural(std::min(std::fabs(x[first + j]) * inverse, 1.0f), uniform_at(i, key_low, key_high), o);
+      q[j] =
+          quantise_natural(std::min(std::fabs(x[first + j]) * inverse, 1.0f), dithering_draw(i, key_low, key_high), o);
     }
     return;
   }
@@ -344,13 +329,11 @@ COMMTUNE_CPU_CLONES void quantise_block(const float* x, std::int64_t first, std:
     const float scaled = a * levels;
     std::int32_t low = static_cast<std::int32_t>(scaled);
     low = low < top ? low : top;
-    std::int32_t up = uniform_at(i, key_low, key_high) < scaled - static_cast<float>(low) ? 1 : 0;
+    std::int32_t up = dithering_draw(i, key_low, key_high) < scaled - static_cast<float>(low) ? 1 : 0;
     up = low < top ? up : 0;
     q[j] = static_cast<std::uint8_t>(low + up);
   }
 }
-
-}  // namespace
 
 std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& o) {
   // Per element at most: gap 1 (1 bit), the sign, gamma(level) <= 2 floor(log2 s) + 1 bits;
@@ -383,12 +366,12 @@ std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOpti
   std::uint32_t nonzeros = 0;
   if (norm_f > 0) {
     const float inverse = 1.0f / norm_f;
-    const std::uint64_t key = rng.next();  // one draw per compression: the generator state stays checkpointable
+    const std::uint64_t key = rng.next();     // one draw per compression: the generator state stays checkpointable
     alignas(16) std::uint8_t q[kBlock] = {};  // whole 64s: a short last block reads zeros past its end
     std::int64_t previous = -1;
     for (std::int64_t first = 0; first < n; first += kBlock) {
       const std::int64_t count = std::min(kBlock, n - first);
-      quantise_block(x, first, count, inverse, o, key, q);
+      cpu::dithering_levels(x, first, count, inverse, o, key, q);
       // Only the kept elements cost anything below: find them 64 at a time.
       for (std::int64_t base = 0; base < count; base += 64) {
         const std::uint64_t kept_all = nonzero_mask(q + base);
@@ -460,6 +443,20 @@ void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_
     const float v = values[static_cast<std::size_t>(level)];
     out[i] += negative ? -v : v;
   }
+}
+
+void cpu::onebit_signs(const float* x, std::int64_t n, std::uint32_t* words) { onebit_pack(x, n, false, words); }
+
+void cpu::onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
+  kernels::onebit_unpack_add(words, n, scale, weight, out);
+}
+
+void cpu::scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out) {
+  kernels::scatter_add(indices, values, k, weight, out);
+}
+
+void cpu::gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values) {
+  for (std::int64_t j = 0; j < k; ++j) values[j] = x[indices[j]] * scale;
 }
 
 }  // namespace commtune::kernels

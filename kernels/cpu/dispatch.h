@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/compress.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -19,6 +20,12 @@ void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_s
 void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out);
 void add_into_both(float* gradient, float* error, std::int64_t n);
 double subtract_and_square_sum(float* error, const float* approximation, std::int64_t n);
+void onebit_signs(const float* x, std::int64_t n, std::uint32_t* words);
+void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out);
+void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out);
+void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values);
+void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
+                      const DitheringOptions& options, std::uint64_t key, std::uint8_t* q);
 }  // namespace commtune::kernels::cpu
 
 #if defined(COMMTUNE_HAVE_CUDA_KERNELS)
@@ -29,5 +36,13 @@ void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_s
 void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out, void* stream);
 void add_into_both(float* gradient, float* error, std::int64_t n, void* stream);
 double subtract_and_square_sum(float* error, const float* approximation, std::int64_t n, void* stream);
+void onebit_signs(const float* x, std::int64_t n, std::uint32_t* words, void* stream);
+void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out, void* stream);
+void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values,
+                   void* stream);
+void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out,
+                 void* stream);
+void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
+                      const DitheringOptions& options, std::uint64_t key, std::uint8_t* q, void* stream);
 }  // namespace commtune::kernels::cuda
 #endif

@@ -2,12 +2,14 @@
 // (ctest's "skipped") where there is none. scripts/gpu-check.sh runs it.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "kernels/compress.h"
 #include "kernels/kernels.h"
 
 namespace {
@@ -55,6 +57,53 @@ std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float scale) 
   std::vector<float> v(n);
   for (auto& x : v) x = dist(rng);
   return v;
+}
+
+// The compressors' element-wise kernels (kernels/compress.h).
+void check_compressors(std::size_t n, std::mt19937& rng) {
+  namespace k = commtune::kernels;
+  const auto x = random_floats(n, rng, 0.5f);
+  DeviceCopy<float> dx(x);
+  const std::size_t word_count = (n + 31) / 32;
+  std::vector<std::uint32_t> words(word_count);
+  DeviceCopy<std::uint32_t> dwords(words);
+  k::onebit_signs(Device::Cpu, x.data(), static_cast<std::int64_t>(n), words.data());
+  k::onebit_signs(Device::Cuda, dx.ptr, static_cast<std::int64_t>(n), dwords.ptr);
+  expect_same(words, dwords, "onebit signs", n);
+
+  auto acc = random_floats(n, rng, 1.0f);
+  DeviceCopy<float> dacc(acc);
+  k::onebit_unpack_add(Device::Cpu, words.data(), static_cast<std::int64_t>(n), 0.37f, 0.25f, acc.data());
+  k::onebit_unpack_add(Device::Cuda, dwords.ptr, static_cast<std::int64_t>(n), 0.37f, 0.25f, dacc.ptr);
+  expect_same(acc, dacc, "onebit unpack-add", n);
+
+  // Distinct indices (topk's): every element of `acc` gets at most one add.
+  std::vector<std::uint32_t> indices(n);
+  for (std::size_t i = 0; i < n; ++i) indices[i] = static_cast<std::uint32_t>(i);
+  std::shuffle(indices.begin(), indices.end(), rng);
+  indices.resize((n + 9) / 10);
+  const auto kept = static_cast<std::int64_t>(indices.size());
+  std::vector<float> values(indices.size());
+  DeviceCopy<std::uint32_t> dindices(indices);
+  DeviceCopy<float> dvalues(values);
+  k::gather_scaled(Device::Cpu, x.data(), indices.data(), kept, 10.0f, values.data());
+  k::gather_scaled(Device::Cuda, dx.ptr, dindices.ptr, kept, 10.0f, dvalues.ptr);
+  expect_same(values, dvalues, "gather (scaled)", n);
+  k::scatter_add(Device::Cpu, indices.data(), values.data(), kept, 0.5f, acc.data());
+  k::scatter_add(Device::Cuda, dindices.ptr, dvalues.ptr, kept, 0.5f, dacc.ptr);
+  expect_same(acc, dacc, "scatter-add (distinct indices)", n);
+
+  for (const bool natural : {false, true}) {
+    k::DitheringOptions options;
+    options.levels = natural ? 6 : 4;
+    options.natural = natural;
+    std::vector<std::uint8_t> q(n);
+    DeviceCopy<std::uint8_t> dq(q);
+    const std::uint64_t key = 0x9e3779b97f4a7c15ull ^ n;
+    k::dithering_levels(Device::Cpu, x.data(), 0, static_cast<std::int64_t>(n), 0.9f, options, key, q.data());
+    k::dithering_levels(Device::Cuda, dx.ptr, 0, static_cast<std::int64_t>(n), 0.9f, options, key, dq.ptr);
+    expect_same(q, dq, natural ? "dithering levels (natural)" : "dithering levels (linear)", n);
+  }
 }
 
 }  // namespace
@@ -117,6 +166,8 @@ int main() {
     commtune::kernels::sum_bf16_rows(Device::Cpu, rows.data(), 3, n, out.data());
     commtune::kernels::sum_bf16_rows(Device::Cuda, drows.ptr, 3, n, dout.ptr);
     expect_same(out, dout, "bf16 sum of 3 rows", n);
+
+    check_compressors(n, rng);
   }
   std::printf("%s\n", failures ? "FAILED" : "all CUDA kernels match the CPU kernels bit for bit");
   return failures ? 1 : 0;

@@ -1,0 +1,143 @@
+// CUDA twins of the compressors' element-wise kernels (kernels/compress.h).
+// Every element rounds as on the CPU: explicit round-to-nearest intrinsics,
+// no contraction (--fmad=false), the same integer hash for dithering's draws.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/compress.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/dithering_draw.h"
+
+namespace commtune::kernels::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(std::int64_t n) {
+  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
+}
+
+void check_launch(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+#define COMMTUNE_GRID_LOOP(i, n)                                                                   \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+
+// A warp's 32 sign bits with one ballot; past n, +0 (as the CPU's zero padding).
+__global__ void onebit_signs_kernel(const float* __restrict__ x, std::int64_t n, std::uint32_t* __restrict__ words) {
+  const std::int64_t padded = (n + 31) / 32 * 32;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(blockDim.x); base < padded; base += stride) {
+    const std::int64_t i = base + threadIdx.x;
+    const bool negative = i < n && (__float_as_uint(x[i]) >> 31);
+    const std::uint32_t word = __ballot_sync(0xffffffffu, negative);
+    if ((threadIdx.x & 31) == 0 && i < padded) words[i / 32] = word;
+  }
+}
+
+__global__ void onebit_unpack_add_kernel(const std::uint32_t* __restrict__ words, std::int64_t n, float plus,
+                                         float* __restrict__ out) {
+  COMMTUNE_GRID_LOOP(i, n) {
+    const bool negative = (words[i / 32] >> (i % 32)) & 1u;
+    out[i] = __fadd_rn(out[i], negative ? -plus : plus);
+  }
+}
+
+__global__ void gather_scaled_kernel(const float* __restrict__ x, const std::uint32_t* __restrict__ indices,
+                                     std::int64_t k, float scale, float* __restrict__ values) {
+  COMMTUNE_GRID_LOOP(j, k) { values[j] = __fmul_rn(x[indices[j]], scale); }
+}
+
+__global__ void scatter_add_kernel(const std::uint32_t* __restrict__ indices, const float* __restrict__ values,
+                                   std::int64_t k, float weight, float* __restrict__ out) {
+  COMMTUNE_GRID_LOOP(j, k) { atomicAdd(out + indices[j], __fmul_rn(values[j], weight)); }
+}
+
+__device__ float level_value(int q, int levels, bool natural) {
+  if (q == 0) return 0.0f;
+  return natural ? ldexpf(1.0f, q - levels) : __fdiv_rn(static_cast<float>(q), static_cast<float>(levels));
+}
+
+__global__ void dithering_levels_kernel(const float* __restrict__ x, std::int64_t first, std::int64_t count,
+                                        float inverse, int levels, bool natural, std::uint32_t key_low,
+                                        std::uint32_t key_high, std::uint8_t* __restrict__ q) {
+  COMMTUNE_GRID_LOOP(j, count) {
+    const auto i = static_cast<std::uint32_t>(first + j);
+    float a = __fmul_rn(fabsf(x[first + j]), inverse);
+    a = a < 1.0f ? a : 1.0f;
+    const float u = dithering_draw(i, key_low, key_high);
+    if (!natural) {
+      const float scaled = __fmul_rn(a, static_cast<float>(levels));
+      int low = __float2int_rz(scaled);
+      low = low < levels ? low : levels;
+      int up = u < __fsub_rn(scaled, static_cast<float>(low)) ? 1 : 0;
+      up = low < levels ? up : 0;
+      q[j] = static_cast<std::uint8_t>(low + up);
+      continue;
+    }
+    if (a <= 0.0f) {
+      q[j] = 0;
+      continue;
+    }
+    int exponent = 0;
+    frexpf(a, &exponent);
+    int level = exponent - 1 + levels;
+    level = level < 0 ? 0 : (level > levels ? levels : level);
+    if (level == levels) {
+      q[j] = static_cast<std::uint8_t>(level);
+      continue;
+    }
+    const float low = level_value(level, levels, true), high = level_value(level + 1, levels, true);
+    q[j] = static_cast<std::uint8_t>(level + (u < __fdiv_rn(__fsub_rn(a, low), __fsub_rn(high, low)) ? 1 : 0));
+  }
+}
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+void onebit_signs(const float* x, std::int64_t n, std::uint32_t* words, void* stream) {
+  if (n == 0) return;
+  onebit_signs_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(x, n, words);
+  check_launch("onebit_signs");
+}
+
+void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out,
+                       void* stream) {
+  if (n == 0) return;
+  const float plus = scale * weight;  // on the host, as the CPU kernel does
+  onebit_unpack_add_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(words, n, plus, out);
+  check_launch("onebit_unpack_add");
+}
+
+void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values,
+                   void* stream) {
+  if (k == 0) return;
+  gather_scaled_kernel<<<blocks_for(k), kThreads, 0, as_stream(stream)>>>(x, indices, k, scale, values);
+  check_launch("gather_scaled");
+}
+
+void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out,
+                 void* stream) {
+  if (k == 0) return;
+  scatter_add_kernel<<<blocks_for(k), kThreads, 0, as_stream(stream)>>>(indices, values, k, weight, out);
+  check_launch("scatter_add");
+}
+
+void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
+                      const DitheringOptions& options, std::uint64_t key, std::uint8_t* q, void* stream) {
+  if (count == 0) return;
+  dithering_levels_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(
+      x, first, count, inverse, static_cast<int>(options.levels), options.natural, static_cast<std::uint32_t>(key),
+      static_cast<std::uint32_t>(key >> 32), q);
+  check_launch("dithering_levels");
+}
+
+}  // namespace commtune::kernels::cuda
