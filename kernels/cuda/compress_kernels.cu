@@ -8,23 +8,12 @@
 
 #include "kernels/compress.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/dithering_draw.h"
 
 namespace commtune::kernels::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t n) {
-  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
-}
-
-void check_launch(const char* what) {
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
-}
 
 #define COMMTUNE_GRID_LOOP(i, n)                                                                   \
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \

@@ -9,23 +9,12 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/kernels.h"
 
 namespace commtune::kernels::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t n) {
-  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
-}
-
-void check_launch(const char* what) {
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
-}
 
 __global__ void sgd_kernel(float* __restrict__ param, const float* __restrict__ grad, float* __restrict__ buf,
                            std::int64_t n, SgdStep h) {
