@@ -381,6 +381,18 @@ std::vector<std::string> Store::stat_names(std::int64_t run_id) const {
   return out;
 }
 
+std::vector<std::pair<std::string, StatPoint>> Store::latest_bucket_stats(std::int64_t run_id,
+                                                                          std::int32_t rank) const {
+  // SQLite takes the bare columns (value) from the row where max(step) is.
+  auto s = connection_.prepare(
+      "SELECT n.name, t.bucket, max(t.step), t.value FROM step_stats t JOIN stat_names n ON n.id = t.stat_id "
+      "WHERE t.run_id = ? AND t.rank = ? AND t.bucket >= 0 GROUP BY t.stat_id, t.bucket ORDER BY t.bucket, n.name");
+  s.bind_all(run_id, rank);
+  std::vector<std::pair<std::string, StatPoint>> out;
+  while (s.next()) out.push_back({s.text(0), {rank, s.integer(2), static_cast<std::int32_t>(s.integer(1)), s.real(3)}});
+  return out;
+}
+
 std::vector<EventRow> Store::events(std::int64_t run_id, const std::string& kind) const {
   auto s = connection_.prepare(
       "SELECT run_id, rank, time, kind, body FROM run_events WHERE run_id = ?1 AND (?2 = '' OR kind = ?2) ORDER BY id");

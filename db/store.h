@@ -195,6 +195,9 @@ class Store {
   std::vector<CurvePoint> curve(std::int64_t run_id) const;
   std::vector<StatPoint> stat(std::int64_t run_id, const std::string& name) const;
   std::vector<std::string> stat_names(std::int64_t run_id) const;
+  // Each per-bucket statistic's value at the newest step `rank` stored it:
+  // (name, and in StatPoint the rank, that step, the bucket and the value).
+  std::vector<std::pair<std::string, StatPoint>> latest_bucket_stats(std::int64_t run_id, std::int32_t rank = 0) const;
   std::vector<EventRow> events(std::int64_t run_id, const std::string& kind = "") const;
   std::vector<Artifact> artifacts(std::int64_t run_id) const;
   std::int64_t count_steps(std::int64_t run_id) const;

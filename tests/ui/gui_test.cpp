@@ -198,6 +198,7 @@ class GuiTest : public QObject {
     QTRY_VERIFY(!runs->loading());
     QCOMPARE(runs->selected_runs(), std::vector<std::int64_t>{run_id});
     QVERIFY(runs->plots()->points(run_id) >= 20);
+    QVERIFY(runs->plots()->bucket_rows() >= 1);  // the stored run's per-bucket statistics, as live
 
     // Exported: a PowerSGDState file that PyTorch 1.13 loads, plots and data.
     ExportDialog dialog(store(), run_id, runs->plots());

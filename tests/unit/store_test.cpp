@@ -99,6 +99,26 @@ TEST_F(StoreTest, RunsKeepTheirConfigurationAsTypedParameters) {
   EXPECT_EQ(found[0].config["hook"]["matrix_approximation_rank"], 1);
 }
 
+TEST_F(StoreTest, LatestBucketStatsTakeEachStatisticsNewestStep) {
+  Store store(file("runs.db"));
+  const auto run = store.create_run(sample_run());
+  const auto rate = store.stat_id("compression_rate"), norm = store.stat_id("error_norm");
+  for (std::int64_t step = 0; step < 5; ++step)
+    for (std::int32_t bucket = 0; bucket < 2; ++bucket)
+      for (std::int32_t rank = 0; rank < 2; ++rank) {
+        store.insert(StatRow{run, rate, bucket, rank, step, 10.0 * step + bucket + 100.0 * rank});
+        if (step < 3) store.insert(StatRow{run, norm, bucket, rank, step, -1.0 * step});
+      }
+  store.insert(StatRow{run, rate, kWholeStep, 0, 9, 1e9});  // whole-step values are not per bucket
+  std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, double>> got;
+  for (const auto& [name, p] : store.latest_bucket_stats(run)) got[{name, p.bucket}] = {p.step, p.value};
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got.at({"compression_rate", 0}), std::make_pair(std::int64_t{4}, 40.0));
+  EXPECT_EQ(got.at({"compression_rate", 1}), std::make_pair(std::int64_t{4}, 41.0));
+  EXPECT_EQ(got.at({"error_norm", 1}), std::make_pair(std::int64_t{2}, -2.0));
+  EXPECT_EQ(store.latest_bucket_stats(run, 1).front().second.value, 140.0);
+}
+
 TEST_F(StoreTest, WriterCommitsRowsInOrderWithTasks) {
   const auto path = file("runs.db");
   std::int64_t run_id = 0;
@@ -289,7 +309,9 @@ TEST_F(StoreTest, RunsOfADeadProcessBecomeInterrupted) {
     orphan = store.create_run(sample_run());
     mine = store.create_run(sample_run());
     // A process that cannot exist: pid 0 is never a user process.
-    store.connection().prepare("UPDATE runs SET owner = ? WHERE id = ?").run(this_process_owner().substr(0, this_process_owner().find(':')) + ":0:1", orphan);
+    store.connection()
+        .prepare("UPDATE runs SET owner = ? WHERE id = ?")
+        .run(this_process_owner().substr(0, this_process_owner().find(':')) + ":0:1", orphan);
   }
   Store store(path);
   EXPECT_EQ(store.run(orphan)->status, status::kInterrupted);
@@ -301,7 +323,7 @@ TEST(StoreOwner, NamesThisProcessUniquely) {
   const auto me = this_process_owner();
   EXPECT_TRUE(owner_alive(me));
   auto other_start = me.substr(0, me.rfind(':') + 1) + "12345";
-  EXPECT_FALSE(owner_alive(other_start));  // same pid, another process start: the pid was reused
+  EXPECT_FALSE(owner_alive(other_start));           // same pid, another process start: the pid was reused
   EXPECT_TRUE(owner_alive("some-other-host:1:1"));  // cannot tell from here
 }
 

@@ -252,6 +252,7 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
     std::int64_t id;
     QString label;
     std::vector<LivePoint> points;
+    BucketStats buckets;
   };
   ++pending_;
   run_async(
@@ -262,10 +263,15 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
         for (const auto id : run_ids) {
           const auto run = store.run(id);
           if (!run) continue;
+          BucketStats buckets{id, 0, {}};
+          for (const auto& [name, point] : store.latest_bucket_stats(id)) {
+            buckets.step = std::max(buckets.step, point.step);
+            buckets.values[static_cast<std::uint32_t>(point.bucket)][name] = point.value;
+          }
           out.push_back({id,
                          QString("%1 %2").arg(id).arg(
                              QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name)),
-                         stored_points(id, store.steps(id))});
+                         stored_points(id, store.steps(id)), std::move(buckets)});
         }
         return out;
       },
@@ -279,6 +285,7 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
         for (const auto& run : *out.value) {
           plots_->add_run(run.id, run.label);
           for (const auto& p : run.points) plots_->append(p);
+          plots_->set_bucket_stats(run.buckets);
         }
         plots_->refresh();
       });

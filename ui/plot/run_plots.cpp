@@ -316,6 +316,8 @@ void RunPlots::refresh(bool immediate) {
   }
 }
 
+int RunPlots::bucket_rows() const { return bucket_table_->rowCount(); }
+
 QString RunPlots::csv() const {
   QString out = "run,label,step,loss,compression_ratio,wire_mb,forward_ms,backward_ms,comm_wait_ms,hook_ms\n";
   for (const auto& r : runs_) {

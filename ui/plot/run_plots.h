@@ -45,6 +45,7 @@ class RunPlots : public QWidget {
   std::vector<std::pair<QString, QCustomPlot*>> plots() const;
   QCustomPlot* loss_plot() const { return loss_plot_; }
   std::size_t points(std::int64_t run_id) const;  // appended so far
+  int bucket_rows() const;                        // buckets in the statistics table
   QString csv() const;                            // every run's points
 
  private:
