@@ -202,7 +202,6 @@ class GuiTest : public QObject {
 
     // Exported: a PowerSGDState file that PyTorch 1.13 loads, plots and data.
     ExportDialog dialog(store(), run_id, runs->plots());
-    QSignalSpy loaded(&dialog, &ExportDialog::loaded);
     QTRY_VERIFY(dialog.ready());
     const auto out = dir_.filePath("export");
     dialog.set_folder(out);

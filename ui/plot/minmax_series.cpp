@@ -6,18 +6,6 @@ namespace commtune::ui {
 
 MinMaxSeries::MinMaxSeries(std::size_t max_points) : max_points_(std::max<std::size_t>(max_points, 16)) {}
 
-void MinMaxSeries::clear() {
-  x_.clear();
-  y_.clear();
-  reduced_x_.clear();
-  reduced_y_.clear();
-  stride_ = 1;
-  reduced_buckets_ = 0;
-  partial_tail_ = false;
-  tail_points_ = 0;
-  ++revision_;
-}
-
 void MinMaxSeries::append(double x, double y) {
   x_.push_back(x);
   y_.push_back(y);

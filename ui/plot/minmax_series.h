@@ -18,7 +18,6 @@ class MinMaxSeries {
 
   // x must not decrease.
   void append(double x, double y);
-  void clear();
 
   std::size_t size() const { return x_.size(); }
   const std::vector<double>& x() const { return x_; }
