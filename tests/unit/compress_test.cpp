@@ -2,12 +2,14 @@
 // payload against the format's formula, the unbiasedness of the randomised
 // ones (measured), and error feedback's exact accounting.
 #include <gtest/gtest.h>
+#include <numeric>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/compress/compressor.h"
+#include "kernels/compress.h"
 
 using namespace commtune;
 
@@ -53,6 +55,30 @@ TEST(Compressors, OnebitKeepsSignsAndTheMeanMagnitude) {
     EXPECT_EQ(bytes, 4u + 4u * 32u);  // the scale, then ceil(1000 / 32) words
     const float scale = scaled ? static_cast<float>(mean_abs) : 1.0f;
     for (std::size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(out[i], x[i] < 0 ? -scale : scale) << i;
+  }
+}
+
+TEST(Compressors, TopkOnLargeInputsIsExactWithTiesToTheLowerIndex) {
+  // Large enough for the sampled threshold; magnitudes on a coarse grid, so
+  // the k-th largest is tied many times and the tie rule decides.
+  for (const std::int64_t n : {40000, 300001}) {
+    std::mt19937 rng(static_cast<unsigned>(n));
+    std::uniform_int_distribution<int> level(-400, 400);
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (auto& v : x) v = static_cast<float>(level(rng)) / 16.0f;
+    for (const std::int64_t k : {std::int64_t{1}, n / 100, n / 20}) {
+      std::vector<std::uint32_t> order(x.size());
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+      std::vector<std::uint32_t> expected(order.begin(), order.begin() + k);
+      std::sort(expected.begin(), expected.end());
+      std::vector<std::uint32_t> indices(static_cast<std::size_t>(k));
+      std::vector<float> values(static_cast<std::size_t>(k));
+      commtune::kernels::topk_select(x.data(), n, k, indices.data(), values.data());
+      ASSERT_EQ(indices, expected) << "n " << n << " k " << k;
+      for (std::int64_t j = 0; j < k; ++j) ASSERT_EQ(values[j], x[indices[j]]);
+    }
   }
 }
 
