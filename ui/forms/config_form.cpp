@@ -46,7 +46,11 @@ ParamField* ConfigForm::field(const QString& path) const {
 void ConfigForm::rebuild() {
   fields_.clear();
   order_.clear();
-  if (content_) content_->deleteLater();
+  if (content_) {  // out of sight now; deleted once the signal that got here has returned
+    content_->hide();
+    groups_->removeWidget(content_);
+    content_->deleteLater();
+  }
   content_ = new QWidget(this);
   auto* column = new QVBoxLayout(content_);
   column->setContentsMargins(0, 0, 0, 0);
