@@ -48,9 +48,10 @@ void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t
 
 // dithering: each |x_i| / norm quantised to one of s levels by stochastic
 // rounding (unbiased), linear {0, 1/s, .., 1} or natural {0, 2^(1-s), .., 1};
-// norm = max |x| or ||x||_2. Each nonzero level is entropy-coded as
-// gamma(index gap), a sign bit, gamma(level): gamma codes of Elias's length
-// (2 floor(log2 v) + 1 bits), bits least significant first.
+// norm = max |x| or ||x||_2. The nonzero levels are entropy-coded: their
+// positions as Rice codes of the index gaps (a bitmap when dense), then per
+// 64-element chunk their signs and their levels' truncated unary codes, bit
+// plane by bit plane (docs/compressors.md has the layout).
 struct DitheringOptions {
   std::int64_t levels = 2;  // s
   bool natural = false;
@@ -58,9 +59,9 @@ struct DitheringOptions {
 };
 // Bytes the encoding of n elements can take at most.
 std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& options);
-// Returns the bytes written: f32 norm | u32 nonzeros | bit stream. Takes one
-// draw from `rng` per call: the key of a hash that gives element i its
-// rounding draw (so the draws do not depend on the order of the elements).
+// Returns the bytes written. Takes one draw from `rng` per call: the key of
+// a hash that gives element i its rounding draw (so the draws do not depend
+// on the order of the elements).
 std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& options, Xorshift128p& rng,
                              std::uint8_t* out);
 // out[i] += decoded[i] * weight

@@ -22,7 +22,7 @@ COMMTUNE_HD std::uint32_t murmur_finalise(std::uint32_t h) {
 // Uniform in [0, 1) with 24 bits, through int32 (SSE2 converts signed
 // integers only; exact either way).
 COMMTUNE_HD float dithering_draw(std::uint32_t index, std::uint32_t key_low, std::uint32_t key_high) {
-  const auto bits = static_cast<std::int32_t>(murmur_finalise(murmur_finalise(index ^ key_low) + key_high) >> 8);
+  const auto bits = static_cast<std::int32_t>(murmur_finalise((index ^ key_high) * 0x9e3779b9u + key_low) >> 8);
   return static_cast<float>(bits) * (1.0f / 16777216.0f);
 }
 

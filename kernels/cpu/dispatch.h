@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/compress.h"
@@ -26,6 +27,14 @@ void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t
 void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values);
 void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q);
+// The dithering coder has an AVX2 + BMI2 build (x86-64, when the CPU has
+// them) and a portable one with the same bytes; kernels::dithering_encode and
+// dithering_decode_add pick the first where it runs. Tests call both.
+bool dithering_has_v3();
+std::size_t dithering_encode(bool v3, const float* x, std::int64_t n, const DitheringOptions& options,
+                             Xorshift128p& rng, std::uint8_t* out);
+void dithering_decode_add(bool v3, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
+                          const DitheringOptions& options, float weight, float* out);
 }  // namespace commtune::kernels::cpu
 
 #if defined(COMMTUNE_HAVE_CUDA_KERNELS)

@@ -5,11 +5,13 @@
 #include <numeric>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/compress/compressor.h"
 #include "kernels/compress.h"
+#include "kernels/cpu/dispatch.h"
 
 using namespace commtune;
 
@@ -157,17 +159,115 @@ TEST(Compressors, DitheringIsUnbiasedOnItsLevels) {
 }
 
 TEST(Compressors, DitheringPayloadIsItsEntropyCode) {
-  // Elias gamma of v takes 2 floor(log2 v) + 1 bits: with 1 level and a
-  // vector of equal magnitudes, every element quantises to level 1 (gap 1,
-  // sign, level 1: 3 bits each).
+  // One level and equal magnitudes: every element is nonzero at rank 1, the
+  // positions are a bitmap (k = 0, 1000 bits), the details one sign each.
   std::vector<float> x(1000, 0.5f);
   for (std::size_t i = 0; i < x.size(); i += 3) x[i] = -0.5f;
   auto c = make_compressor(options("dithering", 1), 1000, 0);
   const auto [out, bytes] = round_trip(*c, x);
-  EXPECT_EQ(bytes, 8u + (1000u * 3u + 7u) / 8u);
+  EXPECT_EQ(bytes, 16u + 125u + 125u);
   for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out[i], x[i]);
   const std::vector<float> zeros(100, 0.0f);
-  EXPECT_EQ(round_trip(*c, zeros).second, 8u);
+  EXPECT_EQ(round_trip(*c, zeros).second, 16u);
+}
+
+// The stream's size from what it decodes to: 16 header bytes, the positions
+// (a bitmap up to the last nonzero when k = 0, else Rice codes of the gaps:
+// (gap - 1) >> k zeros, a one, k bits), then per nonzero its sign and
+// min(rank, s - 1) plane bits (rank counted from the bottom for linear
+// levels, from the top for natural ones).
+TEST(Compressors, DitheringPayloadBytesFollowTheFormula) {
+  const std::int64_t n = 20000;
+  for (int levels : {1, 2, 4, 16})
+    for (int partition : {0, 1})
+      for (int normalize : {0, 1})
+        for (double spread : {1.0, 30.0}) {  // 30: a few large elements, most levels zero (k > 0)
+          auto x = random_vector(n, 11);
+          for (std::int64_t i = 0; i < n; i += 97) x[static_cast<std::size_t>(i)] *= static_cast<float>(spread);
+          auto o = options("dithering", levels);
+          o.byteps_dithering_partition = partition;
+          o.byteps_dithering_normalize = normalize;
+          o.byteps_min_compress_bytes = 0;
+          auto c = make_compressor(o, n, 3);
+          std::vector<std::uint8_t> payload(c->max_payload_bytes(n));
+          auto input = x;
+          const std::size_t bytes = c->compress(input.data(), n, payload.data());
+          std::vector<float> out(static_cast<std::size_t>(n), 0.0f);
+          c->decompress_add(payload.data(), bytes, n, 1.0f, out.data());
+          float norm;
+          std::memcpy(&norm, payload.data(), 4);
+          const int k = payload[12];
+          std::uint64_t nonzeros = 0, position_bits = 0, detail_bits = 0;
+          std::int64_t previous = -1;
+          for (std::int64_t i = 0; i < n; ++i) {
+            const float v = std::fabs(out[static_cast<std::size_t>(i)]);
+            if (v == 0) continue;
+            const double level = partition ? std::log2(v / norm) + levels : v / norm * levels;
+            const auto q = static_cast<int>(std::lround(level));
+            const int rank = partition ? levels + 1 - q : q;
+            ASSERT_GE(rank, 1);
+            ASSERT_LE(rank, levels);
+            ++nonzeros;
+            const auto gap = static_cast<std::uint64_t>(i - previous);
+            position_bits = k == 0 ? static_cast<std::uint64_t>(i + 1) : position_bits + ((gap - 1) >> k) + 1 + k;
+            detail_bits += 1 + static_cast<std::uint64_t>(std::min(rank, levels - 1));
+            previous = i;
+          }
+          ASSERT_GT(nonzeros, 0u);
+          // Golomb's parameter for the mean gap, as a power of two.
+          const double m = std::log(2.0) * static_cast<double>(n) / static_cast<double>(nonzeros);
+          EXPECT_EQ(k, m < 2 ? 0 : static_cast<int>(std::floor(std::log2(m))));
+          EXPECT_EQ(bytes, 16 + (position_bits + 7) / 8 + (detail_bits + 7) / 8)
+              << "s " << levels << " partition " << partition << " l2 " << normalize << " spread " << spread;
+          EXPECT_LE(bytes, c->max_payload_bytes(n));
+          if (spread > 1 && normalize == 0 && partition == 0) {
+            EXPECT_GT(k, 0) << "s " << levels;
+          }
+        }
+}
+
+TEST(Compressors, DitheringBuildsAgreeByteForByte) {
+  if (!kernels::cpu::dithering_has_v3()) GTEST_SKIP() << "this CPU has no AVX2 + BMI2: only the portable build runs";
+  for (std::int64_t n : {1, 63, 64, 65, 1000, 70001})
+    for (int levels : {1, 3, 7, 8, 31})
+      for (bool natural : {false, true}) {
+        kernels::DitheringOptions o;
+        o.levels = levels;
+        o.natural = natural;
+        o.l2_norm = levels == 8;
+        auto x = random_vector(n, static_cast<unsigned>(n + levels));
+        for (std::int64_t i = 0; i < n; i += 500) x[static_cast<std::size_t>(i)] *= 40.0f;  // sparse for l2
+        std::vector<std::uint8_t> portable(kernels::dithering_max_bytes(n, o)), fast(portable.size());
+        auto rng_a = kernels::Xorshift128p::seeded(5), rng_b = rng_a;
+        const auto a = kernels::cpu::dithering_encode(false, x.data(), n, o, rng_a, portable.data());
+        const auto b = kernels::cpu::dithering_encode(true, x.data(), n, o, rng_b, fast.data());
+        ASSERT_EQ(a, b) << n << " " << levels << " " << natural;
+        ASSERT_TRUE(std::equal(portable.begin(), portable.begin() + static_cast<std::ptrdiff_t>(a), fast.begin()));
+        std::vector<float> out_a(static_cast<std::size_t>(n), 1.0f), out_b = out_a;
+        kernels::cpu::dithering_decode_add(false, portable.data(), a, n, o, 0.5f, out_a.data());
+        kernels::cpu::dithering_decode_add(true, portable.data(), a, n, o, 0.5f, out_b.data());
+        ASSERT_EQ(out_a, out_b) << n << " " << levels << " " << natural;
+      }
+}
+
+TEST(Compressors, DamagedDitheringPayloadsAreRefused) {
+  const std::int64_t n = 5000;
+  kernels::DitheringOptions o;
+  o.levels = 4;
+  const auto x = random_vector(n, 21);
+  std::vector<std::uint8_t> payload(kernels::dithering_max_bytes(n, o));
+  auto rng = kernels::Xorshift128p::seeded(1);
+  const auto bytes = kernels::dithering_encode(x.data(), n, o, rng, payload.data());
+  std::vector<float> out(static_cast<std::size_t>(n));
+  // Cut short anywhere: an error, never a read past the end.
+  for (std::size_t cut = 0; cut < bytes; cut += 7)
+    EXPECT_THROW(kernels::dithering_decode_add(payload.data(), cut, n, o, 1.0f, out.data()), std::runtime_error) << cut;
+  // A tensor shorter than the stream says.
+  EXPECT_THROW(kernels::dithering_decode_add(payload.data(), bytes, n / 2, o, 1.0f, out.data()), std::runtime_error);
+  // A header from another format.
+  auto damaged = payload;
+  damaged[12] = 200;
+  EXPECT_THROW(kernels::dithering_decode_add(damaged.data(), bytes, n, o, 1.0f, out.data()), std::runtime_error);
 }
 
 TEST(Compressors, ErrorFeedbackAccountsForEveryBit) {

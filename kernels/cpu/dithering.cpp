@@ -1,0 +1,303 @@
+// Dithering on the CPU: the levels (stochastic rounding, vectorised) and the
+// stream that codes them (docs/compressors.md, "Wire formats"). The coder is
+// compiled twice from dithering_codec.inc: portable, and with AVX2 + BMI2
+// (bit deposit/extract, 8-lane expansion), chosen once at run time.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/compress.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/dithering_draw.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define COMMTUNE_DITHERING_V3 1
+#endif
+
+namespace commtune::kernels {
+
+namespace {
+
+// The level value q/s (linear) or 2^(q-s) (natural, q >= 1) of level q.
+float level_value(std::int64_t q, const DitheringOptions& o) {
+  if (q == 0) return 0.0f;
+  return o.natural ? std::ldexp(1.0f, static_cast<int>(q - o.levels))
+                   : static_cast<float>(q) / static_cast<float>(o.levels);
+}
+
+// Stochastic rounding of a in [0, 1] to a natural level (0, 2^(1-s), .., 1): unbiased.
+std::uint8_t quantise_natural(float a, float u, const DitheringOptions& o) {
+  if (a <= 0.0f) return 0;
+  int exponent = 0;
+  std::frexp(a, &exponent);  // a = m * 2^exponent, m in [0.5, 1)
+  const auto q = std::clamp<std::int64_t>(exponent - 1 + o.levels, 0, o.levels);
+  if (q == o.levels) return static_cast<std::uint8_t>(q);
+  const float low = level_value(q, o), high = level_value(q + 1, o);
+  return static_cast<std::uint8_t>(q + (u < (a - low) / (high - low) ? 1 : 0));
+}
+
+// The stream codes rank r in [1, s] of each nonzero level, counted from the
+// end where levels crowd: from the bottom for linear levels (most are 1),
+// from the top for natural ones (magnitudes near the norm's).
+std::int64_t level_of_rank(std::int64_t r, const DitheringOptions& o) { return o.natural ? o.levels + 1 - r : r; }
+
+// Header: f32 norm | u32 nonzero count | u32 bytes of the position stream |
+// u8 Rice parameter k | 3 zero bytes.
+constexpr std::size_t kHeaderBytes = 16;
+
+struct Header {
+  float norm = 0;
+  std::uint32_t nonzeros = 0;
+  std::uint32_t position_bytes = 0;
+  std::uint8_t rice_k = 0;
+
+  void write(std::uint8_t* out) const {
+    std::memset(out, 0, kHeaderBytes);
+    std::memcpy(out, &norm, 4);
+    std::memcpy(out + 4, &nonzeros, 4);
+    std::memcpy(out + 8, &position_bytes, 4);
+    out[12] = rice_k;
+  }
+  static Header read(const std::uint8_t* in, std::size_t bytes) {
+    if (bytes < kHeaderBytes) throw std::runtime_error("dithering payload shorter than its header");
+    Header h;
+    std::memcpy(&h.norm, in, 4);
+    std::memcpy(&h.nonzeros, in + 4, 4);
+    std::memcpy(&h.position_bytes, in + 8, 4);
+    h.rice_k = in[12];
+    if (h.rice_k > 31 || h.position_bytes > bytes - kHeaderBytes)
+      throw std::runtime_error("dithering payload's header is damaged or from another format");
+    return h;
+  }
+};
+
+// Golomb's choice for geometric gaps of mean n / nonzeros, rounded down to a
+// power of two: k = floor(log2(ln 2 * mean gap)), 0 (a bitmap) when dense.
+std::uint8_t rice_parameter(std::int64_t n, std::int64_t nonzeros) {
+  const double m = 0.6931471805599453 * static_cast<double>(n) / static_cast<double>(nonzeros);
+  return m < 2.0 ? 0 : static_cast<std::uint8_t>(std::min(30.0, std::floor(std::log2(m))));
+}
+
+// What the encoder's first pass leaves for the second, per tensor: each
+// element's rank, and per 64-element chunk the masks of its nonzero and its
+// negative elements. Reused by the calls on one thread: allocating and
+// faulting in a tensor's worth per call costs more than coding it.
+struct EncoderScratch {
+  std::vector<std::uint8_t> ranks;
+  std::vector<std::uint64_t> kept, negative;
+};
+EncoderScratch& encoder_scratch(std::int64_t chunks) {
+  thread_local EncoderScratch scratch;
+  const auto size = static_cast<std::size_t>(chunks);
+  if (scratch.kept.size() < size) {
+    scratch.ranks.resize(64 * size);
+    scratch.kept.resize(size);
+    scratch.negative.resize(size);
+  }
+  return scratch;
+}
+
+// Writes least significant bit first. Every put stores the accumulator's 8
+// bytes and advances by the whole bytes: no branch on how full it is, and up
+// to 8 bytes past the stream's end are written (dithering_max_bytes counts them).
+class BitWriter {
+ public:
+  explicit BitWriter(std::uint8_t* out) : out_(out) {}
+  void put(std::uint64_t value, int width) {  // width <= 56, value < 2^width
+    acc_ |= value << used_;
+    used_ += width;
+    std::memcpy(out_ + bytes_, &acc_, 8);
+    const int whole = used_ >> 3;
+    bytes_ += static_cast<std::size_t>(whole);
+    acc_ >>= 8 * whole;
+    used_ &= 7;
+  }
+  void put_wide(std::uint64_t value, int width) {  // width <= 64
+    if (width <= 56) return put(value, width);
+    put(value & 0xffffffffu, 32);
+    put(value >> 32, width - 32);
+  }
+  void zeros(std::uint64_t count) {
+    for (; count > 56; count -= 56) put(0, 56);
+    put(0, static_cast<int>(count));
+  }
+  std::size_t finish() const { return bytes_ + (used_ > 0 ? 1 : 0); }
+
+ private:
+  std::uint8_t* out_;
+  std::uint64_t acc_ = 0;
+  int used_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+class BitReader {
+ public:
+  BitReader(const std::uint8_t* in, std::size_t bytes) : in_(in), bytes_(bytes) {}
+  std::uint64_t take(int width) {  // width <= 56
+    refill();
+    if (width > have_) throw std::runtime_error("dithering payload ends early: damaged or from another format");
+    const std::uint64_t value = acc_ & ((1ull << width) - 1);
+    skip(width);
+    return value;
+  }
+  std::uint64_t take_wide(int width) {  // width <= 64
+    if (width <= 56) return take(width);
+    const std::uint64_t low = take(32);
+    return low | take(width - 32) << 32;
+  }
+  // The zero bits before the next one bit (which it consumes); at most `limit`.
+  std::uint64_t unary(std::uint64_t limit) {
+    for (std::uint64_t zeros = 0;;) {
+      refill();
+      if (acc_ != 0) {
+        const int run = __builtin_ctzll(acc_);
+        skip(run + 1);
+        return zeros + static_cast<std::uint64_t>(run);
+      }
+      if (have_ == 0 || (zeros += static_cast<std::uint64_t>(have_)) > limit)
+        throw std::runtime_error("dithering payload holds an invalid code or ends early");
+      skip(have_);
+    }
+  }
+
+ private:
+  // At least 57 bits in the accumulator, unless the stream ends first.
+  void refill() {
+    if (next_ + 8 <= bytes_) {  // one unaligned load
+      std::uint64_t word;
+      std::memcpy(&word, in_ + next_, 8);
+      acc_ |= word << have_;
+      const int whole = (63 - have_) >> 3;
+      next_ += static_cast<std::size_t>(whole);
+      have_ += 8 * whole;
+      acc_ &= have_ == 64 ? ~0ull : (1ull << have_) - 1;
+      return;
+    }
+    while (have_ <= 56 && next_ < bytes_) {
+      acc_ |= static_cast<std::uint64_t>(in_[next_++]) << have_;
+      have_ += 8;
+    }
+  }
+  void skip(int width) {
+    acc_ = width == 64 ? 0 : acc_ >> width;
+    have_ -= width;
+  }
+
+  const std::uint8_t* in_;
+  std::size_t bytes_;
+  std::size_t next_ = 0;
+  std::uint64_t acc_ = 0;
+  int have_ = 0;
+};
+
+// Byte b as eight int32 lanes: lane j holds bit j of b (the AVX2 decoder's
+// bits-to-lanes step, one load).
+struct alignas(32) ByteLanes : std::array<std::int32_t, 8> {};
+constexpr std::array<ByteLanes, 256> make_byte_lanes() {
+  std::array<ByteLanes, 256> table{};
+  for (int b = 0; b < 256; ++b)
+    for (int j = 0; j < 8; ++j) table[static_cast<std::size_t>(b)][static_cast<std::size_t>(j)] = (b >> j) & 1;
+  return table;
+}
+constexpr std::array<ByteLanes, 256> kByteLanes = make_byte_lanes();
+
+namespace portable {
+#define COMMTUNE_CODEC_V3 0
+#include "kernels/cpu/dithering_codec.inc"
+#undef COMMTUNE_CODEC_V3
+}  // namespace portable
+
+#if defined(COMMTUNE_DITHERING_V3)
+// ISA flags only (no arch=): the baseline inline helpers above still inline.
+#pragma GCC push_options
+#pragma GCC target("avx,avx2,bmi,bmi2,popcnt,lzcnt,fma")
+namespace v3 {
+#define COMMTUNE_CODEC_V3 1
+#include "kernels/cpu/dithering_codec.inc"
+#undef COMMTUNE_CODEC_V3
+}  // namespace v3
+#pragma GCC pop_options
+#endif
+
+}  // namespace
+
+// Levels of x[first, first + count) into q; linear levels in a loop the
+// compiler vectorises.
+COMMTUNE_CPU_CLONES void cpu::dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
+                                               const DitheringOptions& o, std::uint64_t key, std::uint8_t* q) {
+  const auto key_low = static_cast<std::uint32_t>(key), key_high = static_cast<std::uint32_t>(key >> 32);
+  if (o.natural) {
+    for (std::int64_t j = 0; j < count; ++j) {
+      const auto i = static_cast<std::uint32_t>(first + j);
+      q[j] =
+          quantise_natural(std::min(std::fabs(x[first + j]) * inverse, 1.0f), dithering_draw(i, key_low, key_high), o);
+    }
+    return;
+  }
+  // Selects, not branches, throughout (and -fno-trapping-math for this
+  // file): the loop vectorises.
+  // a <= 1 makes scaled <= s, so low <= s, and at low = s the fraction is 0: never rounds up.
+  const float levels = static_cast<float>(o.levels);
+  for (std::int64_t j = 0; j < count; ++j) {
+    const auto i = static_cast<std::uint32_t>(first + j);
+    float a = std::fabs(x[first + j]) * inverse;
+    a = a < 1.0f ? a : 1.0f;
+    const float scaled = a * levels;
+    const auto low = static_cast<std::int32_t>(scaled);
+    const std::int32_t up = dithering_draw(i, key_low, key_high) < scaled - static_cast<float>(low) ? 1 : 0;
+    q[j] = static_cast<std::uint8_t>(low + up);
+  }
+}
+
+std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& o) {
+  // Positions: a bitmap (n bits) or Rice codes, at most n (1 + ln2 (1 + k)) / 2^k
+  // < 1.2 n bits with rice_parameter's k. Details: per nonzero a sign and at
+  // most s - 1 rank bits. Each stream: 8 bytes the writer may store past its end.
+  const auto elements = static_cast<std::size_t>(n);
+  const auto detail_bits = static_cast<std::size_t>(std::max<std::int64_t>(o.levels, 1));
+  return kHeaderBytes + (elements * 5 + 31) / 32 + 8 + (elements * detail_bits + 7) / 8 + 8;
+}
+
+bool cpu::dithering_has_v3() {
+#if defined(COMMTUNE_DITHERING_V3)
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+std::size_t cpu::dithering_encode(bool v3, const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
+                                  std::uint8_t* out) {
+#if defined(COMMTUNE_DITHERING_V3)
+  if (v3) return v3::encode(x, n, o, rng, out);
+#endif
+  return portable::encode(x, n, o, rng, out);
+}
+
+void cpu::dithering_decode_add(bool v3, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
+                               const DitheringOptions& o, float weight, float* out) {
+#if defined(COMMTUNE_DITHERING_V3)
+  if (v3) return v3::decode_add(in, bytes, n, o, weight, out);
+#endif
+  portable::decode_add(in, bytes, n, o, weight, out);
+}
+
+std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
+                             std::uint8_t* out) {
+  return cpu::dithering_encode(cpu::dithering_has_v3(), x, n, o, rng, out);
+}
+
+void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& o,
+                          float weight, float* out) {
+  cpu::dithering_decode_add(cpu::dithering_has_v3(), in, bytes, n, o, weight, out);
+}
+
+}  // namespace commtune::kernels
