@@ -18,7 +18,7 @@
 #include "kernels/dithering_draw.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define COMMTUNE_DITHERING_V3 1
+#define COMMTUNE_DITHERING_SIMD 1
 #endif
 
 namespace commtune::kernels {
@@ -209,20 +209,26 @@ constexpr std::array<ByteLanes, 256> make_byte_lanes() {
 constexpr std::array<ByteLanes, 256> kByteLanes = make_byte_lanes();
 
 namespace portable {
-#define COMMTUNE_CODEC_V3 0
+#define COMMTUNE_CODEC_LEVEL 0
 #include "kernels/cpu/dithering_codec.inc"
-#undef COMMTUNE_CODEC_V3
+#undef COMMTUNE_CODEC_LEVEL
 }  // namespace portable
 
-#if defined(COMMTUNE_DITHERING_V3)
+#if defined(COMMTUNE_DITHERING_SIMD)
 // ISA flags only (no arch=): the baseline inline helpers above still inline.
 #pragma GCC push_options
 #pragma GCC target("avx,avx2,bmi,bmi2,popcnt,lzcnt,fma")
-namespace v3 {
-#define COMMTUNE_CODEC_V3 1
+namespace avx2 {
+#define COMMTUNE_CODEC_LEVEL 3
 #include "kernels/cpu/dithering_codec.inc"
-#undef COMMTUNE_CODEC_V3
-}  // namespace v3
+#undef COMMTUNE_CODEC_LEVEL
+}  // namespace avx2
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+namespace avx512 {
+#define COMMTUNE_CODEC_LEVEL 4
+#include "kernels/cpu/dithering_codec.inc"
+#undef COMMTUNE_CODEC_LEVEL
+}  // namespace avx512
 #pragma GCC pop_options
 #endif
 
@@ -230,8 +236,9 @@ namespace v3 {
 
 // Levels of x[first, first + count) into q; linear levels in a loop the
 // compiler vectorises.
-COMMTUNE_CPU_CLONES void cpu::dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
-                                               const DitheringOptions& o, std::uint64_t key, std::uint8_t* q) {
+COMMTUNE_CPU_CLONES_AVX512 void cpu::dithering_levels(const float* x, std::int64_t first, std::int64_t count,
+                                                      float inverse, const DitheringOptions& o, std::uint64_t key,
+                                                      std::uint8_t* q) {
   const auto key_low = static_cast<std::uint32_t>(key), key_high = static_cast<std::uint32_t>(key >> 32);
   if (o.natural) {
     for (std::int64_t j = 0; j < count; ++j) {
@@ -265,39 +272,54 @@ std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& o) {
   return kHeaderBytes + (elements * 5 + 31) / 32 + 8 + (elements * detail_bits + 7) / 8 + 8;
 }
 
-bool cpu::dithering_has_v3() {
-#if defined(COMMTUNE_DITHERING_V3)
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
-  return supported;
-#else
-  return false;
+std::vector<cpu::DitheringBuild> cpu::dithering_builds() {
+  std::vector<DitheringBuild> builds{DitheringBuild::portable};
+#if defined(COMMTUNE_DITHERING_SIMD)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) {
+    builds.push_back(DitheringBuild::avx2);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+      builds.push_back(DitheringBuild::avx512);
+  }
 #endif
+  return builds;
 }
 
-std::size_t cpu::dithering_encode(bool v3, const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
-                                  std::uint8_t* out) {
-#if defined(COMMTUNE_DITHERING_V3)
-  if (v3) return v3::encode(x, n, o, rng, out);
+namespace {
+cpu::DitheringBuild fastest_build() {
+  static const cpu::DitheringBuild fastest = cpu::dithering_builds().back();
+  return fastest;
+}
+}  // namespace
+
+std::size_t cpu::dithering_encode(DitheringBuild build, const float* x, std::int64_t n, const DitheringOptions& o,
+                                  Xorshift128p& rng, std::uint8_t* out) {
+#if defined(COMMTUNE_DITHERING_SIMD)
+  if (build == DitheringBuild::avx512) return avx512::encode(x, n, o, rng, out);
+  if (build == DitheringBuild::avx2) return avx2::encode(x, n, o, rng, out);
 #endif
+  (void)build;
   return portable::encode(x, n, o, rng, out);
 }
 
-void cpu::dithering_decode_add(bool v3, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
+void cpu::dithering_decode_add(DitheringBuild build, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
                                const DitheringOptions& o, float weight, float* out) {
-#if defined(COMMTUNE_DITHERING_V3)
-  if (v3) return v3::decode_add(in, bytes, n, o, weight, out);
+#if defined(COMMTUNE_DITHERING_SIMD)
+  if (build == DitheringBuild::avx512) return avx512::decode_add(in, bytes, n, o, weight, out);
+  if (build == DitheringBuild::avx2) return avx2::decode_add(in, bytes, n, o, weight, out);
 #endif
+  (void)build;
   portable::decode_add(in, bytes, n, o, weight, out);
 }
 
 std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
                              std::uint8_t* out) {
-  return cpu::dithering_encode(cpu::dithering_has_v3(), x, n, o, rng, out);
+  return cpu::dithering_encode(fastest_build(), x, n, o, rng, out);
 }
 
 void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& o,
                           float weight, float* out) {
-  cpu::dithering_decode_add(cpu::dithering_has_v3(), in, bytes, n, o, weight, out);
+  cpu::dithering_decode_add(fastest_build(), in, bytes, n, o, weight, out);
 }
 
 }  // namespace commtune::kernels

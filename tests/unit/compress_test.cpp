@@ -227,9 +227,10 @@ TEST(Compressors, DitheringPayloadBytesFollowTheFormula) {
 }
 
 TEST(Compressors, DitheringBuildsAgreeByteForByte) {
-  if (!kernels::cpu::dithering_has_v3()) GTEST_SKIP() << "this CPU has no AVX2 + BMI2: only the portable build runs";
+  const auto builds = kernels::cpu::dithering_builds();
+  if (builds.size() < 2) GTEST_SKIP() << "this CPU has no AVX2 + BMI2: only the portable build runs";
   for (std::int64_t n : {1, 63, 64, 65, 1000, 70001})
-    for (int levels : {1, 3, 7, 8, 31})
+    for (int levels : {1, 3, 7, 8, 16, 31})
       for (bool natural : {false, true}) {
         kernels::DitheringOptions o;
         o.levels = levels;
@@ -237,16 +238,27 @@ TEST(Compressors, DitheringBuildsAgreeByteForByte) {
         o.l2_norm = levels == 8;
         auto x = random_vector(n, static_cast<unsigned>(n + levels));
         for (std::int64_t i = 0; i < n; i += 500) x[static_cast<std::size_t>(i)] *= 40.0f;  // sparse for l2
-        std::vector<std::uint8_t> portable(kernels::dithering_max_bytes(n, o)), fast(portable.size());
-        auto rng_a = kernels::Xorshift128p::seeded(5), rng_b = rng_a;
-        const auto a = kernels::cpu::dithering_encode(false, x.data(), n, o, rng_a, portable.data());
-        const auto b = kernels::cpu::dithering_encode(true, x.data(), n, o, rng_b, fast.data());
-        ASSERT_EQ(a, b) << n << " " << levels << " " << natural;
-        ASSERT_TRUE(std::equal(portable.begin(), portable.begin() + static_cast<std::ptrdiff_t>(a), fast.begin()));
-        std::vector<float> out_a(static_cast<std::size_t>(n), 1.0f), out_b = out_a;
-        kernels::cpu::dithering_decode_add(false, portable.data(), a, n, o, 0.5f, out_a.data());
-        kernels::cpu::dithering_decode_add(true, portable.data(), a, n, o, 0.5f, out_b.data());
-        ASSERT_EQ(out_a, out_b) << n << " " << levels << " " << natural;
+        const auto max_bytes = kernels::dithering_max_bytes(n, o);
+        std::vector<std::uint8_t> reference(max_bytes);
+        auto rng = kernels::Xorshift128p::seeded(5);
+        const auto bytes = kernels::cpu::dithering_encode(kernels::cpu::DitheringBuild::portable, x.data(), n, o, rng,
+                                                          reference.data());
+        std::vector<float> expected(static_cast<std::size_t>(n), 1.0f);
+        kernels::cpu::dithering_decode_add(kernels::cpu::DitheringBuild::portable, reference.data(), bytes, n, o, 0.5f,
+                                           expected.data());
+        for (const auto build : builds) {
+          const auto label = "build " + std::to_string(static_cast<int>(build)) + " n " + std::to_string(n) + " s " +
+                             std::to_string(levels) + (natural ? " natural" : " linear");
+          std::vector<std::uint8_t> payload(max_bytes);
+          auto same_rng = kernels::Xorshift128p::seeded(5);
+          ASSERT_EQ(kernels::cpu::dithering_encode(build, x.data(), n, o, same_rng, payload.data()), bytes) << label;
+          ASSERT_TRUE(
+              std::equal(payload.begin(), payload.begin() + static_cast<std::ptrdiff_t>(bytes), reference.begin()))
+              << label;
+          std::vector<float> out(static_cast<std::size_t>(n), 1.0f);
+          kernels::cpu::dithering_decode_add(build, reference.data(), bytes, n, o, 0.5f, out.data());
+          ASSERT_EQ(out, expected) << label;
+        }
       }
 }
 
