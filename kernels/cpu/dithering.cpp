@@ -1,7 +1,8 @@
 // Dithering on the CPU: the levels (stochastic rounding, vectorised) and the
 // stream that codes them (docs/compressors.md, "Wire formats"). The coder is
-// compiled twice from dithering_codec.inc: portable, and with AVX2 + BMI2
-// (bit deposit/extract, 8-lane expansion), chosen once at run time.
+// compiled three times from dithering_codec.inc: portable, with AVX2 + BMI2
+// (bit deposit/extract, 8-lane expansion) and with AVX-512 (mask registers,
+// 16 lanes); the fastest this CPU runs is chosen once.
 #include <algorithm>
 #include <array>
 #include <cmath>
