@@ -35,6 +35,8 @@ struct Xorshift128p {
 float onebit_pack(const float* x, std::int64_t n, bool scaled, std::uint32_t* words);
 // out[i] += (bit set ? -scale : scale) * weight
 void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out);
+// out[i] = (bit set ? -scale : scale) * weight
+void onebit_unpack(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out);
 
 // topk: the indices of the k largest |x| (ties: the lower index first),
 // ascending; writes k (index, value) pairs.

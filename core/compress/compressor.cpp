@@ -1,10 +1,17 @@
 #include "core/compress/compressor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 namespace commtune {
+
+void Compressor::decompress(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
+                            float* out) const {
+  std::fill_n(out, n, 0.0f);
+  decompress_add(payload, bytes, n, weight, out);
+}
 
 Schema<CompressorOptions> CompressorOptions::schema() {
   using O = CompressorOptions;
@@ -73,14 +80,22 @@ class OneBit final : public Compressor {
   }
   void decompress_add(const std::uint8_t* payload, std::size_t, std::int64_t n, float weight,
                       float* out) const override {
+    unpack(payload, n, weight, out, kernels::onebit_unpack_add);
+  }
+  void decompress(const std::uint8_t* payload, std::size_t, std::int64_t n, float weight, float* out) const override {
+    unpack(payload, n, weight, out, kernels::onebit_unpack);
+  }
+
+ private:
+  using Unpack = void (*)(const std::uint32_t*, std::int64_t, float, float, float*);
+  static void unpack(const std::uint8_t* payload, std::int64_t n, float weight, float* out, Unpack kernel) {
     float scale = 0;
     std::memcpy(&scale, payload, 4);
     std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32));
     std::memcpy(words.data(), payload + 4, words.size() * 4);
-    kernels::onebit_unpack_add(words.data(), n, scale, weight, out);
+    kernel(words.data(), n, scale, weight, out);
   }
 
- private:
   bool scaled_;
 };
 
@@ -145,6 +160,10 @@ class Decorator : public Compressor {
                       float* out) const override {
     inner_->decompress_add(payload, bytes, n, weight, out);
   }
+  void decompress(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
+                  float* out) const override {
+    inner_->decompress(payload, bytes, n, weight, out);
+  }
   void report(std::vector<std::pair<std::string, double>>& stats) const override { inner_->report(stats); }
   void save(std::vector<std::uint8_t>& out) const override { inner_->save(out); }
   void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override { inner_->load(in, pos); }
@@ -161,8 +180,8 @@ class ErrorFeedback final : public Decorator {
   std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
     for (std::int64_t i = 0; i < n; ++i) x[i] += error_[i];
     const auto bytes = inner_->compress(x, n, payload);
-    std::vector<float> decoded(static_cast<std::size_t>(n), 0.0f);
-    inner_->decompress_add(payload, bytes, n, 1.0f, decoded.data());
+    std::vector<float> decoded(static_cast<std::size_t>(n));
+    inner_->decompress(payload, bytes, n, 1.0f, decoded.data());
     double squares = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       error_[i] = x[i] - decoded[i];

@@ -50,6 +50,10 @@ class Compressor {
   // out[0..n) += weight * decode(payload)
   virtual void decompress_add(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
                               float* out) const = 0;
+  // out[0..n) = weight * decode(payload): clears, then adds, unless a
+  // compressor that writes every element anyway does it in one pass.
+  virtual void decompress(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
+                          float* out) const;
   // What a decorator reports for the last compress (error norm, ...).
   virtual void report(std::vector<std::pair<std::string, double>>& /*stats*/) const {}
   // Memories and generator states, appended as raw bytes, for checkpoints;

@@ -108,11 +108,13 @@ class CompressedHook final : public CommHook {
     const auto received = Communicator::wait(comm->allgather(outgoing, incoming)).cpu().contiguous();
 
     start = thread_cpu_ns();
-    auto sum = at::zeros({n}, at::kFloat);
+    auto sum = at::empty({n}, at::kFloat);
     const auto* bytes = received.data_ptr<std::uint8_t>();
-    for (int r = 0; r < world; ++r)
-      compressor.decompress_add(bytes + r * width, static_cast<std::size_t>(sizes[r]), n,
-                                1.0f / static_cast<float>(ranks), sum.data_ptr<float>());
+    const float weight = 1.0f / static_cast<float>(ranks);
+    compressor.decompress(bytes, static_cast<std::size_t>(sizes[0]), n, weight, sum.data_ptr<float>());
+    for (int r = 1; r < world; ++r)
+      compressor.decompress_add(bytes + r * width, static_cast<std::size_t>(sizes[r]), n, weight,
+                                sum.data_ptr<float>());
     env_.clock.add_compute_ns(thread_cpu_ns() - start);
 
     env_.stats.set_bucket(index, "payload_bytes", static_cast<double>(used));

@@ -29,8 +29,10 @@ Xorshift128p Xorshift128p::seeded(std::uint64_t seed) {
 
 namespace {
 
-// out += the 32 values a onebit word decodes to (+plus, or -plus where its bit is set).
-inline void add_signed_block(std::uint32_t word, float plus, float* out) {
+// The 32 values a onebit word decodes to (+plus, or -plus where its bit is
+// set), added to out or written over it.
+template <bool kAccumulate>
+inline void put_signed_block(std::uint32_t word, float plus, float* out) {
 #if defined(__SSE2__)
   // Four bits at a time become four sign masks, XORed onto +plus.
   alignas(16) static const std::uint32_t kSignMasks[16][4] = {{0, 0, 0, 0},
@@ -52,10 +54,14 @@ inline void add_signed_block(std::uint32_t word, float plus, float* out) {
   const __m128 p = _mm_set1_ps(plus);
   for (int q = 0; q < 8; ++q) {
     const __m128 mask = _mm_load_ps(reinterpret_cast<const float*>(kSignMasks[(word >> (4 * q)) & 15u]));
-    _mm_storeu_ps(out + 4 * q, _mm_add_ps(_mm_loadu_ps(out + 4 * q), _mm_xor_ps(p, mask)));
+    const __m128 v = _mm_xor_ps(p, mask);
+    _mm_storeu_ps(out + 4 * q, kAccumulate ? _mm_add_ps(_mm_loadu_ps(out + 4 * q), v) : v);
   }
 #else
-  for (int b = 0; b < 32; ++b) out[b] += ((word >> b) & 1u) ? -plus : plus;
+  for (int b = 0; b < 32; ++b) {
+    const float v = ((word >> b) & 1u) ? -plus : plus;
+    out[b] = kAccumulate ? out[b] + v : v;
+  }
 #endif
 }
 
@@ -101,11 +107,25 @@ float onebit_pack(const float* x, std::int64_t n, bool scaled, std::uint32_t* wo
   return scaled && n > 0 ? static_cast<float>(abs_sum / static_cast<double>(n)) : 1.0f;
 }
 
-void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
+namespace {
+template <bool kAccumulate>
+void onebit_unpack_into(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
   const float plus = scale * weight;
   const std::int64_t full = n / 32;
-  for (std::int64_t w = 0; w < full; ++w) add_signed_block(words[w], plus, out + 32 * w);
-  for (std::int64_t i = 32 * full; i < n; ++i) out[i] += ((words[full] >> (i % 32)) & 1u) ? -plus : plus;
+  for (std::int64_t w = 0; w < full; ++w) put_signed_block<kAccumulate>(words[w], plus, out + 32 * w);
+  for (std::int64_t i = 32 * full; i < n; ++i) {
+    const float v = ((words[full] >> (i % 32)) & 1u) ? -plus : plus;
+    out[i] = kAccumulate ? out[i] + v : v;
+  }
+}
+}  // namespace
+
+void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
+  onebit_unpack_into<true>(words, n, scale, weight, out);
+}
+
+void onebit_unpack(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
+  onebit_unpack_into<false>(words, n, scale, weight, out);
 }
 
 namespace {

@@ -282,6 +282,20 @@ TEST(Compressors, DamagedDitheringPayloadsAreRefused) {
   EXPECT_THROW(kernels::dithering_decode_add(damaged.data(), bytes, n, o, 1.0f, out.data()), std::runtime_error);
 }
 
+TEST(Compressors, DecompressWritesWhatDecompressAddAddsToZeros) {
+  const std::int64_t n = 1000;
+  for (const char* type : {"onebit", "topk", "randomk", "dithering"}) {
+    auto c = make_compressor(options(type, std::string(type) == "dithering" ? 4.0 : 0.05), n, 2);
+    auto x = random_vector(n, 31);
+    std::vector<std::uint8_t> payload(c->max_payload_bytes(n));
+    const auto bytes = c->compress(x.data(), n, payload.data());
+    std::vector<float> added(static_cast<std::size_t>(n), 0.0f), written(static_cast<std::size_t>(n), 7.0f);
+    c->decompress_add(payload.data(), bytes, n, 0.25f, added.data());
+    c->decompress(payload.data(), bytes, n, 0.25f, written.data());
+    EXPECT_EQ(written, added) << type;
+  }
+}
+
 TEST(Compressors, ErrorFeedbackAccountsForEveryBit) {
   // Over T steps: the sum of what was sent plus the final error equals the
   // sum of the gradients (p_t = g_t + e_{t-1}, e_t = p_t - D(C(p_t))).
