@@ -142,20 +142,14 @@ void MainWindow::build_menus() {
   add(file, "&Quit", QKeySequence::Quit, [this] { close(); });
 
   auto* run = menuBar()->addMenu("&Run");
-  add(run, "Start &run", QKeySequence("Ctrl+R"), [this] {
-    launch_->show_sweep(false);
-    if (launch_->run_button()->isEnabled())
-      start_run();
-    else
-      show_page(kLaunch);
-  });
-  add(run, "Start &sweep", QKeySequence("Ctrl+Shift+R"), [this] {
-    launch_->show_sweep(true);
-    if (launch_->sweep_button()->isEnabled())
-      start_sweep();
-    else
-      show_page(kLaunch);
-  });
+  // Starts at once when the form is valid; otherwise shows it, with the problem outlined.
+  auto start_or_show = [this](bool sweep) {
+    launch_->show_sweep(sweep);
+    if (!(sweep ? launch_->sweep_button() : launch_->run_button())->isEnabled()) return show_page(kLaunch);
+    sweep ? start_sweep() : start_run();
+  };
+  add(run, "Start &run", QKeySequence("Ctrl+R"), [start_or_show] { start_or_show(false); });
+  add(run, "Start &sweep", QKeySequence("Ctrl+Shift+R"), [start_or_show] { start_or_show(true); });
   add(run, "S&top all", QKeySequence("Ctrl+."), [this] { engine_->stop_all(); });
 
   auto* view = menuBar()->addMenu("&View");
