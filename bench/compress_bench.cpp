@@ -1,7 +1,7 @@
 // Compressors: compress + decompress throughput (input bytes / the time of
 // both) at 1M, 16M and 64M float32 elements, next to memcpy of the same bytes
 // measured in the same run. Goals (ratio to memcpy): onebit and randomk >= 0.5,
-// dithering >= 0.2, topk >= 0.1. Then dithering's coder alone, per build.
+// dithering >= 0.2, topk >= 0.1. Then the bit-packing coders alone, per build.
 //
 //   build/bench/compress_bench [elements...]
 #include <cstdio>
@@ -19,25 +19,31 @@ using namespace commtune;
 
 namespace {
 
-// Dithering's coder per build this CPU runs (the table above uses the last).
-void print_dithering_builds(const std::vector<float>& x, int batches) {
+// The bit-packing coders per build this CPU runs (the table above uses the
+// last): onebit's pack and unpack, dithering's encode and decode.
+void print_builds(const std::vector<float>& x, int batches) {
   const auto n = static_cast<std::int64_t>(x.size());
   kernels::DitheringOptions options;
   options.levels = 4;
   std::vector<std::uint8_t> payload(kernels::dithering_max_bytes(n, options));
+  std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32));
   std::vector<float> out(x.size());
-  const char* names[] = {"portable", "avx2", "avx512"};
-  for (const auto build : kernels::cpu::dithering_builds()) {
+  auto per_element = [n](double seconds) { return seconds / static_cast<double>(n) * 1e9; };
+  for (const auto build : kernels::cpu::simd_builds()) {
+    const double pack =
+        bench::median_seconds([&] { kernels::cpu::onebit_pack(build, x.data(), n, true, words.data()); }, batches);
+    const double unpack = bench::median_seconds(
+        [&] { kernels::cpu::onebit_unpack(build, false, words.data(), n, 1.0f, 1.0f, out.data()); }, batches);
     auto rng = kernels::Xorshift128p::seeded(1);
     std::size_t used = 0;
     const double encode = bench::median_seconds(
         [&] { used = kernels::cpu::dithering_encode(build, x.data(), n, options, rng, payload.data()); }, batches);
     const double decode = bench::median_seconds(
-        [&] { kernels::cpu::dithering_decode_add(build, payload.data(), used, n, options, 1.0f, out.data()); },
+        [&] { kernels::cpu::dithering_decode(build, false, payload.data(), used, n, options, 1.0f, out.data()); },
         batches);
-    std::printf("    dithering s=4, %-8s build: encode %.2f, decode %.2f ns per element\n",
-                names[static_cast<int>(build)], encode / static_cast<double>(n) * 1e9,
-                decode / static_cast<double>(n) * 1e9);
+    std::printf(
+        "    %-8s build: onebit pack %.3f, unpack %.3f; dithering s=4 encode %.3f, decode %.3f ns per element\n",
+        kernels::cpu::name_of(build), per_element(pack), per_element(unpack), per_element(encode), per_element(decode));
   }
 }
 
@@ -93,7 +99,7 @@ int main(int argc, char** argv) {
       std::printf("  %-16s %7.2f GB/s  ratio %.2f of memcpy (goal %.1f: %s)  payload %.4f of the input\n", c.label,
                   bytes / s / 1e9, ratio, c.goal, ratio >= c.goal ? "met" : "MISSED", used / bytes);
     }
-    print_dithering_builds(x, batches);
+    print_builds(x, batches);
   }
   return 0;
 }

@@ -66,6 +66,9 @@ std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& options)
 // on the order of the elements).
 std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& options, Xorshift128p& rng,
                              std::uint8_t* out);
+// out[i] = decoded[i] * weight
+void dithering_decode(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& options,
+                      float weight, float* out);
 // out[i] += decoded[i] * weight
 void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& options,
                           float weight, float* out);

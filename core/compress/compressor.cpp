@@ -72,10 +72,8 @@ class OneBit final : public Compressor {
     return 4 + 4 * static_cast<std::size_t>((n + 31) / 32);
   }
   std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
-    std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32));
-    const float scale = kernels::onebit_pack(x, n, scaled_, words.data());
+    const float scale = kernels::onebit_pack(x, n, scaled_, reinterpret_cast<std::uint32_t*>(payload + 4));
     std::memcpy(payload, &scale, 4);
-    std::memcpy(payload + 4, words.data(), words.size() * 4);
     return max_payload_bytes(n);
   }
   void decompress_add(const std::uint8_t* payload, std::size_t, std::int64_t n, float weight,
@@ -91,9 +89,7 @@ class OneBit final : public Compressor {
   static void unpack(const std::uint8_t* payload, std::int64_t n, float weight, float* out, Unpack kernel) {
     float scale = 0;
     std::memcpy(&scale, payload, 4);
-    std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32));
-    std::memcpy(words.data(), payload + 4, words.size() * 4);
-    kernel(words.data(), n, scale, weight, out);
+    kernel(reinterpret_cast<const std::uint32_t*>(payload + 4), n, scale, weight, out);
   }
 
   bool scaled_;
@@ -141,6 +137,10 @@ class Dithering final : public Compressor {
   void decompress_add(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
                       float* out) const override {
     kernels::dithering_decode_add(payload, bytes, n, options_, weight, out);
+  }
+  void decompress(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
+                  float* out) const override {
+    kernels::dithering_decode(payload, bytes, n, options_, weight, out);
   }
   void save(std::vector<std::uint8_t>& out) const override { append_bytes(out, &rng_, 1); }
   void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override { read_bytes(in, pos, &rng_, 1); }

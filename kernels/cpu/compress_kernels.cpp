@@ -29,107 +29,6 @@ Xorshift128p Xorshift128p::seeded(std::uint64_t seed) {
 
 namespace {
 
-// The 32 values a onebit word decodes to (+plus, or -plus where its bit is
-// set), added to out or written over it.
-template <bool kAccumulate>
-inline void put_signed_block(std::uint32_t word, float plus, float* out) {
-#if defined(__SSE2__)
-  // Four bits at a time become four sign masks, XORed onto +plus.
-  alignas(16) static const std::uint32_t kSignMasks[16][4] = {{0, 0, 0, 0},
-                                                              {1u << 31, 0, 0, 0},
-                                                              {0, 1u << 31, 0, 0},
-                                                              {1u << 31, 1u << 31, 0, 0},
-                                                              {0, 0, 1u << 31, 0},
-                                                              {1u << 31, 0, 1u << 31, 0},
-                                                              {0, 1u << 31, 1u << 31, 0},
-                                                              {1u << 31, 1u << 31, 1u << 31, 0},
-                                                              {0, 0, 0, 1u << 31},
-                                                              {1u << 31, 0, 0, 1u << 31},
-                                                              {0, 1u << 31, 0, 1u << 31},
-                                                              {1u << 31, 1u << 31, 0, 1u << 31},
-                                                              {0, 0, 1u << 31, 1u << 31},
-                                                              {1u << 31, 0, 1u << 31, 1u << 31},
-                                                              {0, 1u << 31, 1u << 31, 1u << 31},
-                                                              {1u << 31, 1u << 31, 1u << 31, 1u << 31}};
-  const __m128 p = _mm_set1_ps(plus);
-  for (int q = 0; q < 8; ++q) {
-    const __m128 mask = _mm_load_ps(reinterpret_cast<const float*>(kSignMasks[(word >> (4 * q)) & 15u]));
-    const __m128 v = _mm_xor_ps(p, mask);
-    _mm_storeu_ps(out + 4 * q, kAccumulate ? _mm_add_ps(_mm_loadu_ps(out + 4 * q), v) : v);
-  }
-#else
-  for (int b = 0; b < 32; ++b) {
-    const float v = ((word >> b) & 1u) ? -plus : plus;
-    out[b] = kAccumulate ? out[b] + v : v;
-  }
-#endif
-}
-
-// The sign bits of 32 floats, and the sum of their magnitudes (in float,
-// four lanes, then added up in lane order).
-inline std::uint32_t sign_block(const float* x, double& abs_sum) {
-#if defined(__SSE2__)
-  const __m128 magnitude = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-  __m128 sum = _mm_setzero_ps();
-  std::uint32_t word = 0;
-  for (int q = 0; q < 8; ++q) {
-    const __m128 v = _mm_loadu_ps(x + 4 * q);
-    word |= static_cast<std::uint32_t>(_mm_movemask_ps(v)) << (4 * q);
-    sum = _mm_add_ps(sum, _mm_and_ps(v, magnitude));
-  }
-  alignas(16) float lanes[4];
-  _mm_store_ps(lanes, sum);
-  abs_sum += static_cast<double>(lanes[0]) + lanes[1] + lanes[2] + lanes[3];
-  return word;
-#else
-  std::uint32_t word = 0;
-  for (int b = 0; b < 32; ++b) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, x + b, 4);
-    word |= (bits >> 31) << b;
-    abs_sum += std::fabs(x[b]);
-  }
-  return word;
-#endif
-}
-
-}  // namespace
-
-float onebit_pack(const float* x, std::int64_t n, bool scaled, std::uint32_t* words) {
-  double abs_sum = 0;
-  const std::int64_t full = n / 32;
-  for (std::int64_t w = 0; w < full; ++w) words[w] = sign_block(x + 32 * w, abs_sum);
-  if (n % 32) {
-    float tail[32] = {};
-    std::memcpy(tail, x + 32 * full, static_cast<std::size_t>(n % 32) * 4);
-    words[full] = sign_block(tail, abs_sum);
-  }
-  return scaled && n > 0 ? static_cast<float>(abs_sum / static_cast<double>(n)) : 1.0f;
-}
-
-namespace {
-template <bool kAccumulate>
-void onebit_unpack_into(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
-  const float plus = scale * weight;
-  const std::int64_t full = n / 32;
-  for (std::int64_t w = 0; w < full; ++w) put_signed_block<kAccumulate>(words[w], plus, out + 32 * w);
-  for (std::int64_t i = 32 * full; i < n; ++i) {
-    const float v = ((words[full] >> (i % 32)) & 1u) ? -plus : plus;
-    out[i] = kAccumulate ? out[i] + v : v;
-  }
-}
-}  // namespace
-
-void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
-  onebit_unpack_into<true>(words, n, scale, weight, out);
-}
-
-void onebit_unpack(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
-  onebit_unpack_into<false>(words, n, scale, weight, out);
-}
-
-namespace {
-
 // The k largest |x| among `candidates` (ascending indices; ties: lower index
 // first), written in ascending index order. The k-th largest magnitude comes
 // from nth_element on a copy of the magnitudes; one pass over the candidates,
@@ -217,12 +116,6 @@ void randomk_select(const float* x, std::int64_t n, std::int64_t k, float scale,
 
 void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out) {
   for (std::int64_t j = 0; j < k; ++j) out[indices[j]] += values[j] * weight;
-}
-
-void cpu::onebit_signs(const float* x, std::int64_t n, std::uint32_t* words) { onebit_pack(x, n, false, words); }
-
-void cpu::onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out) {
-  kernels::onebit_unpack_add(words, n, scale, weight, out);
 }
 
 void cpu::scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out) {

@@ -33,15 +33,19 @@ void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t
 void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values);
 void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q);
-// The dithering coder's builds, with the same bytes from each: portable,
-// AVX2 + BMI2 and AVX-512 (x86-64). kernels::dithering_encode and
-// dithering_decode_add take the last this CPU runs; tests call each.
-enum class DitheringBuild { portable, avx2, avx512 };
-std::vector<DitheringBuild> dithering_builds();
-std::size_t dithering_encode(DitheringBuild build, const float* x, std::int64_t n, const DitheringOptions& options,
+// The builds of the bit-packing coders (onebit, dithering), with the same
+// bits from each: portable, AVX2 (+ BMI2) and AVX-512 (x86-64). The kernels::
+// entry points take the last this CPU runs; tests and benchmarks call each.
+enum class SimdBuild { portable, avx2, avx512 };
+std::vector<SimdBuild> simd_builds();
+const char* name_of(SimdBuild build);
+float onebit_pack(SimdBuild build, const float* x, std::int64_t n, bool scaled, std::uint32_t* words);
+void onebit_unpack(SimdBuild build, bool accumulate, const std::uint32_t* words, std::int64_t n, float scale,
+                   float weight, float* out);
+std::size_t dithering_encode(SimdBuild build, const float* x, std::int64_t n, const DitheringOptions& options,
                              Xorshift128p& rng, std::uint8_t* out);
-void dithering_decode_add(DitheringBuild build, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
-                          const DitheringOptions& options, float weight, float* out);
+void dithering_decode(SimdBuild build, bool accumulate, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
+                      const DitheringOptions& options, float weight, float* out);
 }  // namespace commtune::kernels::cpu
 
 #if defined(COMMTUNE_HAVE_CUDA_KERNELS)

@@ -86,24 +86,20 @@ std::uint8_t rice_parameter(std::int64_t n, std::int64_t nonzeros) {
   return m < 2.0 ? 0 : static_cast<std::uint8_t>(std::min(30.0, std::floor(std::log2(m))));
 }
 
-// What the encoder's first pass leaves for the second, per tensor: each
-// element's rank, and per 64-element chunk the masks of its nonzero and its
-// negative elements. Reused by the calls on one thread: allocating and
-// faulting in a tensor's worth per call costs more than coding it.
-struct EncoderScratch {
-  std::vector<std::uint8_t> ranks;
-  std::vector<std::uint64_t> kept, negative;
-};
-EncoderScratch& encoder_scratch(std::int64_t chunks) {
-  thread_local EncoderScratch scratch;
-  const auto size = static_cast<std::size_t>(chunks);
-  if (scratch.kept.size() < size) {
-    scratch.ranks.resize(64 * size);
-    scratch.kept.resize(size);
-    scratch.negative.resize(size);
-  }
-  return scratch;
+// Per 64-element chunk, the mask of its nonzero levels: what the encoder's
+// pass over the tensor leaves for the positions. Reused by the calls on one
+// thread: allocating and faulting in a tensor's worth per call costs more
+// than coding it.
+std::uint64_t* encoder_scratch(std::int64_t chunks) {
+  thread_local std::vector<std::uint64_t> kept;
+  if (kept.size() < static_cast<std::size_t>(chunks)) kept.resize(static_cast<std::size_t>(chunks));
+  return kept.data();
 }
+
+// Room for the position stream: a bitmap (n bits) or Rice codes, at most
+// n (1 + ln2 (1 + k)) / 2^k < 1.2 n bits with rice_parameter's k, and the 8
+// bytes its writer may store past its end.
+std::size_t position_capacity(std::int64_t n) { return (static_cast<std::size_t>(n) * 5 + 31) / 32 + 8; }
 
 // Writes least significant bit first. Every put stores the accumulator's 8
 // bytes and advances by the whole bytes: no branch on how full it is, and up
@@ -225,11 +221,17 @@ namespace avx2 {
 #undef COMMTUNE_CODEC_LEVEL
 }  // namespace avx2
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+// GCC 12's AVX-512 intrinsics start from a self-initialised "undefined"
+// vector that -Wmaybe-uninitialized reports once inlined (GCC bug 105593,
+// fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace avx512 {
 #define COMMTUNE_CODEC_LEVEL 4
 #include "kernels/cpu/dithering_codec.inc"
 #undef COMMTUNE_CODEC_LEVEL
 }  // namespace avx512
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
 
@@ -265,52 +267,38 @@ COMMTUNE_CPU_CLONES_AVX512 void cpu::dithering_levels(const float* x, std::int64
 }
 
 std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& o) {
-  // Positions: a bitmap (n bits) or Rice codes, at most n (1 + ln2 (1 + k)) / 2^k
-  // < 1.2 n bits with rice_parameter's k. Details: per nonzero a sign and at
-  // most s - 1 rank bits. Each stream: 8 bytes the writer may store past its end.
-  const auto elements = static_cast<std::size_t>(n);
+  // The details: per nonzero a sign and at most s - 1 rank bits, and the 8
+  // bytes their writer may store past their end.
   const auto detail_bits = static_cast<std::size_t>(std::max<std::int64_t>(o.levels, 1));
-  return kHeaderBytes + (elements * 5 + 31) / 32 + 8 + (elements * detail_bits + 7) / 8 + 8;
-}
-
-std::vector<cpu::DitheringBuild> cpu::dithering_builds() {
-  std::vector<DitheringBuild> builds{DitheringBuild::portable};
-#if defined(COMMTUNE_DITHERING_SIMD)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) {
-    builds.push_back(DitheringBuild::avx2);
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vl"))
-      builds.push_back(DitheringBuild::avx512);
-  }
-#endif
-  return builds;
+  return kHeaderBytes + position_capacity(n) + (static_cast<std::size_t>(n) * detail_bits + 7) / 8 + 8;
 }
 
 namespace {
-cpu::DitheringBuild fastest_build() {
-  static const cpu::DitheringBuild fastest = cpu::dithering_builds().back();
+cpu::SimdBuild fastest_build() {
+  static const cpu::SimdBuild fastest = cpu::simd_builds().back();
   return fastest;
 }
 }  // namespace
 
-std::size_t cpu::dithering_encode(DitheringBuild build, const float* x, std::int64_t n, const DitheringOptions& o,
+std::size_t cpu::dithering_encode(SimdBuild build, const float* x, std::int64_t n, const DitheringOptions& o,
                                   Xorshift128p& rng, std::uint8_t* out) {
 #if defined(COMMTUNE_DITHERING_SIMD)
-  if (build == DitheringBuild::avx512) return avx512::encode(x, n, o, rng, out);
-  if (build == DitheringBuild::avx2) return avx2::encode(x, n, o, rng, out);
+  if (build == SimdBuild::avx512) return avx512::encode(x, n, o, rng, out);
+  if (build == SimdBuild::avx2) return avx2::encode(x, n, o, rng, out);
 #endif
   (void)build;
   return portable::encode(x, n, o, rng, out);
 }
 
-void cpu::dithering_decode_add(DitheringBuild build, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
-                               const DitheringOptions& o, float weight, float* out) {
+void cpu::dithering_decode(SimdBuild build, bool accumulate, const std::uint8_t* in, std::size_t bytes, std::int64_t n,
+                           const DitheringOptions& o, float weight, float* out) {
+  auto decoder = accumulate ? portable::decode<true> : portable::decode<false>;
 #if defined(COMMTUNE_DITHERING_SIMD)
-  if (build == DitheringBuild::avx512) return avx512::decode_add(in, bytes, n, o, weight, out);
-  if (build == DitheringBuild::avx2) return avx2::decode_add(in, bytes, n, o, weight, out);
+  if (build == SimdBuild::avx512) decoder = accumulate ? avx512::decode<true> : avx512::decode<false>;
+  if (build == SimdBuild::avx2) decoder = accumulate ? avx2::decode<true> : avx2::decode<false>;
 #endif
   (void)build;
-  portable::decode_add(in, bytes, n, o, weight, out);
+  decoder(in, bytes, n, o, weight, out);
 }
 
 std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
@@ -320,7 +308,12 @@ std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOpti
 
 void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& o,
                           float weight, float* out) {
-  cpu::dithering_decode_add(fastest_build(), in, bytes, n, o, weight, out);
+  cpu::dithering_decode(fastest_build(), true, in, bytes, n, o, weight, out);
+}
+
+void dithering_decode(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& o,
+                      float weight, float* out) {
+  cpu::dithering_decode(fastest_build(), false, in, bytes, n, o, weight, out);
 }
 
 }  // namespace commtune::kernels

@@ -226,9 +226,37 @@ TEST(Compressors, DitheringPayloadBytesFollowTheFormula) {
         }
 }
 
-TEST(Compressors, DitheringBuildsAgreeByteForByte) {
-  const auto builds = kernels::cpu::dithering_builds();
+TEST(Compressors, OnebitBuildsAgreeBitForBit) {
+  const auto builds = kernels::cpu::simd_builds();
   if (builds.size() < 2) GTEST_SKIP() << "this CPU has no AVX2 + BMI2: only the portable build runs";
+  using kernels::cpu::SimdBuild;
+  for (std::int64_t n : {1, 31, 33, 64, 100, 4095, 4096, 4097, 100003}) {
+    const auto x = random_vector(n, static_cast<unsigned>(n));
+    const auto words = static_cast<std::size_t>((n + 31) / 32);
+    std::vector<std::uint32_t> reference(words);
+    const float scale = kernels::cpu::onebit_pack(SimdBuild::portable, x.data(), n, true, reference.data());
+    std::vector<float> added(x.size(), 1.0f), written(x.size(), 7.0f);
+    kernels::cpu::onebit_unpack(SimdBuild::portable, true, reference.data(), n, scale, 0.5f, added.data());
+    kernels::cpu::onebit_unpack(SimdBuild::portable, false, reference.data(), n, scale, 0.5f, written.data());
+    for (const auto build : builds) {
+      const auto label = std::string(kernels::cpu::name_of(build)) + " n " + std::to_string(n);
+      std::vector<std::uint32_t> packed(words);
+      ASSERT_EQ(kernels::cpu::onebit_pack(build, x.data(), n, true, packed.data()), scale) << label;
+      ASSERT_EQ(packed, reference) << label;
+      std::vector<float> out(x.size(), 1.0f);
+      kernels::cpu::onebit_unpack(build, true, reference.data(), n, scale, 0.5f, out.data());
+      ASSERT_EQ(out, added) << label;
+      std::fill(out.begin(), out.end(), 7.0f);
+      kernels::cpu::onebit_unpack(build, false, reference.data(), n, scale, 0.5f, out.data());
+      ASSERT_EQ(out, written) << label;
+    }
+  }
+}
+
+TEST(Compressors, DitheringBuildsAgreeByteForByte) {
+  const auto builds = kernels::cpu::simd_builds();
+  if (builds.size() < 2) GTEST_SKIP() << "this CPU has no AVX2 + BMI2: only the portable build runs";
+  using kernels::cpu::SimdBuild;
   for (std::int64_t n : {1, 63, 64, 65, 1000, 70001})
     for (int levels : {1, 3, 7, 8, 16, 31})
       for (bool natural : {false, true}) {
@@ -241,13 +269,14 @@ TEST(Compressors, DitheringBuildsAgreeByteForByte) {
         const auto max_bytes = kernels::dithering_max_bytes(n, o);
         std::vector<std::uint8_t> reference(max_bytes);
         auto rng = kernels::Xorshift128p::seeded(5);
-        const auto bytes = kernels::cpu::dithering_encode(kernels::cpu::DitheringBuild::portable, x.data(), n, o, rng,
-                                                          reference.data());
-        std::vector<float> expected(static_cast<std::size_t>(n), 1.0f);
-        kernels::cpu::dithering_decode_add(kernels::cpu::DitheringBuild::portable, reference.data(), bytes, n, o, 0.5f,
-                                           expected.data());
+        const auto bytes = kernels::cpu::dithering_encode(SimdBuild::portable, x.data(), n, o, rng, reference.data());
+        // Added onto ones, and written over a value decoding never gives.
+        std::vector<float> added(static_cast<std::size_t>(n), 1.0f), written(added.size(), 7.0f);
+        kernels::cpu::dithering_decode(SimdBuild::portable, true, reference.data(), bytes, n, o, 0.5f, added.data());
+        kernels::cpu::dithering_decode(SimdBuild::portable, false, reference.data(), bytes, n, o, 0.5f, written.data());
+        for (std::size_t i = 0; i < added.size(); ++i) ASSERT_EQ(written[i] + 1.0f, added[i]) << i;
         for (const auto build : builds) {
-          const auto label = "build " + std::to_string(static_cast<int>(build)) + " n " + std::to_string(n) + " s " +
+          const auto label = std::string(kernels::cpu::name_of(build)) + " n " + std::to_string(n) + " s " +
                              std::to_string(levels) + (natural ? " natural" : " linear");
           std::vector<std::uint8_t> payload(max_bytes);
           auto same_rng = kernels::Xorshift128p::seeded(5);
@@ -256,8 +285,11 @@ TEST(Compressors, DitheringBuildsAgreeByteForByte) {
               std::equal(payload.begin(), payload.begin() + static_cast<std::ptrdiff_t>(bytes), reference.begin()))
               << label;
           std::vector<float> out(static_cast<std::size_t>(n), 1.0f);
-          kernels::cpu::dithering_decode_add(build, reference.data(), bytes, n, o, 0.5f, out.data());
-          ASSERT_EQ(out, expected) << label;
+          kernels::cpu::dithering_decode(build, true, reference.data(), bytes, n, o, 0.5f, out.data());
+          ASSERT_EQ(out, added) << label;
+          std::fill(out.begin(), out.end(), 7.0f);
+          kernels::cpu::dithering_decode(build, false, reference.data(), bytes, n, o, 0.5f, out.data());
+          ASSERT_EQ(out, written) << label;
         }
       }
 }
