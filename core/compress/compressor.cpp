@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/cpu/dispatch.h"
+
 namespace commtune {
 
 void Compressor::decompress(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
@@ -176,18 +178,13 @@ class Decorator : public Compressor {
 class ErrorFeedback final : public Decorator {
  public:
   ErrorFeedback(std::unique_ptr<Compressor> inner, std::int64_t n)
-      : Decorator(std::move(inner)), error_(static_cast<std::size_t>(n), 0.0f) {}
+      : Decorator(std::move(inner)), error_(static_cast<std::size_t>(n), 0.0f), decoded_(error_.size()) {}
   std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
-    for (std::int64_t i = 0; i < n; ++i) x[i] += error_[i];
+    // PowerSGD's error-feedback kernels: x = e = g + e, then e -= D(C(x)).
+    kernels::add_into_both(kernels::Device::Cpu, x, error_.data(), n);
     const auto bytes = inner_->compress(x, n, payload);
-    std::vector<float> decoded(static_cast<std::size_t>(n));
-    inner_->decompress(payload, bytes, n, 1.0f, decoded.data());
-    double squares = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      error_[i] = x[i] - decoded[i];
-      squares += static_cast<double>(error_[i]) * error_[i];
-    }
-    error_norm_ = std::sqrt(squares);
+    inner_->decompress(payload, bytes, n, 1.0f, decoded_.data());
+    error_norm_ = std::sqrt(kernels::subtract_and_square_sum(kernels::Device::Cpu, error_.data(), decoded_.data(), n));
     return bytes;
   }
   void report(std::vector<std::pair<std::string, double>>& stats) const override {
@@ -205,6 +202,9 @@ class ErrorFeedback final : public Decorator {
 
  private:
   std::vector<float> error_;
+  // Where the payload is decoded each step: allocated once, not per step
+  // (a large bucket's buffer would be mapped and faulted in every time).
+  std::vector<float> decoded_;
   double error_norm_ = 0;
 };
 
@@ -214,10 +214,7 @@ class NesterovMomentum final : public Decorator {
   NesterovMomentum(std::unique_ptr<Compressor> inner, std::int64_t n, float mu)
       : Decorator(std::move(inner)), momentum_(static_cast<std::size_t>(n), 0.0f), mu_(mu) {}
   std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
-    for (std::int64_t i = 0; i < n; ++i) {
-      momentum_[i] = mu_ * momentum_[i] + x[i];
-      x[i] += mu_ * momentum_[i];
-    }
+    kernels::cpu::nesterov_fold(x, momentum_.data(), n, mu_);
     return inner_->compress(x, n, payload);
   }
   void save(std::vector<std::uint8_t>& out) const override {

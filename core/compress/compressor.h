@@ -44,11 +44,12 @@ class Compressor {
   // The payload's size for n elements: exact when fixed_size(), else a bound.
   virtual std::size_t max_payload_bytes(std::int64_t n) const = 0;
   virtual bool fixed_size() const { return true; }
-  // Packs x[0..n) into `payload` (max_payload_bytes long, 4-byte aligned:
-  // fixed-size formats store their words in place); returns the bytes used.
+  // Packs x[0..n) into `payload` (max_payload_bytes long, 4-byte aligned,
+  // not cleared: write every byte you use); returns the bytes used.
   // May change x (decorators fold their memories into it).
   virtual std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) = 0;
-  // out[0..n) += weight * decode(payload)
+  // out[0..n) += weight * decode(payload). The hook gathers payloads back
+  // to back, so a payload is 4-byte aligned when its size is a multiple of 4.
   virtual void decompress_add(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
                               float* out) const = 0;
   // out[0..n) = weight * decode(payload): clears, then adds, unless a

@@ -88,7 +88,7 @@ class CompressedHook final : public CommHook {
     auto start = thread_cpu_ns();
     auto& compressor = compressor_for(index, n);
     auto x = gradients.to(at::kCPU, at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
-    auto payload = at::zeros({static_cast<std::int64_t>(compressor.max_payload_bytes(n))}, at::kByte);
+    auto payload = at::empty({static_cast<std::int64_t>(compressor.max_payload_bytes(n))}, at::kByte);
     const auto used = compressor.compress(x.data_ptr<float>(), n, payload.data_ptr<std::uint8_t>());
     env_.clock.add_compute_ns(thread_cpu_ns() - start);
 
@@ -103,6 +103,8 @@ class CompressedHook final : public CommHook {
       for (int r = 0; r < world; ++r) sizes[r] = gathered_sizes[r].item<std::int64_t>();
       width = *std::max_element(sizes.begin(), sizes.end());
     }
+    payload.narrow(0, static_cast<std::int64_t>(used), width - static_cast<std::int64_t>(used))
+        .zero_();  // no stale bytes on the wire
     auto outgoing = payload.narrow(0, 0, width).to(device);
     auto incoming = at::empty({world * width}, outgoing.options());
     const auto received = Communicator::wait(comm->allgather(outgoing, incoming)).cpu().contiguous();

@@ -122,6 +122,13 @@ void cpu::scatter_add(const std::uint32_t* indices, const float* values, std::in
   kernels::scatter_add(indices, values, k, weight, out);
 }
 
+COMMTUNE_CPU_CLONES void cpu::nesterov_fold(float* __restrict x, float* __restrict momentum, std::int64_t n, float mu) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    momentum[i] = mu * momentum[i] + x[i];
+    x[i] += mu * momentum[i];
+  }
+}
+
 void cpu::gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values) {
   for (std::int64_t j = 0; j < k; ++j) values[j] = x[indices[j]] * scale;
 }

@@ -31,6 +31,9 @@ void onebit_signs(const float* x, std::int64_t n, std::uint32_t* words);
 void onebit_unpack_add(const std::uint32_t* words, std::int64_t n, float scale, float weight, float* out);
 void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out);
 void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k, float scale, float* values);
+// Nesterov momentum folded into x: m = mu m + x; x += mu m (the compressors'
+// momentum decorator).
+void nesterov_fold(float* x, float* momentum, std::int64_t n, float mu);
 void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q);
 // The builds of the bit-packing coders (onebit, dithering), with the same
