@@ -1,7 +1,7 @@
 // Compressors: compress + decompress throughput (input bytes / the time of
 // both) at 1M, 16M and 64M float32 elements, next to memcpy of the same bytes
 // measured in the same run. Goals (ratio to memcpy): onebit and randomk >= 0.5,
-// dithering >= 0.2, topk >= 0.1. Then the bit-packing coders alone, per build.
+// dithering >= 0.2, topk >= 0.1. Then the kernels that come in builds, per build.
 //
 //   build/bench/compress_bench [elements...]
 #include <cstdio>
@@ -19,8 +19,9 @@ using namespace commtune;
 
 namespace {
 
-// The bit-packing coders per build this CPU runs (the table above uses the
-// last): onebit's pack and unpack, dithering's encode and decode.
+// The kernels that come in builds, per build this CPU runs (the table above
+// uses the last): topk's selection, onebit's pack and unpack, dithering's
+// encode and decode.
 void print_builds(const std::vector<float>& x, int batches) {
   const auto n = static_cast<std::int64_t>(x.size());
   kernels::DitheringOptions options;
@@ -28,8 +29,13 @@ void print_builds(const std::vector<float>& x, int batches) {
   std::vector<std::uint8_t> payload(kernels::dithering_max_bytes(n, options));
   std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32));
   std::vector<float> out(x.size());
+  const std::int64_t k = n / 100;
+  std::vector<std::uint32_t> indices(static_cast<std::size_t>(k));
+  std::vector<float> values(indices.size());
   auto per_element = [n](double seconds) { return seconds / static_cast<double>(n) * 1e9; };
   for (const auto build : kernels::cpu::simd_builds()) {
+    const double topk = bench::median_seconds(
+        [&] { kernels::cpu::topk_select(build, x.data(), n, k, indices.data(), values.data()); }, batches);
     const double pack =
         bench::median_seconds([&] { kernels::cpu::onebit_pack(build, x.data(), n, true, words.data()); }, batches);
     const double unpack = bench::median_seconds(
@@ -42,8 +48,10 @@ void print_builds(const std::vector<float>& x, int batches) {
         [&] { kernels::cpu::dithering_decode(build, false, payload.data(), used, n, options, 1.0f, out.data()); },
         batches);
     std::printf(
-        "    %-8s build: onebit pack %.3f, unpack %.3f; dithering s=4 encode %.3f, decode %.3f ns per element\n",
-        kernels::cpu::name_of(build), per_element(pack), per_element(unpack), per_element(encode), per_element(decode));
+        "    %-8s build: topk k=1%% select %.3f; onebit pack %.3f, unpack %.3f; dithering s=4 encode %.3f, decode %.3f "
+        "ns per element\n",
+        kernels::cpu::name_of(build), per_element(topk), per_element(pack), per_element(unpack), per_element(encode),
+        per_element(decode));
   }
 }
 

@@ -36,12 +36,14 @@ void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k,
 void nesterov_fold(float* x, float* momentum, std::int64_t n, float mu);
 void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q);
-// The builds of the bit-packing coders (onebit, dithering), with the same
-// bits from each: portable, AVX2 (+ BMI2) and AVX-512 (x86-64). The kernels::
-// entry points take the last this CPU runs; tests and benchmarks call each.
+// The builds of the streaming and bit-packing kernels (topk's candidate
+// scan, onebit, dithering), with the same results from each: portable, AVX2 (+ BMI2) and AVX-512 (x86-64). The
+// kernels:: entry points take the last this CPU runs; tests and benchmarks call each.
 enum class SimdBuild { portable, avx2, avx512 };
 std::vector<SimdBuild> simd_builds();
 const char* name_of(SimdBuild build);
+void topk_select(SimdBuild build, const float* x, std::int64_t n, std::int64_t k, std::uint32_t* indices,
+                 float* values);
 float onebit_pack(SimdBuild build, const float* x, std::int64_t n, bool scaled, std::uint32_t* words);
 void onebit_unpack(SimdBuild build, bool accumulate, const std::uint32_t* words, std::int64_t n, float scale,
                    float weight, float* out);

@@ -226,6 +226,28 @@ TEST(Compressors, DitheringPayloadBytesFollowTheFormula) {
         }
 }
 
+TEST(Compressors, TopkBuildsAgree) {
+  const auto builds = kernels::cpu::simd_builds();
+  if (builds.size() < 2) GTEST_SKIP() << "this CPU has no AVX2 + BMI2: only the portable build runs";
+  for (const std::int64_t n : {40000, 300001}) {
+    auto x = random_vector(n, static_cast<unsigned>(n));
+    x[static_cast<std::size_t>(n - 1)] = 50.0f;  // in the tail the vector passes leave
+    for (const std::int64_t k : {std::int64_t{1}, n / 100, n / 20}) {
+      std::vector<std::uint32_t> expected_indices(static_cast<std::size_t>(k)), indices(expected_indices.size());
+      std::vector<float> expected_values(expected_indices.size()), values(expected_indices.size());
+      kernels::cpu::topk_select(kernels::cpu::SimdBuild::portable, x.data(), n, k, expected_indices.data(),
+                                expected_values.data());
+      for (const auto build : builds) {
+        kernels::cpu::topk_select(build, x.data(), n, k, indices.data(), values.data());
+        const auto label =
+            std::string(kernels::cpu::name_of(build)) + " n " + std::to_string(n) + " k " + std::to_string(k);
+        ASSERT_EQ(indices, expected_indices) << label;
+        ASSERT_EQ(values, expected_values) << label;
+      }
+    }
+  }
+}
+
 TEST(Compressors, OnebitBuildsAgreeBitForBit) {
   const auto builds = kernels::cpu::simd_builds();
   if (builds.size() < 2) GTEST_SKIP() << "this CPU has no AVX2 + BMI2: only the portable build runs";
