@@ -23,11 +23,32 @@ COMMTUNE_HD std::uint32_t murmur_finalise(std::uint32_t h) {
   return h;
 }
 
-// Uniform in [0, 1) with 24 bits, through int32 (SSE2 converts signed
-// integers only; exact either way).
-COMMTUNE_HD float dithering_draw(std::uint32_t index, std::uint32_t key_low, std::uint32_t key_high) {
-  const auto bits = static_cast<std::int32_t>(murmur_finalise((index ^ key_high) * kDrawWeyl + key_low) >> 8);
-  return static_cast<float>(bits) * (1.0f / 16777216.0f);
+// Element `index`'s draw: 24 uniform bits. The index enters through its
+// Weyl step, index * kDrawWeyl, which vectorised code keeps as a running sum.
+COMMTUNE_HD std::uint32_t dithering_draw_bits(std::uint32_t index, std::uint64_t key) {
+  return murmur_finalise((index * kDrawWeyl + static_cast<std::uint32_t>(key)) ^
+                         static_cast<std::uint32_t>(key >> 32)) >>
+         8;
+}
+
+// The draw as a float uniform in [0, 1) (natural levels), through int32
+// (SSE2 converts signed integers only; exact either way).
+COMMTUNE_HD float dithering_draw(std::uint32_t index, std::uint64_t key) {
+  return static_cast<float>(static_cast<std::int32_t>(dithering_draw_bits(index, key))) * (1.0f / 16777216.0f);
+}
+
+// 1.0 in the 8.24 fixed point of linear levels.
+constexpr float kFixedOne = 16777216.0f;
+
+// A linear level by stochastic rounding in 8.24 fixed point: floor(scaled + u)
+// for u = draw / 2^24, from `fixed` = scaled * 2^24 truncated. With the draw
+// uniform over 2^24 values its mean is exactly fixed / 2^24, so the rounding
+// is unbiased to 2^-24 of a level; and an integer add and shift, no float
+// compare, is what makes it cheap in vector lanes. The callers compute
+// scaled * 2^24 as min(|x| * inverse, 1) * (levels * 2^24): multiplying by a
+// power of two is exact, so that is the float scaled, shifted.
+COMMTUNE_HD std::int32_t linear_level(std::int32_t fixed, std::uint32_t draw) {
+  return (fixed + static_cast<std::int32_t>(draw)) >> 24;
 }
 
 }  // namespace commtune::kernels

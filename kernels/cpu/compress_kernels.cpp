@@ -151,7 +151,7 @@ __attribute__((target("avx512f,popcnt"))) ScanEnd scan_avx512(const float* x, st
   std::int64_t count = 0, i = 0;
   for (; i + 16 <= n && count < capacity; i += 16, index = _mm512_add_epi32(index, step)) {
     const __mmask16 pass = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + i)), t, _CMP_GE_OQ);
-    // The register form of compress, then a full store: compress to memory is slow on Zen 4.
+    // The register form of compress, then a full store: compress to memory is slow on Zen 5.
     _mm512_storeu_si512(candidates + count, _mm512_maskz_compress_epi32(pass, index));
     count += __builtin_popcount(pass);
   }

@@ -150,7 +150,7 @@ struct Kernels {
 Kernels kernels_of(cpu::SimdBuild build) {
 #if defined(COMMTUNE_ONEBIT_SIMD)
   // 512-bit registers gain nothing here: unpacking runs as fast, and packing
-  // streams from memory 1.7x slower with them (Zen 4, 16M elements).
+  // streams from memory 1.7x slower with them (Zen 5, 16M elements).
   if (build != cpu::SimdBuild::portable) return {pack_avx2, unpack_avx2<false>, unpack_avx2<true>};
 #endif
   (void)build;

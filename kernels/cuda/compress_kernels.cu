@@ -55,22 +55,18 @@ __device__ float level_value(int q, int levels, bool natural) {
 }
 
 __global__ void dithering_levels_kernel(const float* __restrict__ x, std::int64_t first, std::int64_t count,
-                                        float inverse, int levels, bool natural, std::uint32_t key_low,
-                                        std::uint32_t key_high, std::uint8_t* __restrict__ q) {
+                                        float inverse, int levels, bool natural, std::uint64_t key,
+                                        std::uint8_t* __restrict__ q) {
+  const float top = __fmul_rn(static_cast<float>(levels), kFixedOne);
   COMMTUNE_GRID_LOOP(j, count) {
     const auto i = static_cast<std::uint32_t>(first + j);
     float a = __fmul_rn(fabsf(x[first + j]), inverse);
     a = a < 1.0f ? a : 1.0f;
-    const float u = dithering_draw(i, key_low, key_high);
     if (!natural) {
-      const float scaled = __fmul_rn(a, static_cast<float>(levels));
-      int low = __float2int_rz(scaled);
-      low = low < levels ? low : levels;
-      int up = u < __fsub_rn(scaled, static_cast<float>(low)) ? 1 : 0;
-      up = low < levels ? up : 0;
-      q[j] = static_cast<std::uint8_t>(low + up);
+      q[j] = static_cast<std::uint8_t>(linear_level(__float2int_rz(__fmul_rn(a, top)), dithering_draw_bits(i, key)));
       continue;
     }
+    const float u = dithering_draw(i, key);
     if (a <= 0.0f) {
       q[j] = 0;
       continue;
@@ -124,8 +120,7 @@ void dithering_levels(const float* x, std::int64_t first, std::int64_t count, fl
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q, void* stream) {
   if (count == 0) return;
   dithering_levels_kernel<<<blocks_for(count), kThreads, 0, as_stream(stream)>>>(
-      x, first, count, inverse, static_cast<int>(options.levels), options.natural, static_cast<std::uint32_t>(key),
-      static_cast<std::uint32_t>(key >> 32), q);
+      x, first, count, inverse, static_cast<int>(options.levels), options.natural, key, q);
   check_launch("dithering_levels");
 }
 
