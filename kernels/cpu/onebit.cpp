@@ -27,24 +27,19 @@ namespace {
 constexpr std::int64_t kLanes = 64;
 constexpr std::int64_t kBlockChunks = 64;  // 64-element chunks per block
 
+#if defined(__SSE2__)
+namespace sse2 {
+#define COMMTUNE_ONEBIT_WIDTH 4
+#include "kernels/cpu/onebit_pack.inc"
+#undef COMMTUNE_ONEBIT_WIDTH
+}  // namespace sse2
+#endif
+
 // Signs of `chunks` 64-element chunks into 2 words each; |x| into lanes[64].
 // The portable build: SSE2 where the target has it (all of x86-64), else scalar.
 void pack_portable(const float* x, std::int64_t chunks, std::uint32_t* words, float* lanes) {
 #if defined(__SSE2__)
-  const __m128 magnitude = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-  __m128 sum[16];
-  for (int q = 0; q < 16; ++q) sum[q] = _mm_loadu_ps(lanes + 4 * q);
-  for (std::int64_t c = 0; c < chunks; ++c, x += kLanes, words += 2) {
-    std::uint32_t word[2] = {};
-    for (int q = 0; q < 16; ++q) {
-      const __m128 v = _mm_loadu_ps(x + 4 * q);
-      word[q / 8] |= static_cast<std::uint32_t>(_mm_movemask_ps(v)) << (4 * (q % 8));
-      sum[q] = _mm_add_ps(sum[q], _mm_and_ps(v, magnitude));
-    }
-    words[0] = word[0];
-    words[1] = word[1];
-  }
-  for (int q = 0; q < 16; ++q) _mm_storeu_ps(lanes + 4 * q, sum[q]);
+  sse2::pack(x, chunks, words, lanes);
 #else
   for (std::int64_t c = 0; c < chunks; ++c, x += kLanes, words += 2) {
     std::uint32_t word[2] = {};
@@ -99,23 +94,14 @@ void unpack_portable(const std::uint32_t* words, std::int64_t count, float plus,
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define COMMTUNE_ONEBIT_SIMD 1
 
-__attribute__((target("avx2"))) void pack_avx2(const float* x, std::int64_t chunks, std::uint32_t* words,
-                                               float* lanes) {
-  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 sum[8];
-  for (int g = 0; g < 8; ++g) sum[g] = _mm256_loadu_ps(lanes + 8 * g);
-  for (std::int64_t c = 0; c < chunks; ++c, x += kLanes, words += 2) {
-    std::uint32_t word[2] = {};
-    for (int g = 0; g < 8; ++g) {
-      const __m256 v = _mm256_loadu_ps(x + 8 * g);
-      word[g / 4] |= static_cast<std::uint32_t>(_mm256_movemask_ps(v)) << (8 * (g % 4));
-      sum[g] = _mm256_add_ps(sum[g], _mm256_and_ps(v, magnitude));
-    }
-    words[0] = word[0];
-    words[1] = word[1];
-  }
-  for (int g = 0; g < 8; ++g) _mm256_storeu_ps(lanes + 8 * g, sum[g]);
-}
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace avx2 {
+#define COMMTUNE_ONEBIT_WIDTH 8
+#include "kernels/cpu/onebit_pack.inc"
+#undef COMMTUNE_ONEBIT_WIDTH
+}  // namespace avx2
+#pragma GCC pop_options
 
 // Lane j of group g gets bit 8g + j at the sign position.
 template <bool kAccumulate>
@@ -151,7 +137,7 @@ Kernels kernels_of(cpu::SimdBuild build) {
 #if defined(COMMTUNE_ONEBIT_SIMD)
   // 512-bit registers gain nothing here: unpacking runs as fast, and packing
   // streams from memory 1.7x slower with them (Zen 5, 16M elements).
-  if (build != cpu::SimdBuild::portable) return {pack_avx2, unpack_avx2<false>, unpack_avx2<true>};
+  if (build != cpu::SimdBuild::portable) return {avx2::pack, unpack_avx2<false>, unpack_avx2<true>};
 #endif
   (void)build;
   return {pack_portable, unpack_portable<false>, unpack_portable<true>};
