@@ -40,13 +40,20 @@ COMMTUNE_HD float dithering_draw(std::uint32_t index, std::uint64_t key) {
 // 1.0 in the 8.24 fixed point of linear levels.
 constexpr float kFixedOne = 16777216.0f;
 
+// The factor that takes |x| to its linear level in 8.24 fixed point,
+// levels * 2^24 / norm, as inverse * (levels * 2^24): one rounding, which
+// every build makes the same way once per call.
+COMMTUNE_HD float linear_scale(float inverse, std::int64_t levels) {
+  return inverse * (static_cast<float>(levels) * kFixedOne);
+}
+
 // A linear level by stochastic rounding in 8.24 fixed point: floor(scaled + u)
 // for u = draw / 2^24, from `fixed` = scaled * 2^24 truncated. With the draw
 // uniform over 2^24 values its mean is exactly fixed / 2^24, so the rounding
 // is unbiased to 2^-24 of a level; and an integer add and shift, no float
 // compare, is what makes it cheap in vector lanes. The callers compute
-// scaled * 2^24 as min(|x| * inverse, 1) * (levels * 2^24): multiplying by a
-// power of two is exact, so that is the float scaled, shifted.
+// `fixed` as trunc(min(|x| * linear_scale, levels * 2^24)): the clamp keeps
+// the level <= levels (a draw below 2^24 never carries past it).
 COMMTUNE_HD std::int32_t linear_level(std::int32_t fixed, std::uint32_t draw) {
   return (fixed + static_cast<std::int32_t>(draw)) >> 24;
 }

@@ -2,7 +2,7 @@
 // stream that codes them (docs/compressors.md, "Wire formats"). The coder is
 // compiled three times from dithering_codec.inc: portable, with AVX2 + BMI2
 // (bit deposit/extract, 8-lane expansion) and with AVX-512 (mask registers,
-// 16 lanes); the fastest this CPU runs is chosen once.
+// 16 lanes); cpu::bit_coder_build chooses once.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -148,17 +148,27 @@ class BitWriter {
 class BitReader {
  public:
   BitReader(const std::uint8_t* in, std::size_t bytes) : in_(in), bytes_(bytes) {}
+  // Whether the stream holds the next `bits` bits and 8 bytes past them for
+  // every refill's load: then take<true> needs no check (a decoder asks
+  // once per chunk, not once per take).
+  bool holds(std::size_t bits) const { return next_ + bits / 8 + 16 <= bytes_; }
+  template <bool kHeld = false>
   std::uint64_t take(int width) {  // width <= 56
-    refill();
-    if (width > have_) throw std::runtime_error("dithering payload ends early: damaged or from another format");
+    if (kHeld) {
+      refill_whole_word();
+    } else {
+      refill();
+      if (width > have_) throw std::runtime_error("dithering payload ends early: damaged or from another format");
+    }
     const std::uint64_t value = acc_ & ((1ull << width) - 1);
     skip(width);
     return value;
   }
+  template <bool kHeld = false>
   std::uint64_t take_wide(int width) {  // width <= 64
-    if (width <= 56) return take(width);
-    const std::uint64_t low = take(32);
-    return low | take(width - 32) << 32;
+    if (width <= 56) return take<kHeld>(width);
+    const std::uint64_t low = take<kHeld>(32);
+    return low | take<kHeld>(width - 32) << 32;
   }
   // The zero bits before the next one bit (which it consumes); at most `limit`.
   std::uint64_t unary(std::uint64_t limit) {
@@ -178,18 +188,19 @@ class BitReader {
  private:
   // 56 or more bits in the accumulator (at most 63), unless the stream ends first.
   void refill() {
-    if (next_ + 8 <= bytes_) {  // one unaligned load
-      std::uint64_t word;
-      std::memcpy(&word, in_ + next_, 8);
-      acc_ |= word << have_;
-      next_ += static_cast<std::size_t>((63 - have_) >> 3);
-      have_ |= 56;
-      return;
-    }
+    if (next_ + 8 <= bytes_) return refill_whole_word();
     while (have_ <= 55 && next_ < bytes_) {
       acc_ |= static_cast<std::uint64_t>(in_[next_++]) << have_;
       have_ += 8;
     }
+  }
+  // One unaligned load; next_ * 8 stays the stream position plus have_.
+  void refill_whole_word() {
+    std::uint64_t word;
+    std::memcpy(&word, in_ + next_, 8);
+    acc_ |= word << have_;
+    next_ += static_cast<std::size_t>((63 - have_) >> 3);
+    have_ |= 56;
   }
   void skip(int width) {  // width <= have_ <= 63
     acc_ >>= width;
@@ -258,15 +269,13 @@ COMMTUNE_CPU_CLONES_AVX512 void cpu::dithering_levels(const float* x, std::int64
     }
     return;
   }
-  // Selects, not branches (and -fno-trapping-math for this file): the loop
-  // vectorises. a <= 1 keeps the level <= s: at a = 1 the fixed point value
-  // is s * 2^24 exactly, and a draw below 2^24 never carries past it.
-  const float top = static_cast<float>(o.levels) * kFixedOne;
+  // Selects, not branches (and -fno-trapping-math for this file): the loop vectorises.
+  const float scale = linear_scale(inverse, o.levels), top = static_cast<float>(o.levels) * kFixedOne;
   for (std::int64_t j = 0; j < count; ++j) {
     const auto i = static_cast<std::uint32_t>(first + j);
-    float a = std::fabs(x[first + j]) * inverse;
-    a = a < 1.0f ? a : 1.0f;
-    q[j] = static_cast<std::uint8_t>(linear_level(static_cast<std::int32_t>(a * top), dithering_draw_bits(i, key)));
+    float scaled = std::fabs(x[first + j]) * scale;
+    scaled = scaled < top ? scaled : top;
+    q[j] = static_cast<std::uint8_t>(linear_level(static_cast<std::int32_t>(scaled), dithering_draw_bits(i, key)));
   }
 }
 
@@ -276,13 +285,6 @@ std::size_t dithering_max_bytes(std::int64_t n, const DitheringOptions& o) {
   const auto detail_bits = static_cast<std::size_t>(std::max<std::int64_t>(o.levels, 1));
   return kHeaderBytes + position_capacity(n) + (static_cast<std::size_t>(n) * detail_bits + 7) / 8 + 8;
 }
-
-namespace {
-cpu::SimdBuild fastest_build() {
-  static const cpu::SimdBuild fastest = cpu::simd_builds().back();
-  return fastest;
-}
-}  // namespace
 
 std::size_t cpu::dithering_encode(SimdBuild build, const float* x, std::int64_t n, const DitheringOptions& o,
                                   Xorshift128p& rng, std::uint8_t* out) {
@@ -307,17 +309,17 @@ void cpu::dithering_decode(SimdBuild build, bool accumulate, const std::uint8_t*
 
 std::size_t dithering_encode(const float* x, std::int64_t n, const DitheringOptions& o, Xorshift128p& rng,
                              std::uint8_t* out) {
-  return cpu::dithering_encode(fastest_build(), x, n, o, rng, out);
+  return cpu::dithering_encode(cpu::bit_coder_build(), x, n, o, rng, out);
 }
 
 void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& o,
                           float weight, float* out) {
-  cpu::dithering_decode(fastest_build(), true, in, bytes, n, o, weight, out);
+  cpu::dithering_decode(cpu::bit_coder_build(), true, in, bytes, n, o, weight, out);
 }
 
 void dithering_decode(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& o,
                       float weight, float* out) {
-  cpu::dithering_decode(fastest_build(), false, in, bytes, n, o, weight, out);
+  cpu::dithering_decode(cpu::bit_coder_build(), false, in, bytes, n, o, weight, out);
 }
 
 }  // namespace commtune::kernels

@@ -57,15 +57,17 @@ __device__ float level_value(int q, int levels, bool natural) {
 __global__ void dithering_levels_kernel(const float* __restrict__ x, std::int64_t first, std::int64_t count,
                                         float inverse, int levels, bool natural, std::uint64_t key,
                                         std::uint8_t* __restrict__ q) {
-  const float top = __fmul_rn(static_cast<float>(levels), kFixedOne);
+  const float top = __fmul_rn(static_cast<float>(levels), kFixedOne), scale = __fmul_rn(inverse, top);
   COMMTUNE_GRID_LOOP(j, count) {
     const auto i = static_cast<std::uint32_t>(first + j);
-    float a = __fmul_rn(fabsf(x[first + j]), inverse);
-    a = a < 1.0f ? a : 1.0f;
     if (!natural) {
-      q[j] = static_cast<std::uint8_t>(linear_level(__float2int_rz(__fmul_rn(a, top)), dithering_draw_bits(i, key)));
+      float scaled = __fmul_rn(fabsf(x[first + j]), scale);
+      scaled = scaled < top ? scaled : top;
+      q[j] = static_cast<std::uint8_t>(linear_level(__float2int_rz(scaled), dithering_draw_bits(i, key)));
       continue;
     }
+    float a = __fmul_rn(fabsf(x[first + j]), inverse);
+    a = a < 1.0f ? a : 1.0f;
     const float u = dithering_draw(i, key);
     if (a <= 0.0f) {
       q[j] = 0;

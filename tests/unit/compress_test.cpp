@@ -4,9 +4,14 @@
 #include <gtest/gtest.h>
 #include <numeric>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "core/compress/compressor.h"
@@ -41,6 +46,32 @@ std::pair<std::vector<float>, std::size_t> round_trip(Compressor& c, std::vector
   c.decompress_add(payload.data(), bytes, n, 1.0f, out.data());
   return {out, bytes};
 }
+
+// A copy of `size` bytes that ends where an unreadable page begins: a
+// decoder that reads past its input crashes the test instead of reading
+// whatever follows.
+class GuardedBytes {
+ public:
+  GuardedBytes(const std::uint8_t* bytes, std::size_t size) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    length_ = (size + page - 1) / page * page + page;
+    void* base = mmap(nullptr, length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) throw std::runtime_error("mmap failed");
+    base_ = static_cast<std::uint8_t*>(base);
+    if (mprotect(base_ + length_ - page, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
+    data_ = base_ + length_ - page - size;
+    std::memcpy(data_, bytes, size);
+  }
+  GuardedBytes(const GuardedBytes&) = delete;
+  GuardedBytes& operator=(const GuardedBytes&) = delete;
+  ~GuardedBytes() { munmap(base_, length_); }
+  const std::uint8_t* data() const { return data_; }
+
+ private:
+  std::uint8_t* base_ = nullptr;
+  std::uint8_t* data_ = nullptr;
+  std::size_t length_ = 0;
+};
 
 }  // namespace
 
@@ -316,24 +347,53 @@ TEST(Compressors, DitheringBuildsAgreeByteForByte) {
       }
 }
 
+TEST(Compressors, BitCodersAvoidMicrocodedBitDeposit) {
+  using kernels::cpu::bit_deposit_is_microcoded;
+  EXPECT_TRUE(bit_deposit_is_microcoded("AuthenticAMD", 0x15));   // Excavator
+  EXPECT_TRUE(bit_deposit_is_microcoded("AuthenticAMD", 0x17));   // Zen 1, Zen 2
+  EXPECT_TRUE(bit_deposit_is_microcoded("HygonGenuine", 0x18));   // Dhyana
+  EXPECT_FALSE(bit_deposit_is_microcoded("AuthenticAMD", 0x19));  // Zen 3, Zen 4
+  EXPECT_FALSE(bit_deposit_is_microcoded("AuthenticAMD", 0x1a));  // Zen 5
+  EXPECT_FALSE(bit_deposit_is_microcoded("GenuineIntel", 6));
+  const auto builds = kernels::cpu::simd_builds();
+  EXPECT_NE(std::find(builds.begin(), builds.end(), kernels::cpu::bit_coder_build()), builds.end());
+}
+
 TEST(Compressors, DamagedDitheringPayloadsAreRefused) {
+  // A dense tensor (positions as a bitmap) and a sparse one (Rice-coded gaps).
   const std::int64_t n = 5000;
+  auto dense = random_vector(n, 21), sparse = dense;
+  for (std::size_t i = 0; i < sparse.size(); ++i)
+    if (i % 10 != 3) sparse[i] = 0.0f;
   kernels::DitheringOptions o;
   o.levels = 4;
-  const auto x = random_vector(n, 21);
-  std::vector<std::uint8_t> payload(kernels::dithering_max_bytes(n, o));
-  auto rng = kernels::Xorshift128p::seeded(1);
-  const auto bytes = kernels::dithering_encode(x.data(), n, o, rng, payload.data());
   std::vector<float> out(static_cast<std::size_t>(n));
-  // Cut short anywhere: an error, never a read past the end.
-  for (std::size_t cut = 0; cut < bytes; cut += 7)
-    EXPECT_THROW(kernels::dithering_decode_add(payload.data(), cut, n, o, 1.0f, out.data()), std::runtime_error) << cut;
-  // A tensor shorter than the stream says.
-  EXPECT_THROW(kernels::dithering_decode_add(payload.data(), bytes, n / 2, o, 1.0f, out.data()), std::runtime_error);
-  // A header from another format.
-  auto damaged = payload;
-  damaged[12] = 200;
-  EXPECT_THROW(kernels::dithering_decode_add(damaged.data(), bytes, n, o, 1.0f, out.data()), std::runtime_error);
+  for (const auto& x : {dense, sparse}) {
+    std::vector<std::uint8_t> payload(kernels::dithering_max_bytes(n, o));
+    auto rng = kernels::Xorshift128p::seeded(1);
+    const auto bytes = kernels::dithering_encode(x.data(), n, o, rng, payload.data());
+    for (const auto build : kernels::cpu::simd_builds())
+      for (bool accumulate : {true, false}) {
+        const auto label = std::string(kernels::cpu::name_of(build)) + (accumulate ? " adding" : " writing");
+        auto decode = [&](const std::uint8_t* in, std::size_t size, std::int64_t elements) {
+          kernels::cpu::dithering_decode(build, accumulate, in, size, elements, o, 1.0f, out.data());
+        };
+        // Cut short anywhere: an error, never a read past the end (the
+        // bytes end at an unreadable page).
+        for (std::size_t cut = 0; cut < bytes; cut += 7) {
+          const GuardedBytes prefix(payload.data(), cut);
+          EXPECT_THROW(decode(prefix.data(), cut, n), std::runtime_error) << label << " cut " << cut;
+        }
+        const GuardedBytes whole(payload.data(), bytes);
+        EXPECT_NO_THROW(decode(whole.data(), bytes, n)) << label;
+        // A tensor shorter than the stream says.
+        EXPECT_THROW(decode(whole.data(), bytes, n / 2), std::runtime_error) << label;
+        // A header from another format.
+        auto damaged = payload;
+        damaged[12] = 200;
+        EXPECT_THROW(decode(damaged.data(), bytes, n), std::runtime_error) << label;
+      }
+  }
 }
 
 TEST(Compressors, DecompressWritesWhatDecompressAddAddsToZeros) {
