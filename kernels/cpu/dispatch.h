@@ -45,8 +45,9 @@ std::vector<SimdBuild> simd_builds();
 const char* name_of(SimdBuild build);
 // The build the bit coders (dithering's stream) run here: the last of
 // simd_builds(), but portable where BMI2's pdep and pext are microcoded
-// (AMD before Zen 3, family 19h: a cost that grows with the mask's set bits,
-// hundreds of cycles for a chunk's mask, where the portable loops take tens).
+// (AMD below family 19h, i.e. before Zen 3, and Hygon): their cost grows
+// with the mask's set bits, hundreds of cycles for a chunk's mask, where
+// the portable loops take tens.
 SimdBuild bit_coder_build();
 bool bit_deposit_is_microcoded(std::string_view cpuid_vendor, unsigned family);
 void topk_select(SimdBuild build, const float* x, std::int64_t n, std::int64_t k, std::uint32_t* indices,
