@@ -9,6 +9,7 @@
 
 #include "core/config/run_config.h"
 #include "core/events/event_writer.h"
+#include "core/launch/launcher.h"
 #include "core/train/trainer.h"
 #include "core/version.h"
 
@@ -71,12 +72,12 @@ int main(int argc, char** argv) {
     if (!config_path.empty()) raw = commtune::RunConfig::from_file(config_path).to_json();
     for (const auto& o : overrides) commtune::apply_override(raw, o);
     const auto config = commtune::RunConfig::parse(raw);
-    commtune::train_rank(config, env, events.get());
-    return 0;
+    return commtune::train_rank(config, env, events.get()) ? commtune::kExitDiverged : 0;
   } catch (const std::exception& e) {
     const auto kind = commtune::failure_kind(e);
     std::fprintf(stderr, "rank %d: %s error: %s\n", env.rank, kind.c_str(), e.what());
     if (events) events->report_error(env.rank, kind, e.what());
+    if (kind == "diverged") return commtune::kExitDiverged;
     return kind == "config" ? 2 : 1;
   }
 }

@@ -1,5 +1,7 @@
 #include "db/sqlite.h"
 
+#include <cmath>
+
 #include <sqlite3.h>
 
 #include <utility>
@@ -65,11 +67,18 @@ void Statement::fail(int code) const {
               std::string("running '") + std::string(sql ? sql : "").substr(0, 60) + "'");
 }
 
+std::string sql_mean_of_reals(std::string_view column) {
+  const std::string c(column);
+  return "CASE WHEN max(typeof(" + c + ") = 'text') THEN '" + kNaNText + "' ELSE avg(" + c + ") END";
+}
+
 void Statement::bind(int index, std::int64_t value) {
   if (const int rc = sqlite3_bind_int64(stmt_, index, value); rc != SQLITE_OK) fail(rc);
 }
 
 void Statement::bind(int index, double value) {
+  // SQLite stores a NaN REAL as NULL, which would read as "no value".
+  if (std::isnan(value)) return bind(index, std::string_view(kNaNText));
   if (const int rc = sqlite3_bind_double(stmt_, index, value); rc != SQLITE_OK) fail(rc);
 }
 
@@ -98,7 +107,10 @@ void Statement::reset() {
 
 bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 std::int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
-double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+double Statement::real(int column) const {
+  if (sqlite3_column_type(stmt_, column) == SQLITE_TEXT && text(column) == kNaNText) return NAN;
+  return sqlite3_column_double(stmt_, column);
+}
 
 std::string Statement::text(int column) const {
   const auto* data = sqlite3_column_text(stmt_, column);

@@ -24,6 +24,12 @@ class Error : public std::runtime_error {
   int code_;
 };
 
+// How a NaN REAL is stored: as this TEXT (SQLite would store NULL, which
+// reads as "no value"). real() reads it back as NaN.
+inline constexpr const char* kNaNText = "NaN";
+// SQL for avg(column) that is NaN (kNaNText) when any value is.
+std::string sql_mean_of_reals(std::string_view column);
+
 class Statement {
  public:
   Statement(sqlite3* db, std::string_view sql);
@@ -33,7 +39,7 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
-  // Binds parameters from 1 upward; nullopt binds NULL.
+  // Binds parameters from 1 upward; nullopt binds NULL, a NaN double kNaNText.
   template <class... Args>
   Statement& bind_all(const Args&... args) {
     reset();

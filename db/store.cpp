@@ -87,7 +87,7 @@ std::string order_column(const std::string& key) {
 }  // namespace
 
 bool status::is_end(const std::string& s) {
-  return s == kSucceeded || s == kFailed || s == kCancelled || s == kInterrupted || s == kStopped;
+  return s == kSucceeded || s == kFailed || s == kDiverged || s == kCancelled || s == kInterrupted || s == kStopped;
 }
 
 double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
@@ -347,10 +347,10 @@ std::vector<StepRow> Store::steps(std::int64_t run_id, std::optional<std::int32_
 }
 
 std::vector<CurvePoint> Store::curve(std::int64_t run_id) const {
-  auto s = connection_.prepare(
-      "SELECT step, max(wall_s), avg(loss), avg(t_step), avg(wire_bytes), avg(uncompressed_bytes), count(*) "
-      "FROM step_metrics "
-      "WHERE run_id = ? GROUP BY step ORDER BY step");
+  static const auto sql = "SELECT step, max(wall_s), " + sql_mean_of_reals("loss") +
+                          ", avg(t_step), avg(wire_bytes), avg(uncompressed_bytes), count(*) FROM step_metrics "
+                          "WHERE run_id = ? GROUP BY step ORDER BY step";
+  auto s = connection_.prepare(sql);
   s.bind_all(run_id);
   std::vector<CurvePoint> out;
   while (s.next())
@@ -419,6 +419,13 @@ std::int64_t Store::steps_of_every_rank(std::int64_t run_id) const {
   return s.next() && !s.is_null(0) ? s.integer(0) : 0;
 }
 
+std::optional<double> Store::loss_at_step(std::int64_t run_id, std::int64_t step) const {
+  static const auto sql = "SELECT " + sql_mean_of_reals("loss") + " FROM step_metrics WHERE run_id = ? AND step = ?";
+  auto s = connection_.prepare(sql);
+  s.bind_all(run_id, step);
+  return s.next() ? s.optional_real(0) : std::nullopt;
+}
+
 std::int64_t Store::count_steps(std::int64_t run_id) const {
   auto s = connection_.prepare("SELECT count(*) FROM step_metrics WHERE run_id = ?");
   s.bind_all(run_id);
@@ -436,14 +443,27 @@ int Store::mark_orphans_interrupted() {
     if (!owner_alive(owner)) dead.insert(owner);
   }
   int changed = 0;
-  auto runs = connection_.prepare(
+  auto orphans = connection_.prepare("SELECT id FROM runs WHERE status = 'running' AND owner = ?");
+  // What was committed counts: the steps every rank stored, the time up to
+  // the last of them, the loss there.
+  auto interrupt = connection_.prepare(
       "UPDATE runs SET status = 'interrupted', reason = 'the process running it (' || owner || ') ended without "
-      "finishing it', finished_at = ? WHERE status = 'running' AND owner = ?");
+      "finishing it', finished_at = ?, steps_completed = max(steps_completed, ?), wall_s = max(wall_s, "
+      "coalesce((SELECT max(wall_s) FROM step_metrics WHERE run_id = ?3), 0)), final_loss = coalesce(?, final_loss) "
+      "WHERE id = ?3");
   auto sweeps = connection_.prepare(
       "UPDATE sweeps SET status = 'interrupted', finished_at = ? WHERE status = 'running' AND owner = ?");
   for (const auto& owner : dead) {
-    runs.run(unix_now(), owner);
-    changed += connection_.changes();
+    std::vector<std::int64_t> ids;
+    orphans.bind_all(owner);
+    while (orphans.next()) ids.push_back(orphans.integer(0));
+    for (const auto id : ids) {
+      const auto steps = steps_of_every_rank(id);
+      std::optional<double> last_loss;
+      if (steps > 0) last_loss = loss_at_step(id, steps - 1);
+      interrupt.run(unix_now(), steps, id, last_loss);
+      ++changed;
+    }
     sweeps.run(unix_now(), owner);
   }
   transaction.commit();

@@ -25,6 +25,7 @@ inline constexpr const char* kRunning = "running";
 inline constexpr const char* kPaused = "paused";
 inline constexpr const char* kSucceeded = "succeeded";
 inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kDiverged = "diverged";  // a loss or gradient norm went NaN or infinite
 inline constexpr const char* kCancelled = "cancelled";
 inline constexpr const char* kInterrupted = "interrupted";
 inline constexpr const char* kStopped = "stopped";
@@ -201,6 +202,8 @@ class Store {
   std::vector<EventRow> events(std::int64_t run_id, const std::string& kind = "") const;
   std::vector<Artifact> artifacts(std::int64_t run_id) const;
   std::int64_t count_steps(std::int64_t run_id) const;
+  // The mean loss over the ranks that stored `step` (nullopt when none did).
+  std::optional<double> loss_at_step(std::int64_t run_id, std::int64_t step) const;
   // Steps stored for every rank of the run: the least, over its ranks, of
   // the highest stored step + 1 (0 when a rank has none).
   std::int64_t steps_of_every_rank(std::int64_t run_id) const;

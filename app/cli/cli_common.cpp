@@ -80,7 +80,22 @@ std::string format(const char* printf_format, double value) {
 }
 
 std::string format_optional(const char* printf_format, const std::optional<double>& value, const char* missing) {
-  return value && std::isfinite(*value) ? format(printf_format, *value) : missing;
+  if (!value) return missing;
+  return std::isfinite(*value) ? format(printf_format, *value) : nonfinite_name(*value);
+}
+
+int exit_code_for(const RunOutcome& outcome) {
+  switch (outcome.status) {
+    case RunStatus::Succeeded:
+      return kExitOk;
+    case RunStatus::Cancelled:
+      return kExitCancelled;
+    case RunStatus::Diverged:
+      return kExitDiverged;
+    case RunStatus::Failed:
+      return kExitFailed;
+  }
+  return kExitFailed;
 }
 
 std::string format_time(double unix_seconds) {
@@ -109,10 +124,10 @@ std::vector<std::int64_t> select_runs(const db::Store& store, const std::vector<
 }
 
 namespace {
-template <class T>
-nlohmann::json optional_json(const std::optional<T>& v) {
+nlohmann::json optional_json(const std::optional<std::int64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
+nlohmann::json optional_json(const std::optional<double>& v) { return figure_json(v); }
 }  // namespace
 
 nlohmann::json run_json(const db::RunRecord& r, bool full) {
@@ -161,7 +176,8 @@ nlohmann::json sweep_json(const db::Store& store, const db::SweepRecord& s) {
 }
 
 nlohmann::json digest_json(const RunDigest& d) {
-  return {{"tail_loss", optional_json(d.loss)},
+  return {{"last_loss", optional_json(d.last_loss)},
+          {"tail_loss", optional_json(d.loss)},
           {"step_ms", optional_json(d.step_ms)},
           {"wire_mb_per_step", optional_json(d.wire_mb)},
           {"compression_ratio", optional_json(d.compression_ratio)},
@@ -171,8 +187,8 @@ nlohmann::json digest_json(const RunDigest& d) {
 std::optional<double> summary_number(const nlohmann::json& summary, const char* pointer) {
   if (!summary.is_object()) return std::nullopt;
   const nlohmann::json::json_pointer p(pointer);
-  if (!summary.contains(p) || !summary.at(p).is_number()) return std::nullopt;
-  return summary.at(p).get<double>();
+  if (!summary.contains(p)) return std::nullopt;
+  return figure_from_json(summary.at(p));
 }
 
 }  // namespace commtune::cli

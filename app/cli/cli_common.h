@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/launch/launcher.h"
 #include "core/store/run_metrics.h"
 #include "db/store.h"
 #include "db/writer.h"
@@ -22,6 +23,10 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitConfig = 2;
 constexpr int kExitCancelled = 130;
+// and commtune::kExitDiverged (3) for a diverged run
+
+// The exit code for how a run ended.
+int exit_code_for(const RunOutcome& outcome);
 
 // A raw configuration: the file's (when given), then each path=value override.
 nlohmann::json load_raw_config(const std::string& path, const std::vector<std::string>& overrides);
@@ -64,7 +69,8 @@ nlohmann::json run_json(const db::RunRecord& run, bool full);
 nlohmann::json sweep_json(const db::Store& store, const db::SweepRecord& sweep);
 nlohmann::json digest_json(const RunDigest& digest);
 
-// A number from a run summary at a JSON pointer ("/step_time_ms/median"), if there.
+// A number from a run summary at a JSON pointer ("/step_time_ms/median"), if
+// there (figure_json's "nan" and "inf" too).
 std::optional<double> summary_number(const nlohmann::json& summary, const char* pointer);
 
 }  // namespace commtune::cli

@@ -24,6 +24,9 @@ struct CompareArgs {
 };
 int compare_command(const CompareArgs& args, const Context& context);
 
+// --on-nonfinite=stop|warn, as an override of the parameter on_nonfinite.
+void add_on_nonfinite_option(CLI::App& command, std::vector<std::string>& overrides);
+
 void add_run_commands(CLI::App& app, Context& context);       // run, summarize
 void add_params_command(CLI::App& app, Context& context);     // params
 void add_store_commands(CLI::App& app, Context& context);     // list, show, compare

@@ -83,15 +83,7 @@ int run_command(const RunArgs& args, const Context& context) {
   if (failed && failed->error.empty())
     for (const auto& line : failed->output_tail) std::fprintf(stderr, "  [rank %d] %s\n", failed->rank, line.c_str());
   if (failed && failed->error_kind == "config") return kExitConfig;
-  switch (outcome.status) {
-    case RunStatus::Succeeded:
-      return kExitOk;
-    case RunStatus::Cancelled:
-      return kExitCancelled;
-    case RunStatus::Failed:
-      return kExitFailed;
-  }
-  return kExitFailed;
+  return exit_code_for(outcome);
 }
 
 // Events of every rank, in file order; the world size from their hellos.
@@ -129,14 +121,10 @@ int summarize_command(const std::vector<std::string>& files, const std::string& 
     if (const auto* hello = std::get_if<events::Hello>(&e.payload)) rank.pid = static_cast<int>(hello->pid);
     const auto kind = e.kind();
     if (kind == "run_start" && config.is_null()) config = e.message()->value("config", nlohmann::json::object());
+    note_rank_event(rank, e);
     if (kind == "run_end") {
-      rank.reported_end = true;
       rank.exit_code = 0;
       outcome.wall_s = std::max(outcome.wall_s, e.message()->value("wall_s", 0.0));
-    }
-    if (kind == "error") {
-      rank.error_kind = e.message()->value("error_kind", "runtime");
-      rank.error = e.message()->value("message", "");
     }
   }
   outcome.status = RunStatus::Succeeded;
@@ -151,13 +139,23 @@ int summarize_command(const std::vector<std::string>& files, const std::string& 
                        " failed: " + (r.error.empty() ? std::string("its events end before the run does") : r.error);
     }
   }
+  mark_divergence(outcome);
   const auto result = summary.to_json(outcome, config);
   write_summary(result, summary_path);
   print_conclusion(result);
-  return outcome.status == RunStatus::Succeeded ? kExitOk : kExitFailed;
+  return exit_code_for(outcome);
 }
 
 }  // namespace
+
+void add_on_nonfinite_option(CLI::App& command, std::vector<std::string>& overrides) {
+  command
+      .add_option_function<std::string>(
+          "--on-nonfinite", [&overrides](const std::string& v) { overrides.push_back("on_nonfinite=" + v); },
+          "a NaN or infinite loss ends the run as diverged at once (stop, the default) or after its last step "
+          "(warn); exit code 3 either way")
+      ->check(CLI::IsMember({"stop", "warn"}));
+}
 
 void add_run_commands(CLI::App& app, Context& context) {
   auto args = std::make_shared<RunArgs>();
@@ -166,6 +164,7 @@ void add_run_commands(CLI::App& app, Context& context) {
       ->check(CLI::ExistingFile);
   run->add_option("-s,--set", args->overrides,
                   "override a parameter: path=value, e.g. hook.name=fp16_compress (repeatable)");
+  add_on_nonfinite_option(*run, args->overrides);
   run->add_option("-n,--name", args->name, "a name for the stored run");
   run->add_option("--summary", args->summary_path, "write the run summary (JSON) here instead of to stdout");
   run->add_option("--metrics", args->metrics_path, "write every rank's per-step metrics here (JSON Lines)");

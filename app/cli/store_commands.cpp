@@ -1,5 +1,6 @@
 // Reading the run store: `list` runs (or sweeps), `show` one run or sweep,
 // `compare` runs side by side against their allreduce baseline.
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <set>
@@ -71,7 +72,7 @@ int list_command(const ListArgs& args, const Context& context) {
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  Table table({"run", "sweep", "name", "status", "hook", "ranks", "steps", "final loss", "wall s", "created"});
+  Table table({"run", "sweep", "name", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
   for (const auto& r : runs)
     table.add({std::to_string(r.id), r.sweep_id ? std::to_string(*r.sweep_id) + "/" + std::to_string(*r.trial) : "-",
                r.name.empty() ? "-" : r.name, r.status, describe_hook(r.config), std::to_string(r.world_size),
@@ -94,7 +95,7 @@ int show_sweep(const db::Store& store, std::int64_t id, bool as_json) {
             << sweep->spec.dump(2) << "\n\n";
   db::RunFilter filter;
   filter.sweep_id = id;
-  Table table({"trial", "run", "label", "status", "steps", "final loss", "reason"});
+  Table table({"trial", "run", "label", "status", "steps", "last loss", "reason"});
   for (const auto& r : store.runs(filter))
     table.add({std::to_string(r.trial.value_or(0)), std::to_string(r.id), r.name, r.status, steps_text(r),
                format_optional("%.4f", r.final_loss), r.reason.empty() ? "-" : r.reason});
@@ -139,8 +140,10 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
             << "  created      " << format_time(run->created_at) << "\n"
             << "  wall         " << format("%.1f s", run->wall_s) << "\n"
             << "  fingerprint  " << run->fingerprint << "\n"
-            << "  tail loss    " << format_optional("%.5f", digest.loss) << "\n"
-            << "  step time    " << format_optional("%.2f ms", digest.step_ms) << " (median, second half)\n"
+            << "  last loss    " << format_optional("%.5f", digest.last_loss) << "\n"
+            << "  tail loss    " << format_optional("%.5f", digest.loss) << " (mean of the last "
+            << tail_window(digest.steps) << " steps)\n"
+            << "  ms/step      " << format_optional("%.2f", digest.step_ms) << " (median of the steady second half)\n"
             << "  on the wire  " << format_optional("%.3f MB/step", digest.wire_mb) << ", compression "
             << format_optional("%.1fx", digest.compression_ratio) << "\n";
   std::cout << "parameters:\n";
@@ -203,8 +206,10 @@ int compare_command(const CompareArgs& args, const Context& context) {
     row["params"] = nlohmann::json::object();
     for (const auto& c : columns) row["params"][c] = params[i].count(c) ? params[i].at(c) : nlohmann::json(nullptr);
     row["digest"] = digest_json(digests[i]);
-    row["loss_change"] = baseline_loss && digests[i].loss && *baseline_loss != 0
-                             ? nlohmann::json(*digests[i].loss / *baseline_loss - 1)
+    const auto& loss = digests[i].loss;
+    row["loss_change"] = baseline_loss && loss && std::isfinite(*loss) && std::isfinite(*baseline_loss) &&
+                                 *baseline_loss != 0
+                             ? nlohmann::json(*loss / *baseline_loss - 1)
                              : nlohmann::json(nullptr);
     row["baseline"] = baseline && runs[i].id == *baseline;
     rows.push_back(row);
@@ -238,7 +243,8 @@ int compare_command(const CompareArgs& args, const Context& context) {
   }
   table.print(std::cout);
   std::cout << (baseline ? "* baseline (allreduce); " : "no allreduce baseline among these runs; ")
-            << "tail loss: mean over ranks and the last 10% of steps; ms/step: median over the second half\n";
+            << "tail loss: mean over ranks and the last 10% of steps (inf: it diverged); ms/step: median over the "
+               "steady second half\n";
   return kExitOk;
 }
 

@@ -102,10 +102,9 @@ void print_trial(const TrialEvent& e) {
             " to step " + std::to_string(e.to_step);
   } else {
     line += e.status;
-    if (e.loss) line += ", loss " + format("%.5f", *e.loss);
-    if (const auto ms = summary_number(e.summary, "/step_time_ms/median"))
-      line += ", " + format("%.2f", *ms) + " ms/step";
-    if (e.status == db::status::kFailed && e.summary.contains("reason"))
+    if (e.digest.loss) line += ", tail loss " + format("%.5f", *e.digest.loss);
+    if (e.digest.step_ms) line += ", " + format("%.2f", *e.digest.step_ms) + " ms/step";
+    if ((e.status == db::status::kFailed || e.status == db::status::kDiverged) && e.summary.contains("reason"))
       line += " (" + e.summary["reason"].get<std::string>() + ")";
   }
   std::fprintf(stderr, "%s\n", line.c_str());
@@ -167,6 +166,7 @@ void add_sweep_command(CLI::App& app, Context& context) {
       ->check(CLI::ExistingFile);
   sweep->add_option("-c,--config", args->config_path, "base run configuration (JSON)")->check(CLI::ExistingFile);
   sweep->add_option("-s,--set", args->overrides, "override a base parameter: path=value (repeatable)");
+  add_on_nonfinite_option(*sweep, args->overrides);
   sweep->add_option("-a,--axis", args->axes,
                     "an axis: PARAM=V1,V2,... e.g. hook.matrix_approximation_rank=1,2,4 (repeatable)");
   sweep->add_option("-n,--name", args->name, "the sweep's name");

@@ -22,7 +22,10 @@ Schema<RunOptions> RunOptions::schema() {
               "cores: on CPU, bind each rank to its own equal share of the cores; none: leave placement to the "
               "OS (faster when a rank has one core: its communication threads can then use idle cores)")
       .real("timeout_s", &RunOptions::timeout_s, {0, 3600, true}, "s",
-            "rendezvous and collective timeout: a rank that stops answering fails the run after this long");
+            "rendezvous and collective timeout: a rank that stops answering fails the run after this long")
+      .choice("on_nonfinite", &RunOptions::on_nonfinite, {"stop", "warn"},
+              "a NaN or infinite loss (or gradient norm) ends the run as diverged at once (stop), or once all its "
+              "steps ran (warn); either way the run is diverged, never succeeded");
 }
 
 Schema<WeightsOptions> WeightsOptions::schema() {

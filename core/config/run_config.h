@@ -36,6 +36,7 @@ struct RunOptions {
   std::int64_t threads = 0;
   std::string cpu_affinity = "none";
   double timeout_s = 30;
+  std::string on_nonfinite = "stop";
 
   static Schema<RunOptions> schema();
 };

@@ -23,6 +23,8 @@ std::string stored_status(RunStatus status) {
       return db::status::kCancelled;
     case RunStatus::Failed:
       return db::status::kFailed;
+    case RunStatus::Diverged:
+      return db::status::kDiverged;
   }
   return db::status::kFailed;
 }
@@ -91,8 +93,7 @@ JobResult run_job(const JobRequest& request) {
     end.status = stored_status(result.outcome.status);
     end.reason = result.outcome.reason;
     end.steps_completed = result.summary["steps"].value("completed", std::int64_t{0});
-    if (result.summary.contains("loss") && result.summary["loss"]["final"].is_number())
-      end.final_loss = result.summary["loss"]["final"].get<double>();
+    end.final_loss = summary.last_loss();
     end.wall_s = prior_wall_s + result.outcome.wall_s;
     end.summary = result.summary;
     const auto id = *result.run_id;

@@ -208,13 +208,7 @@ void Job::pump(Worker& w, bool events, int fd) {
       return;
     }
     for (const auto& event : decoded) {
-      const auto kind = event.kind();
-      if (kind == "run_end") w.outcome.reported_end = true;
-      if (kind == "error") {
-        const auto& m = *event.message();
-        w.outcome.error_kind = m.value("error_kind", "runtime");
-        w.outcome.error = m.value("message", "");
-      }
+      note_rank_event(w.outcome, event);
       for (auto* s : subscribers_) s->on_event(event);
     }
   }
@@ -240,8 +234,12 @@ void Job::note_failures() {
   for (auto& w : workers_) {
     if (w.failure_noted) continue;
     bool failed = !w.outcome.error.empty();
+    // A rank that ran to the end through non-finite numbers (on_nonfinite=warn) has
+    // a result, not a failure: its exit code says diverged.
+    const bool diverged_to_end =
+        w.outcome.reported_end && w.outcome.nonfinite && w.outcome.exit_code == kExitDiverged;
     if (!failed && w.exited && !w.outcome.stopped_by_launcher)
-      failed = w.outcome.signal != 0 || w.outcome.exit_code != 0 || !w.outcome.reported_end;
+      failed = w.outcome.signal != 0 || (w.outcome.exit_code != 0 && !diverged_to_end) || !w.outcome.reported_end;
     if (failed) {
       w.failure_noted = true;
       failure_order_.push_back(w.outcome.rank);
@@ -265,6 +263,7 @@ bool Job::all_exited() const {
 }
 
 void Job::decide(RunOutcome& outcome, bool cancelled) const {
+  if (mark_divergence(outcome)) return;
   // The root cause is the first failure that is not a communication error:
   // the others are ranks noticing that a peer went away.
   const Worker* culprit = nullptr;
@@ -390,8 +389,44 @@ const char* to_string(RunStatus status) {
       return "failed";
     case RunStatus::Cancelled:
       return "cancelled";
+    case RunStatus::Diverged:
+      return "diverged";
   }
   return "?";
+}
+
+void note_rank_event(RankOutcome& rank, const events::Event& event) {
+  const auto kind = event.kind();
+  if (kind == "run_end") rank.reported_end = true;
+  if (kind == "error") {
+    const auto& m = *event.message();
+    rank.error_kind = m.value("error_kind", "runtime");
+    rank.error = m.value("message", "");
+  }
+  if (kind == "nonfinite" && !rank.nonfinite) {
+    const auto& m = *event.message();
+    rank.nonfinite = NonfiniteReport{m.value("step", std::int64_t{0}), m.value("what", "loss"), m.value("value", "nan")};
+  }
+}
+
+nlohmann::json RunOutcome::nonfinite_json() const {
+  for (const auto& r : ranks)
+    if (status == RunStatus::Diverged && failed_rank && r.rank == *failed_rank && r.nonfinite)
+      return {{"rank", r.rank}, {"step", r.nonfinite->step}, {"what", r.nonfinite->what}, {"value", r.nonfinite->value}};
+  return nullptr;
+}
+
+bool mark_divergence(RunOutcome& outcome) {
+  const RankOutcome* first = nullptr;
+  for (const auto& r : outcome.ranks)
+    if (r.nonfinite && (!first || r.nonfinite->step < first->nonfinite->step)) first = &r;
+  if (!first) return false;
+  outcome.status = RunStatus::Diverged;
+  outcome.failed_rank = first->rank;
+  const auto& n = *first->nonfinite;
+  outcome.reason = "rank " + std::to_string(first->rank) + "'s " + n.what + " is " + n.value + " at step " +
+                   std::to_string(n.step);
+  return true;
 }
 
 nlohmann::json RunOutcome::to_json() const {
@@ -411,6 +446,7 @@ nlohmann::json RunOutcome::to_json() const {
   }
   nlohmann::json j{{"status", to_string(status)}, {"wall_s", wall_s}, {"ranks", ranks_json}};
   if (failed_rank) j["failed_rank"] = *failed_rank;
+  if (const auto n = nonfinite_json(); !n.is_null()) j["nonfinite"] = n;
   if (!reason.empty()) j["reason"] = reason;
   return j;
 }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +34,19 @@ struct LaunchOptions {
   std::vector<std::pair<std::string, std::string>> env;  // extra environment for the workers
 };
 
-enum class RunStatus { Succeeded, Failed, Cancelled };
+// Diverged: a rank's loss (or gradient norm) became NaN or infinite; a
+// result to report, never a success.
+enum class RunStatus { Succeeded, Failed, Cancelled, Diverged };
+// The exit code of a worker, and of the CLI, for a diverged run.
+inline constexpr int kExitDiverged = 3;
 const char* to_string(RunStatus status);
+
+// The first non-finite number a rank reported.
+struct NonfiniteReport {
+  std::int64_t step = 0;
+  std::string what;   // "loss", or the hook statistic (residual_norm, ...)
+  std::string value;  // "nan", "inf" or "-inf"
+};
 
 struct RankOutcome {
   int rank = 0;
@@ -45,8 +57,13 @@ struct RankOutcome {
   bool reported_end = false;
   std::string error_kind;  // from its error event: config, communication, runtime
   std::string error;
+  std::optional<NonfiniteReport> nonfinite;
   std::vector<std::string> output_tail;  // its last lines of stdout/stderr
 };
+
+// What a rank's event says of how it ends (run_end, error, nonfinite), as
+// the launcher and `summarize` both read it.
+void note_rank_event(RankOutcome& rank, const events::Event& event);
 
 struct RunOutcome {
   RunStatus status = RunStatus::Failed;
@@ -56,7 +73,14 @@ struct RunOutcome {
   double wall_s = 0;
 
   nlohmann::json to_json() const;
+  // The blamed rank's first non-finite number, when the run diverged; else null.
+  nlohmann::json nonfinite_json() const;
 };
+
+// Makes the outcome diverged, blaming the rank that went non-finite first
+// (earliest step, then lowest rank), if any did: divergence explains the
+// other ranks' failures, not the other way round. Returns whether it did.
+bool mark_divergence(RunOutcome& outcome);
 
 // Blocks until every worker has exited. Setting `*cancel` stops the run.
 RunOutcome launch(const LaunchOptions& options, const std::vector<EventSubscriber*>& subscribers,

@@ -6,21 +6,11 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/store/run_metrics.h"
+
 namespace commtune {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  const auto mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  if (v.size() % 2) return v[mid];
-  return 0.5 * (v[mid] + *std::max_element(v.begin(), v.begin() + mid));
-}
-
-// Steps before this one are warm-up: the first step reduces a single bucket
-// and rebuilds the buckets after it, and caches fill during the first few.
-std::int64_t first_steady_step(std::int64_t steps) { return std::min<std::int64_t>(steps / 10 + (steps > 1), 20); }
 
 nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -65,11 +55,18 @@ std::int64_t RunSummary::steps_completed() const {
   return static_cast<std::int64_t>(n);
 }
 
+std::optional<double> RunSummary::last_loss() const {
+  const auto curve = loss_curve();
+  if (curve.empty()) return std::nullopt;
+  return curve.back();
+}
+
 std::vector<double> RunSummary::loss_curve() const {
   const auto n = steps_completed();
   std::vector<double> curve(n, 0.0);
   for (const auto& r : ranks_)
-    for (std::int64_t s = 0; s < n; ++s) curve[s] += r.steps[s].loss / world_size_;
+    for (std::int64_t s = 0; s < n; ++s) curve[s] += r.steps[s].loss;
+  for (auto& loss : curve) loss /= world_size_;  // as the store averages: the sum, then one division
   return curve;
 }
 
@@ -78,6 +75,7 @@ nlohmann::json RunSummary::to_json(const RunOutcome& outcome, const nlohmann::js
   j["status"] = to_string(outcome.status);
   if (outcome.failed_rank) j["failed_rank"] = *outcome.failed_rank;
   if (!outcome.reason.empty()) j["reason"] = outcome.reason;
+  if (const auto n = outcome.nonfinite_json(); !n.is_null()) j["nonfinite"] = n;
   j["world_size"] = world_size_;
   const auto completed = steps_completed();
   const std::int64_t first_step = run_start_.is_null() ? 0 : run_start_.value("first_step", std::int64_t{0});
@@ -85,24 +83,26 @@ nlohmann::json RunSummary::to_json(const RunOutcome& outcome, const nlohmann::js
 
   const auto curve = loss_curve();
   if (!curve.empty()) {
-    j["loss"] = {{"initial", json_number(curve.front())},
-                 {"final", json_number(curve.back())},
-                 {"min", json_number(*std::min_element(curve.begin(), curve.end()))}};
+    // "final" is the last loss (run_metrics.h), "min" the least finite one.
+    double min_loss = NAN;
+    for (const double v : curve)
+      if (std::isfinite(v) && !(v >= min_loss)) min_loss = v;
+    j["loss"] = {{"initial", figure_json(curve.front())}, {"final", figure_json(curve.back())}, {"min", json_number(min_loss)}};
     nlohmann::json per_rank = nlohmann::json::array();
-    for (const auto& r : ranks_) per_rank.push_back(json_number(r.steps[completed - 1].loss));
+    for (const auto& r : ranks_) per_rank.push_back(figure_json(r.steps[completed - 1].loss));
     j["final_loss_per_rank"] = per_rank;
   }
 
-  const auto steady = first_steady_step(completed);
+  const auto steady = static_cast<std::int64_t>(first_steady_index(static_cast<std::size_t>(completed)));
   if (completed > steady) {
-    std::vector<double> totals;
+    std::vector<double> totals(static_cast<std::size_t>(completed - steady), 0.0);  // per step, mean over ranks
     events::StepTimes sum;
     double wire = 0, uncompressed = 0;
     std::int64_t count = 0;
     for (const auto& r : ranks_) {
       for (std::int64_t s = steady; s < completed; ++s) {
         const auto& rec = r.steps[s];
-        totals.push_back(rec.times.total);
+        totals[static_cast<std::size_t>(s - steady)] += rec.times.total;
         sum.data += rec.times.data;
         sum.forward += rec.times.forward;
         sum.backward += rec.times.backward;
@@ -115,11 +115,12 @@ nlohmann::json RunSummary::to_json(const RunOutcome& outcome, const nlohmann::js
         ++count;
       }
     }
+    for (auto& t : totals) t /= world_size_;
     const double ms = 1e3 / static_cast<double>(count);
     j["step_time_ms"] = {
         {"median", 1e3 * median(totals)}, {"mean", sum.total * ms},          {"data", sum.data * ms},
         {"forward", sum.forward * ms},    {"backward", sum.backward * ms},   {"comm_wait", sum.comm_wait * ms},
-        {"hook", sum.hook * ms},          {"optimizer", sum.optimizer * ms}, {"steady_from_step", steady}};
+        {"hook", sum.hook * ms},          {"optimizer", sum.optimizer * ms}, {"steady_from_step", first_step + steady}};
     j["traffic"] = {{"wire_bytes_per_step", wire / count},
                     {"uncompressed_bytes_per_step", uncompressed / count},
                     {"compression_ratio", wire > 0 ? json_number(uncompressed / wire) : nlohmann::json(nullptr)}};

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ class RunSummary final : public EventSubscriber {
   std::int64_t steps_completed() const;
   // Mean loss over ranks at each completed step.
   std::vector<double> loss_curve() const;
+  // Its last value: the run's last loss (core/store/run_metrics.h).
+  std::optional<double> last_loss() const;
   nlohmann::json to_json(const RunOutcome& outcome, const nlohmann::json& config) const;
 
  private:

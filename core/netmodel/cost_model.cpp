@@ -4,17 +4,11 @@
 #include <map>
 #include <set>
 
+#include "core/store/run_metrics.h"
+
 namespace commtune {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  if (v.size() % 2) return v[mid];
-  return 0.5 * (v[mid] + *std::max_element(v.begin(), v.begin() + mid));
-}
 
 // A statistic's per-step values (averaged over ranks) over the steady steps,
 // reduced to their median, per bucket.
@@ -68,8 +62,9 @@ RunProfile RunProfile::from_store(const db::Store& store, std::int64_t run_id) {
   if (by_step.size() < 4)
     throw db::Error("run " + std::to_string(run_id) + " has " + std::to_string(by_step.size()) +
                     " steps: too few to profile (at least 4)");
-  // The steady half: after DDP's bucket rebuild, warm-up and any start iteration.
-  const auto first_step = std::next(by_step.begin(), static_cast<std::ptrdiff_t>(by_step.size() / 2))->first;
+  // The steady steps, as every view counts them (run_metrics.h).
+  const auto first_step =
+      std::next(by_step.begin(), static_cast<std::ptrdiff_t>(first_steady_index(by_step.size())))->first;
 
   RunProfile p;
   p.run_id = run_id;

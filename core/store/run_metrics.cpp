@@ -5,6 +5,37 @@
 
 namespace commtune {
 
+std::string nonfinite_name(double value) {
+  if (std::isnan(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
+}
+
+nlohmann::json figure_json(const std::optional<double>& value) {
+  if (!value) return nullptr;
+  if (!std::isfinite(*value)) return nonfinite_name(*value);
+  return *value;
+}
+
+std::optional<double> figure_from_json(const nlohmann::json& value) {
+  if (value.is_number()) return value.get<double>();
+  if (!value.is_string()) return std::nullopt;
+  const auto& text = value.get_ref<const std::string&>();
+  if (text == "nan") return NAN;
+  if (text == "inf") return INFINITY;
+  if (text == "-inf") return -INFINITY;
+  return std::nullopt;
+}
+
+std::size_t first_steady_index(std::size_t count) { return count / 2; }
+
+double median(std::vector<double> values) {
+  if (values.empty()) return NAN;
+  const auto mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  if (values.size() % 2) return values[mid];
+  return 0.5 * (values[mid] + *std::max_element(values.begin(), values.begin() + mid));
+}
+
 std::int64_t tail_window(std::int64_t steps) { return std::clamp<std::int64_t>(steps / 10, 1, 50); }
 
 std::optional<double> tail_loss(const std::vector<db::CurvePoint>& curve, std::optional<std::int64_t> step) {
@@ -23,25 +54,25 @@ std::optional<double> tail_loss(const std::vector<db::CurvePoint>& curve, std::o
   return std::isfinite(mean) ? std::optional<double>(mean) : std::optional<double>(INFINITY);
 }
 
-RunDigest digest_run(const db::Store& store, std::int64_t run_id) {
+RunDigest digest_curve(const std::vector<db::CurvePoint>& curve) {
   RunDigest d;
-  const auto curve = store.curve(run_id);
   if (curve.empty()) return d;
   d.steps = curve.back().step + 1;
+  d.last_loss = curve.back().loss;
   d.loss = tail_loss(curve);
-  const std::size_t steady = curve.size() / 2;
   std::vector<double> times;
   double wire = 0, uncompressed = 0;
-  for (std::size_t i = steady; i < curve.size(); ++i) {
+  for (std::size_t i = first_steady_index(curve.size()); i < curve.size(); ++i) {
     times.push_back(curve[i].t_step);
     wire += curve[i].wire_bytes;
     uncompressed += curve[i].uncompressed_bytes;
   }
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  d.step_ms = 1e3 * times[times.size() / 2];
+  d.step_ms = 1e3 * median(times);
   d.wire_mb = wire / static_cast<double>(times.size()) / 1e6;
   if (wire > 0) d.compression_ratio = uncompressed / wire;
   return d;
 }
+
+RunDigest digest_run(const db::Store& store, std::int64_t run_id) { return digest_curve(store.curve(run_id)); }
 
 }  // namespace commtune

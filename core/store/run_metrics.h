@@ -1,34 +1,61 @@
-// Numbers derived from a stored run that sweeps, comparisons and
-// recommendations agree on.
+// The figures every view shows of a run, defined once here and named the
+// same in the CLI, the GUI and the summaries:
+//   last loss   the loss of the last step every rank finished, averaged over
+//               ranks (the store's final_loss);
+//   tail loss   the mean of that over the last 10% of the steps (tail_loss):
+//               what trials are compared and ranked by;
+//   ms/step     the median, over the steady steps, of each step's time
+//               averaged over ranks;
+//   MB/step     the mean bytes on the wire per step and rank over the steady
+//               steps; compression ratio: uncompressed bytes / wire bytes.
+// The steady steps are a run's second half: past DDP's bucket rebuild, the
+// warm-up, and a start iteration such as PowerSGD's.
+// A NaN or infinite loss makes the tail loss infinite: the worst, never a tie.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "db/store.h"
 
 namespace commtune {
 
-// The run's quality at `step` (default: its last): the mean loss over ranks
-// and over the last 10% of the steps up to it (at least 1, at most 50 steps).
-// A single step's loss is too noisy to rank trials by. nullopt without data.
+// "nan", "inf" or "-inf" for a value that is not finite.
+std::string nonfinite_name(double value);
+// A figure as JSON: null when absent, the number when finite, else its
+// nonfinite_name (JSON has no NaN; null would read as "no value").
+nlohmann::json figure_json(const std::optional<double>& value);
+// figure_json's inverse: nullopt for anything else.
+std::optional<double> figure_from_json(const nlohmann::json& value);
+
+// Index of the first steady step among `count` steps.
+std::size_t first_steady_index(std::size_t count);
+
+// The median (the mean of the two middle values for an even count); NaN when empty.
+double median(std::vector<double> values);
+
+// The tail loss at `step` (default: the last): the mean loss over ranks and
+// over the last 10% of the steps up to it (at least 1, at most 50 steps).
+// A single step's loss is too noisy to rank trials by. nullopt without data;
+// infinity when a loss in the window is not finite.
 std::optional<double> tail_loss(const std::vector<db::CurvePoint>& curve,
                                 std::optional<std::int64_t> step = std::nullopt);
 
 // Steps in tail_loss's window when a run has `steps` steps.
 std::int64_t tail_window(std::int64_t steps);
 
-// What a comparison shows of a run, from its stored steps: tail_loss, the
-// median step time and mean bytes on the wire over the steady second half,
-// and the compression ratio (uncompressed / wire bytes).
+// What a comparison shows of a run, from its stored steps.
 struct RunDigest {
-  std::optional<double> loss;
+  std::optional<double> last_loss;
+  std::optional<double> loss;  // tail loss
   std::optional<double> step_ms;
   std::optional<double> wire_mb;
   std::optional<double> compression_ratio;
   std::int64_t steps = 0;  // steps every reporting rank finished
 };
+RunDigest digest_curve(const std::vector<db::CurvePoint>& curve);
 RunDigest digest_run(const db::Store& store, std::int64_t run_id);
 
 }  // namespace commtune

@@ -33,7 +33,7 @@ std::optional<SuccessiveHalving::Job> SuccessiveHalving::next() {
   for (std::size_t rung = rung_steps_.size() - 1; rung-- > 0;) {
     for (std::size_t t = 0; t < trials_.size(); ++t) {
       auto& s = trials_[t];
-      if (s.failed || s.running_rung >= 0 || s.finished_rung != static_cast<int>(rung)) continue;
+      if (s.ended || s.running_rung >= 0 || s.finished_rung != static_cast<int>(rung)) continue;
       if (!promotable(static_cast<std::int64_t>(t), rung)) continue;
       s.running_rung = static_cast<int>(rung + 1);
       return Job{static_cast<std::int64_t>(t), rung + 1};
@@ -62,7 +62,13 @@ void SuccessiveHalving::failed(std::int64_t trial) {
   auto& s = trials_.at(trial);
   s.started = true;
   s.failed = true;
+  s.ended = true;
   s.running_rung = -1;
+}
+
+void SuccessiveHalving::diverged(std::int64_t trial, std::size_t rung) {
+  report(trial, rung, INFINITY);
+  trials_.at(trial).ended = true;
 }
 
 void SuccessiveHalving::abandon(const Job& job) {

@@ -26,8 +26,12 @@ class SuccessiveHalving {
   std::optional<Job> next();
   // A trial finished `rung` with metric value `loss` (lower is better).
   void report(std::int64_t trial, std::size_t rung, double loss);
-  // A trial failed: it is never promoted.
+  // A trial failed: it is never promoted, and leaves the race.
   void failed(std::int64_t trial);
+  // A trial diverged on its way to `rung`: it stays in the race as its worst
+  // result there (the others' share of promotions does not grow), and is
+  // never promoted.
+  void diverged(std::int64_t trial, std::size_t rung);
   // A job that was handed out did not finish (cancelled): it may be handed out again.
   void abandon(const Job& job);
   // Marks a job as handed out before (restoring a resumed sweep's state).
@@ -47,6 +51,7 @@ class SuccessiveHalving {
     int running_rung = -1;  // the rung of its job in flight
     bool started = false;
     bool failed = false;
+    bool ended = false;        // failed or diverged: never runs again
     std::vector<double> loss;  // per finished rung
   };
   bool promotable(std::int64_t trial, std::size_t rung) const;

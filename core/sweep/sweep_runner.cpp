@@ -146,7 +146,7 @@ void SweepExecution::load() {
   // What the store says happened: rungs finished, trials failed, segments in flight.
   if (baseline_) {
     const auto& s = trials_[*baseline_].run.status;
-    if (s != db::status::kSucceeded && s != db::status::kFailed)
+    if (s != db::status::kSucceeded && s != db::status::kFailed && s != db::status::kDiverged)
       forced_.push_back({*baseline_, rung_steps_.size() - 1, {}});
   }
   for (std::size_t a = 0; a < asha_trials_.size(); ++a) {
@@ -156,12 +156,22 @@ void SweepExecution::load() {
       continue;
     }
     if (run.status == db::status::kPending && run.steps_completed == 0) continue;
+    // A diverged run stored the step that diverged: the rung it ran for is the
+    // first that step did not pass.
+    const bool diverged = run.status == db::status::kDiverged;
+    const auto done = [&](std::size_t k) {
+      return diverged ? rung_steps_[k] < run.steps_completed : rung_steps_[k] <= run.steps_completed;
+    };
     int finished = -1;
-    for (std::size_t k = 0; k < rung_steps_.size() && rung_steps_[k] <= run.steps_completed; ++k) {
+    for (std::size_t k = 0; k < rung_steps_.size() && done(k); ++k) {
       halving_->report(static_cast<std::int64_t>(a), k, rung_metric(run.id, k));
       finished = static_cast<int>(k);
     }
     const auto next = static_cast<std::size_t>(finished + 1);
+    if (diverged) {
+      halving_->diverged(static_cast<std::int64_t>(a), std::min(next, rung_steps_.size() - 1));
+      continue;
+    }
     if (in_flight(run.status) && next < rung_steps_.size()) {
       const SuccessiveHalving::Job asha{static_cast<std::int64_t>(a), next};
       halving_->mark_started(asha);
@@ -308,9 +318,9 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
         .get();
   }
   const bool succeeded = result.outcome.status == RunStatus::Succeeded;
+  event.digest = store().call([run_id](db::Store& s) { return digest_run(s, run_id); }).get();
   double metric = INFINITY;
   if (succeeded) {
-    event.loss = loss_at(run_id, to_step);
     if (job.asha) metric = rung_metric(run_id, job.asha->rung);
     if (!final_rung) {
       event.status = db::status::kPaused;
@@ -324,6 +334,8 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
     if (job.asha) {
       if (succeeded)
         halving_->report(job.asha->trial, job.asha->rung, metric);
+      else if (result.outcome.status == RunStatus::Diverged)
+        halving_->diverged(job.asha->trial, job.asha->rung);
       else if (result.outcome.status == RunStatus::Failed || !cancelled())  // stopped alone: out of the race
         halving_->failed(job.asha->trial);
       else

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/launch/launcher.h"
+#include "core/store/run_metrics.h"
 #include "core/sweep/sweep_spec.h"
 #include "db/writer.h"
 
@@ -35,8 +36,8 @@ struct TrialEvent {
   std::int64_t to_step = 0;
   bool final_rung = true;
   // When finished:
-  std::string status;          // the run's status in the store
-  std::optional<double> loss;  // tail_loss at to_step
+  std::string status;  // the run's status in the store
+  RunDigest digest;    // the run's figures as stored so far
   nlohmann::json summary;
 };
 

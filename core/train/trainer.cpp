@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -21,6 +22,7 @@
 #include "core/dist/devices.h"
 #include "core/io/pickle_file.h"
 #include "core/models/weights_file.h"
+#include "core/store/run_metrics.h"
 #include "core/train/checkpoint.h"
 
 namespace commtune {
@@ -113,6 +115,21 @@ void add_communication_stats(events::StepRecord& record, const std::vector<Colle
   record.stats.push_back({"hook_inline_s", report.hook_inline_s});
 }
 
+// What a step produced that is not finite, on this rank: its loss, or a
+// gradient norm the hook computed anyway (PowerSGD's residual_norm, error
+// feedback's ef_error_norm). Checking these costs nothing; a pass over every
+// gradient would not, and a non-finite gradient shows in the next step's loss.
+std::optional<std::pair<std::string, double>> nonfinite_in_step(
+    double loss, const std::vector<std::pair<std::string, double>>& hook_stats) {
+  if (!std::isfinite(loss)) return std::pair<std::string, double>{"loss", loss};
+  static const std::string norm_suffix = "_norm";
+  for (const auto& [name, value] : hook_stats)
+    if (!std::isfinite(value) && name.size() > norm_suffix.size() &&
+        name.compare(name.size() - norm_suffix.size(), norm_suffix.size(), norm_suffix) == 0)
+      return std::pair{name, value};
+  return std::nullopt;
+}
+
 nlohmann::json parameter_list(const FlatParameters& flat) {
   auto list = nlohmann::json::array();
   for (std::size_t i = 0; i < flat.count(); ++i) list.push_back({{"name", flat.name(i)}, {"shape", flat.shape(i)}});
@@ -120,7 +137,7 @@ nlohmann::json parameter_list(const FlatParameters& flat) {
 }
 
 // The run itself, once the process group stands.
-void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& device, int threads, Communicator& comm,
+bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& device, int threads, Communicator& comm,
                 events::EventWriter* events) {
   const auto run_start = steady::now();
   auto& cat = catalog();
@@ -166,9 +183,13 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
 
   TrainingState state{flat, reducer, *optimizer, *hook, loader};
   std::int64_t first_step = 0;
-  if (!config.checkpoint.resume.empty())
+  if (!config.checkpoint.resume.empty()) {
     first_step = state.load(config.checkpoint.resume, env.rank, env.world_size);
-  else
+    if (first_step > config.run.steps)
+      throw ConfigError("steps", "is " + std::to_string(config.run.steps) + ", but checkpoint.resume continues from step " +
+                                     std::to_string(first_step) + ": set steps to at least " +
+                                     std::to_string(first_step));
+  } else
     hook->start(flat);
   const auto save_checkpoint = [&](std::int64_t next_step) {
     const auto folder = checkpoint_folder(config.checkpoint.dir, next_step);
@@ -200,6 +221,7 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
   const bool print_progress = !events && env.rank == 0;
   const std::int64_t print_every = std::max<std::int64_t>(1, config.run.steps / 20);
   double last_loss = NAN;
+  bool diverged = false;
   std::vector<std::pair<std::string, double>> step_stats;
   std::vector<std::tuple<std::size_t, std::string, double>> bucket_stats;
 
@@ -234,6 +256,10 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
       const auto t5 = steady::now();
 
       if (step < config.debug.dump_grads_steps) dump_step(config.debug, env.rank, step, reducer, flat, *hook);
+      step_stats.clear();
+      bucket_stats.clear();
+      stats.take(step_stats, bucket_stats);
+      const auto nonfinite = diverged ? std::nullopt : nonfinite_in_step(last_loss, step_stats);
 
       if (events) {
         if (rebuilt) events->message({{"kind", "buckets"}, {"step", step}, {"buckets", reducer.layout_json()}});
@@ -246,14 +272,27 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
                         seconds_between(t0, t5)};
         record.wire_bytes = comm.traffic().wire_bytes - traffic_before.wire_bytes;
         record.uncompressed_bytes = report.uncompressed_wire_bytes;
-        step_stats.clear();
-        bucket_stats.clear();
-        stats.take(step_stats, bucket_stats);
         for (auto& [name, value] : step_stats) record.stats.push_back({std::move(name), value});
         for (auto& [bucket, name, value] : bucket_stats)
           record.bucket_stats.push_back({static_cast<std::uint32_t>(bucket), std::move(name), value});
         add_communication_stats(record, comm.take_collectives(), report, t2);
         events->step(record);
+      }
+      if (nonfinite) {
+        // Reported after the step, so that the store holds the value that diverged.
+        diverged = true;
+        const auto& [what, value] = *nonfinite;
+        const auto text = "rank " + std::to_string(env.rank) + "'s " + what + " is " + nonfinite_name(value) +
+                          " at step " + std::to_string(step);
+        if (events)
+          events->message({{"kind", "nonfinite"},
+                           {"rank", env.rank},
+                           {"step", step},
+                           {"what", what},
+                           {"value", nonfinite_name(value)}});
+        else
+          std::fprintf(stderr, "diverged: %s\n", text.c_str());
+        if (config.run.on_nonfinite == "stop") throw DivergedError("diverged: " + text);
       }
       if (!config.checkpoint.dir.empty() && config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0 &&
           step + 1 < config.run.steps)
@@ -290,14 +329,15 @@ void train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
                      {"wall_s", seconds_between(run_start, steady::now())}});
     events->flush();
   } else if (env.rank == 0) {
-    std::printf("done: %lld steps, final loss %.6f, parameters %s\n", static_cast<long long>(config.run.steps),
-                last_loss, digest.c_str());
+    std::printf("%s: %lld steps, final loss %.6f, parameters %s\n", diverged ? "diverged" : "done",
+                static_cast<long long>(config.run.steps), last_loss, digest.c_str());
   }
+  return diverged;
 }
 
 }  // namespace
 
-void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events) {
+bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events) {
   const auto device = device_for_rank(config.run.device, env.local_rank);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
@@ -309,7 +349,7 @@ void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
   if (const auto cluster = config.network.emulated_cluster(env.world_size)) comm.emulate_link(*cluster);
 
   try {
-    train_with(config, env, device, threads, comm, events);
+    return train_with(config, env, device, threads, comm, events);
   } catch (const std::exception& e) {
     // Report before the process group unwinds: its destructor may wait on
     // collectives that a failed peer never joins.
@@ -321,6 +361,7 @@ void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
 std::string failure_kind(const std::exception& error) {
   if (dynamic_cast<const ConfigError*>(&error)) return "config";
   if (dynamic_cast<const CommunicationError*>(&error)) return "communication";
+  if (dynamic_cast<const DivergedError*>(&error)) return "diverged";
   return "runtime";
 }
 

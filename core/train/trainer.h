@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "core/config/run_config.h"
@@ -11,12 +12,19 @@
 
 namespace commtune {
 
-// Runs this process's rank. `events` may be null (then rank 0 prints a plain
-// progress log). Throws on failure.
-void train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events);
+// A non-finite loss or gradient norm ended the run (run.on_nonfinite=stop).
+class DivergedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
-// "config", "communication" or "runtime": the launcher blames the first rank
-// whose failure is not a communication error.
+// Runs this process's rank. `events` may be null (then rank 0 prints a plain
+// progress log). Throws on failure; returns whether a non-finite number was
+// seen (run.on_nonfinite=warn runs on through it).
+bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events);
+
+// "config", "communication", "diverged" or "runtime": the launcher blames
+// the first rank whose failure is not a communication error.
 std::string failure_kind(const std::exception& error);
 
 // A 64-bit FNV-1a digest of the tensors' bytes (on CPU), in order: equal

@@ -50,7 +50,8 @@ class Resume(unittest.TestCase):
             step4 = os.path.join(folder, "step-000004")
             cases = [({"world_size": 4}, "written by 2 ranks"),
                      ({"model.hidden": 32}, "another"),
-                     ({"checkpoint.resume": os.path.join(folder, "step-000099")}, "does not exist")]
+                     ({"checkpoint.resume": os.path.join(folder, "step-000099")}, "does not exist"),
+                     ({"steps": 3}, "set steps to at least 4")]  # nothing left to run: not "4/3 steps"
             for overrides, message in cases:
                 run = ct.run_commtune(d, dict({"steps": 6, "model.hidden": 64, "checkpoint.resume": step4}, **overrides),
                                       check=False)

@@ -31,6 +31,41 @@ def step_ms(run_id):
     return ct.cli_json("show", run_id)["digest"]["step_ms"]
 
 
+def find_key(node, key):
+    """Every value under `key` anywhere in a JSON document."""
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == key] + [x for v in node.values() for x in find_key(v, key)]
+    if isinstance(node, list):
+        return [x for v in node for x in find_key(v, key)]
+    return []
+
+
+class OneFigureEverywhere(unittest.TestCase):
+    """ms/step, last loss and tail loss are defined once (core/store/run_metrics.h):
+    the sweep's line, show, compare, predict, list and the run summary agree."""
+
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_step_time_and_losses_agree_across_views(self):
+        proc = ct.cli("sweep", "--set", "steps=30", "--axis", "hook.name=allreduce,fp16_compress", "--no-baseline")
+        for run_id in (1, 2):
+            shown = ct.cli_json("show", run_id)
+            digest = shown["digest"]
+            compared = next(r for r in ct.cli_json("compare", 1, 2)["runs"] if r["id"] == run_id)
+            self.assertEqual(compared["digest"], digest)
+            measured = find_key(ct.cli_json("predict", run_id), "measured_step_s")
+            self.assertEqual(measured, [digest["step_ms"] / 1e3], "predict's measured step time")
+            line = next(line for line in proc.stderr.splitlines() if f"run {run_id}]" in line and "ms/step" in line)
+            self.assertIn(f"{digest['step_ms']:.2f} ms/step", line)
+            self.assertIn(f"tail loss {digest['tail_loss']:.5f}", line)
+            summary = shown["summary"]
+            self.assertAlmostEqual(summary["step_time_ms"]["median"], digest["step_ms"], delta=1e-9 * digest["step_ms"])
+            self.assertEqual(summary["loss"]["final"], digest["last_loss"])
+            listed = next(r for r in ct.cli_json("list") if r["id"] == run_id)
+            self.assertEqual(listed["final_loss"], digest["last_loss"])
+
+
 class CostModel(unittest.TestCase):
     def setUp(self):
         ct.fresh_store()

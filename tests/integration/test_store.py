@@ -98,6 +98,12 @@ class StoredRuns(unittest.TestCase):
             run = ct.cli_json("list")[0]
             self.assertEqual(run["status"], "interrupted")
             after = ct.query("SELECT rank, step, loss FROM step_metrics ORDER BY rank, step")
+            # Its counters say what was committed: the steps every rank stored, the time to the last of them.
+            every_rank = min(ct.query("SELECT max(step) + 1 FROM step_metrics GROUP BY rank"))[0]
+            self.assertEqual(run["steps_completed"], every_rank)
+            self.assertGreater(run["steps_completed"], 100)
+            self.assertAlmostEqual(run["wall_s"], ct.query("SELECT max(wall_s) FROM step_metrics")[0][0])
+            self.assertIsNotNone(run["final_loss"])
             self.assertTrue(set(committed) <= set(after), "metrics committed before the kill were lost")
             self.assertEqual(ct.query("PRAGMA integrity_check"), [("ok",)])
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -308,6 +309,17 @@ TEST_F(StoreTest, RunsOfADeadProcessBecomeInterrupted) {
     Store store(path);
     orphan = store.create_run(sample_run());
     mine = store.create_run(sample_run());
+    // Committed before the process died: both ranks' steps 0..2, rank 0's step 3.
+    for (int rank = 0; rank < 2; ++rank)
+      for (int step = 0; step < (rank == 0 ? 4 : 3); ++step) {
+        StepRow row;
+        row.run_id = orphan;
+        row.rank = rank;
+        row.step = step;
+        row.loss = 1.0 + step + rank;
+        row.wall_s = 0.5 * (step + 1);
+        store.insert(row);
+      }
     // A process that cannot exist: pid 0 is never a user process.
     store.connection()
         .prepare("UPDATE runs SET owner = ? WHERE id = ?")
@@ -316,7 +328,49 @@ TEST_F(StoreTest, RunsOfADeadProcessBecomeInterrupted) {
   Store store(path);
   EXPECT_EQ(store.run(orphan)->status, status::kInterrupted);
   EXPECT_NE(store.run(orphan)->reason.find("ended without finishing"), std::string::npos);
+  // What was committed counts: the steps every rank stored, the time to the last step, the loss there.
+  EXPECT_EQ(store.run(orphan)->steps_completed, 3);
+  EXPECT_DOUBLE_EQ(store.run(orphan)->wall_s, 2.0);
+  ASSERT_TRUE(store.run(orphan)->final_loss);
+  EXPECT_DOUBLE_EQ(*store.run(orphan)->final_loss, 3.5);  // step 2: ranks 3.0 and 4.0
   EXPECT_EQ(store.run(mine)->status, status::kRunning);  // this process is alive
+}
+
+TEST_F(StoreTest, NonFiniteLossesAreStoredAsSuchNotAsNull) {
+  Store store(file("runs.db"));
+  const auto id = store.create_run(sample_run());
+  const double values[] = {NAN, INFINITY, 2.0};
+  for (int rank = 0; rank < 2; ++rank)
+    for (int step = 0; step < 3; ++step) {
+      StepRow row;
+      row.run_id = id;
+      row.rank = rank;
+      row.step = step;
+      row.loss = rank == 0 ? values[step] : 1.0;
+      store.insert(row);
+    }
+  RunEnd end;
+  end.status = status::kDiverged;
+  end.final_loss = NAN;
+  store.finish_run(id, end);
+
+  const auto steps = store.steps(id, 0);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_TRUE(std::isnan(steps[0].loss));
+  EXPECT_EQ(steps[1].loss, INFINITY);
+  EXPECT_EQ(steps[2].loss, 2.0);
+  const auto curve = store.curve(id);  // a NaN on one rank makes the step's mean NaN, not the other rank's value
+  ASSERT_EQ(curve.size(), 3u);
+  EXPECT_TRUE(std::isnan(curve[0].loss));
+  EXPECT_EQ(curve[1].loss, INFINITY);
+  EXPECT_EQ(curve[2].loss, 1.5);
+  ASSERT_TRUE(store.run(id)->final_loss);
+  EXPECT_TRUE(std::isnan(*store.run(id)->final_loss));
+  EXPECT_TRUE(std::isnan(*store.loss_at_step(id, 0)));
+  EXPECT_TRUE(status::is_end(status::kDiverged));
+  RunFilter diverged;
+  diverged.statuses = {status::kDiverged};
+  EXPECT_EQ(store.runs(diverged).size(), 1u);
 }
 
 TEST(StoreOwner, NamesThisProcessUniquely) {

@@ -12,6 +12,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include "ui/plot/qcustomplot.h"
 
@@ -50,7 +51,7 @@ AnalysisData compute(const Query& q) {
   db::Store store(q.path, db::Store::Access::ReadOnly);
   db::RunFilter filter;
   if (q.sweep_id) filter.sweep_id = q.sweep_id;
-  filter.statuses = {db::status::kSucceeded, db::status::kStopped, db::status::kPaused};
+  filter.statuses = {db::status::kSucceeded, db::status::kStopped, db::status::kPaused, db::status::kDiverged};
   AnalysisData out;
   std::vector<std::int64_t> ids;
   int world_size = 1;
@@ -84,13 +85,19 @@ AnalysisData compute(const Query& q) {
     out.points.push_back(std::move(p));
     ids.push_back(run.id);
   }
+  QStringList diverged;
+  for (const auto& p : out.points)
+    if (!std::isfinite(p.loss)) diverged << QString::number(p.run_id);
+  if (!diverged.isEmpty())
+    out.note = QString("Diverged (a NaN or infinite loss), so ranked worst and left off the Pareto plot: run %1. ")
+                   .arg(diverged.join(", "));
   if (out.points.empty()) {
     out.note =
         q.sweep_id ? "This sweep has no finished trials yet." : "No finished runs yet: start one on the Launch page.";
     return out;
   }
   if (!baseline) {
-    out.note = "No allreduce baseline among these runs: the what-if table needs one (sweeps add it with \"baseline\").";
+    out.note += "No allreduce baseline among these runs: the what-if table needs one (sweeps add it with \"baseline\").";
     return out;
   }
   for (const auto& link : net::link_presets()) {
@@ -167,7 +174,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   pareto_->setObjectName("plot:pareto");
   pareto_->setMinimumSize(320, 240);
   pareto_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  pareto_->yAxis->setLabel("final loss (tail mean)");
+  pareto_->yAxis->setLabel("tail loss (mean of the last 10% of steps)");
   heatmap_ = new QCustomPlot(this);
   heatmap_->setObjectName("plot:heatmap");
   heatmap_->setMinimumSize(320, 240);
@@ -305,7 +312,7 @@ void AnalysisPage::draw_pareto() {
   std::vector<std::pair<double, const AnalysisPoint*>> shown;
   for (const auto& p : data_.points) {
     const auto x = by_time ? p.predicted_ms : p.wire_mb;
-    if (x) shown.emplace_back(*x, &p);
+    if (x && std::isfinite(p.loss)) shown.emplace_back(*x, &p);  // a diverged trial is on no front
   }
   std::sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
     return a.first < b.first || (a.first == b.first && a.second->loss < b.second->loss);
@@ -382,25 +389,30 @@ void AnalysisPage::draw_heatmap() {
   for (int i = 0; i < static_cast<int>(xs.size()); ++i)
     for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setCell(i, j, NAN);  // no trial: blank
   double lo = INFINITY, hi = -INFINITY;
-  for (const auto& p : data_.points) {
-    lo = std::min(lo, p.loss);
-    hi = std::max(hi, p.loss);
-  }
+  for (const auto& p : data_.points)
+    if (std::isfinite(p.loss)) {
+      lo = std::min(lo, p.loss);
+      hi = std::max(hi, p.loss);
+    }
+  if (!std::isfinite(lo)) lo = hi = 0;  // every trial diverged
   for (const auto& p : data_.points) {
     if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
     const int i = static_cast<int>(std::find(xs.begin(), xs.end(), p.axis_values.at(xa)) - xs.begin());
     const int j = static_cast<int>(std::find(ys.begin(), ys.end(), p.axis_values.at(ya)) - ys.begin());
-    map->data()->setCell(i, j, p.loss);
+    // A diverged trial takes the worst colour, and says so.
+    const bool diverged = !std::isfinite(p.loss);
+    const double value = diverged ? hi : p.loss;
+    map->data()->setCell(i, j, value);
     auto* label = new QCPItemText(heatmap_);
     label->position->setCoords(i, j);
-    label->setText(QString::number(p.loss, 'g', 4));
+    label->setText(diverged ? QString("diverged") : QString::number(p.loss, 'g', 4));
     // The thermal gradient runs from black to pale yellow: dark text on the light end.
-    label->setColor(hi > lo && (p.loss - lo) / (hi - lo) > 0.6 ? Qt::black : Qt::white);
+    label->setColor(hi > lo && (value - lo) / (hi - lo) > 0.6 ? Qt::black : Qt::white);
     label->setFont(QFont(font().family(), 8));
   }
   auto* scale = new QCPColorScale(heatmap_);
   heatmap_->plotLayout()->addElement(0, 1, scale);
-  scale->axis()->setLabel("final loss");
+  scale->axis()->setLabel("tail loss");
   map->setColorScale(scale);
   QCPColorGradient gradient(QCPColorGradient::gpThermal);
   gradient.setNanHandling(QCPColorGradient::nhTransparent);

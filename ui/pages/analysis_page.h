@@ -1,5 +1,5 @@
 // Analysis of a sweep (or of every stored run): quality against
-// communication as a Pareto front (final loss against bytes on the wire or
+// communication as a Pareto front (tail loss against bytes on the wire or
 // the predicted step time on a chosen cluster), the network what-if table
 // with the recommendation per network, and the effect of two swept
 // parameters on the loss as a heatmap (e.g. PowerSGD rank x start

@@ -71,7 +71,7 @@ QStandardItem* number_item(double value, int precision = -1) {
 RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store_path_(std::move(store_path)) {
   model_ = new QStandardItemModel(0, kColumns, this);
   model_->setHorizontalHeaderLabels(
-      {"id", "name", "sweep", "status", "hook", "ranks", "steps", "final loss", "wall s", "created"});
+      {"id", "name", "sweep", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
   auto* filter = new RunFilter(this);
   proxy_ = filter;
   proxy_->setSourceModel(model_);
@@ -94,8 +94,9 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   status_ = new QComboBox(this);
   status_->setObjectName("runs:status");
   status_->addItem("any status", QString());
-  for (const char* s : {db::status::kSucceeded, db::status::kRunning, db::status::kFailed, db::status::kCancelled,
-                        db::status::kInterrupted, db::status::kStopped, db::status::kPaused, db::status::kPending})
+  for (const char* s : {db::status::kSucceeded, db::status::kRunning, db::status::kFailed, db::status::kDiverged,
+                        db::status::kCancelled, db::status::kInterrupted, db::status::kStopped, db::status::kPaused,
+                        db::status::kPending})
     status_->addItem(s, QString(s));
   auto apply_filter = [this, filter] {
     filter->set(search_->text(), status_->currentData().toString());
