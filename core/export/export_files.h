@@ -11,7 +11,9 @@ namespace commtune {
 
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
-// Python comment lines: the DDP construction that buckets like the run.
-std::string ddp_bucketing_comment(const nlohmann::json& config);
+// Python source of make_ddp(model): the model in DistributedDataParallel,
+// bucketed like the run, on CPU (Gloo) or GPU (NCCL) alike; then the usage
+// lines `usage` (Python comments) after a header that names torchrun.
+std::string make_ddp_source(const nlohmann::json& config, const std::string& usage);
 
 }  // namespace commtune

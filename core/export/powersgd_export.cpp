@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/export/export_files.h"
 #include "core/io/pickle_file.h"
@@ -86,18 +87,31 @@ Dict runtime_state(const std::string& folder, int rank) {
   return out;
 }
 
-std::string snippet(const nlohmann::json& config, bool runtime) {
+// use_powersgd.py: loading, registration, and (with runtime state) the exact
+// continuation from step `runtime_step`.
+std::string snippet(const nlohmann::json& config, std::optional<std::int64_t> runtime_step) {
   const auto& hook = config.at("hook");
   const std::string function = hook_function(hook.at("name"));
   const std::string wrapper = wrapper_function(hook.value("wrapper", "none"));
   const std::string registered =
       wrapper == "none" ? "psgd." + function : "default_hooks." + wrapper + "(psgd." + function + ")";
-  std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).
+  const std::string file = runtime_step ? "powersgd_state-rank0.pt" : "powersgd_state.pt";
+  std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13),
+on the CPU (Gloo) or GPUs (NCCL).
 
-The state file is a plain dict (torch.load(path, weights_only=True) reads it);
+)PY";
+  s += runtime_step ? "Files: powersgd_state-rank<R>.pt, one per rank: the hyperparameters and that\n"
+                      "rank's runtime state as the run left it before step " +
+                          std::to_string(*runtime_step) +
+                          " (iteration, random generator,\n"
+                          "error and P/Q memories). resume() below continues from there exactly.\n"
+                    : std::string("File: powersgd_state.pt, the hyperparameters.\n");
+  s += R"PY(
+A state file is a plain dict (torch.load(path, weights_only=True) reads it);
 these two lines turn it into a PowerSGDState:
 
-    d = torch.load("powersgd_state.pt", weights_only=True)
+    d = torch.load(")PY" +
+       file + R"PY(", weights_only=True)
     state = PowerSGDState(None, **{k: v.item() if torch.is_tensor(v) else v for k, v in d["hyperparameters"].items()})
 """
 import torch
@@ -117,15 +131,38 @@ def load_powersgd_state(path, process_group=None):
 def register(ddp_model, state):
     """Registers the hook commtune ran (wrapped as it was)."""
     ddp_model.register_comm_hook(state, )PY" +
-                  registered + R"PY()
+       registered + ")\n\n\n";
+  if (runtime_step)
+    s += R"PY(def resume(ddp_model, state, d, warmup):
+    """Continues exactly where commtune stopped. Call it once, after make_ddp() and
+    register(), with the job's own weights, optimizer state and data position
+    restored to the same step, before the first training step.
+
+    `warmup()` runs one forward and backward of the job (any batch, no optimizer
+    step). DDP reduces its first backward as one bucket and then rebuilds its
+    buckets; the exported memories belong to the rebuilt buckets. The warm-up's
+    gradients are dropped, and the buffers and random generators it touched put
+    back, so the next step sees nothing of it; then the runtime state is restored.
+    (Restoring it after the job's first optimizer step instead runs that step
+    with a fresh state: the losses then drift from commtune's.)"""
+    module = ddp_model.module
+    buffers = [b.detach().clone() for b in module.buffers()]
+    cpu_rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    warmup()
+    for p in ddp_model.parameters():
+        p.grad = None
+    with torch.no_grad():
+        for b, saved in zip(module.buffers(), buffers):
+            b.copy_(saved)
+    torch.set_rng_state(cpu_rng)
+    if cuda_rng is not None:
+        torch.cuda.set_rng_state_all(cuda_rng)
+    restore_runtime_state(state, d, next(ddp_model.parameters()).device)
 
 
 def restore_runtime_state(state, d, device):
-    """Continue where commtune stopped: iteration, random generator, and each
-    bucket's error and P/Q memories. DDP reduces its first step as one bucket
-    and rebuilds its buckets before the second, so call this after the
-    job's first optimizer step; the DDP must bucket like commtune did
-    (bucket_cap_mb, dist._DEFAULT_FIRST_BUCKET_BYTES below)."""
+    """The iteration, random generator, and each bucket's error and P/Q memories."""
     rt = d["runtime"]
     state.iter = rt["iter"]
     state.rng.set_state(("MT19937", rt["rng_key"].numpy().astype("uint32"), rt["rng_position"]))
@@ -136,16 +173,17 @@ def restore_runtime_state(state, d, device):
     state.total_numel_after_compression = rt["total_numel_after_compression"]
 
 
-)PY" + ddp_bucketing_comment(config);
-  if (runtime)
-    s += R"PY(#   state, d = load_powersgd_state(f"powersgd_state-rank{dist.get_rank()}.pt")
-#   register(ddp_model, state)
-#   ... after the first optimizer step:  restore_runtime_state(state, d, device)
 )PY";
-  else
-    s += R"PY(#   state, _ = load_powersgd_state("powersgd_state.pt")
-#   register(ddp_model, state)
-)PY";
+  s += make_ddp_source(config, runtime_step
+                                   ? "#   state, d = load_powersgd_state(f\"powersgd_state-rank{dist.get_rank()}.pt\")\n"
+                                     "#   register(ddp_model, state)\n"
+                                     "#   ... the job's weights, optimizer state and data position at step " +
+                                         std::to_string(*runtime_step) +
+                                         ", then:\n"
+                                         "#   resume(ddp_model, state, d, lambda: loss_fn(ddp_model(inputs), "
+                                         "targets).backward())\n"
+                                   : "#   state, _ = load_powersgd_state(\"powersgd_state.pt\")\n"
+                                     "#   register(ddp_model, state)\n");
   return s;
 }
 
@@ -159,6 +197,7 @@ std::vector<std::string> export_powersgd(const nlohmann::json& config, const std
   namespace fs = std::filesystem;
   fs::create_directories(out_dir);
   std::vector<std::string> files;
+  std::optional<std::int64_t> runtime_step;
   if (checkpoint_folder.empty()) {
     const auto path = (fs::path(out_dir) / "powersgd_state.pt").string();
     write_pickle_file(path, base_document(config));
@@ -168,6 +207,7 @@ std::vector<std::string> export_powersgd(const nlohmann::json& config, const std
     int ranks = 0;
     while (fs::exists(checkpoint_file(checkpoint_folder, ranks))) ++ranks;
     if (ranks == 0) throw std::runtime_error(checkpoint_folder + " holds no rank-0.pt: not a checkpoint folder");
+    runtime_step = read_pickle_file(checkpoint_file(checkpoint_folder, 0)).toGenericDict().at("step").toInt();
     if (world > 0 && ranks != world)
       throw std::runtime_error(checkpoint_folder + " holds " + std::to_string(ranks) + " ranks' files, the run had " +
                                std::to_string(world));
@@ -183,7 +223,7 @@ std::vector<std::string> export_powersgd(const nlohmann::json& config, const std
   write_text_file(config_path, config.dump(2) + "\n");
   files.push_back(config_path.string());
   const auto snippet_path = fs::path(out_dir) / "use_powersgd.py";
-  write_text_file(snippet_path, snippet(config, !checkpoint_folder.empty()));
+  write_text_file(snippet_path, snippet(config, runtime_step));
   files.push_back(snippet_path.string());
   return files;
 }

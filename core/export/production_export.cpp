@@ -32,11 +32,12 @@ std::string default_hook_snippet(const nlohmann::json& config) {
   }
   return "\"\"\"The communication hook tuned with commtune (hook " + name + ", wrapper " + wrapper +
          "), for a production DDP job (PyTorch >= 1.13).\"\"\"\n"
+         "import torch\n"
          "import torch.distributed as dist\n"
          "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n\n\n"
          "def register(ddp_model):\n"
          "    \"\"\"Registers the hook commtune ran (wrapped as it was).\"\"\"\n" +
-         body + "\n\n" + ddp_bucketing_comment(config) + "#   register(ddp_model)\n";
+         body + "\n\n" + make_ddp_source(config, "#   register(ddp_model)\n");
 }
 
 // The byteps hook's settings as BytePS takes them: its compression_params
@@ -101,16 +102,27 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
     averager = "hierarchical_model_averager.HierarchicalModelAverager(OrderedDict([" + pairs +
                "]), warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
   }
+  // dist.new_subgroups (and PyTorch's default, one subgroup per machine)
+  // wants CUDA in 1.13: the same consecutive groups by new_group run anywhere.
+  const std::string subgroup =
+      std::string("    size = ") +
+      (size > 0 ? std::to_string(size)
+                : std::string("int(os.environ.get(\"LOCAL_WORLD_SIZE\", dist.get_world_size()))  # one per machine")) +
+      "\n"
+      "    groups = [dist.new_group(list(range(start, start + size)))\n"
+      "              for start in range(0, dist.get_world_size(), size)]  # every rank makes every group\n"
+      "    subgroup = groups[dist.get_rank() // size]\n";
   return "\"\"\"Post-local SGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).\"\"\"\n"
+         "import os\n"
          "from collections import OrderedDict\n\n"
+         "import torch\n"
          "import torch.distributed as dist\n"
          "from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook\n"
          "from torch.distributed.algorithms.model_averaging import averagers, hierarchical_model_averager\n\n\n"
          "def register(ddp_model):\n"
          "    \"\"\"Registers the hook; returns the averager to call after every optimizer.step():\n"
          "    averager.average_parameters(ddp_model.parameters()).\"\"\"\n" +
-         (size > 0 ? "    subgroup, _ = dist.new_subgroups(group_size=" + std::to_string(size) + ")\n"
-                   : "    subgroup = None  # PyTorch's default: one subgroup per machine\n") +
+         subgroup +
          "    state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=subgroup,\n"
          "                                                 start_localSGD_iter=" +
          std::to_string(h.value("start_localSGD_iter", 10)) +
@@ -120,7 +132,10 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
          ")\n"
          "    ddp_model.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)\n"
          "    return " +
-         averager + "\n\n\n" + ddp_bucketing_comment(config) + "#   averager = register(ddp_model)\n";
+         averager + "\n\n\n" +
+         make_ddp_source(config,
+                         "#   averager = register(ddp_model)\n"
+                         "#   ... after every optimizer.step():  averager.average_parameters(ddp_model.parameters())\n");
 }
 
 // slowmo: fairscale's SlowMoDistributedDataParallel with the run's parameters.

@@ -79,6 +79,25 @@ std::vector<AveragingLevel> parse_hierarchy(const std::string& text, int world) 
   return levels;
 }
 
+// PyTorch's average_parameters: the parameters concatenated in registration
+// order, divided, allreduced, copied back. Not the flat buffer in bucket
+// order: Gloo's ring sums each element in an order set by its position in
+// the buffer, so only the same layout gives the same bits on more than two ranks.
+void average_parameters(Communicator& group, FlatParameters& parameters) {
+  std::vector<at::Tensor> pieces;
+  pieces.reserve(parameters.count());
+  for (std::size_t i = 0; i < parameters.count(); ++i) pieces.push_back(parameters.parameter(i).reshape({-1}));
+  auto flat = at::cat(pieces);
+  Communicator::wait(average_over(group, flat));
+  at::NoGradGuard no_grad;  // the parameters are autograd leaves
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < parameters.count(); ++i) {
+    const auto n = parameters.numel(i);
+    parameters.parameter(i).view({-1}).copy_(flat.narrow(0, offset, n));
+    offset += n;
+  }
+}
+
 class PostLocalSgdHook final : public CommHook {
  public:
   PostLocalSgdHook(const PostLocalSgdOptions& o, HookEnv& env) : options_(o), env_(env) {
@@ -119,7 +138,7 @@ class PostLocalSgdHook final : public CommHook {
     }
     env_.stats.set("parameters_averaged", group ? group->size() : 0);
     if (!group) return;
-    Communicator::wait(average_over(*group, parameters.values()));
+    average_parameters(*group, parameters);
     const auto now = std::chrono::steady_clock::now();
     if (last_average_ != std::chrono::steady_clock::time_point{})
       env_.stats.set("averaging_interval_s", std::chrono::duration<double>(now - last_average_).count());

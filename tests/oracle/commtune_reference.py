@@ -440,8 +440,29 @@ def exported_hook(state_path, rank):
     return snippet, state, document
 
 
+def load_commtune_checkpoint(folder, rank, model, optimizer):
+    """A commtune checkpoint's weights and optimizer state (SGD's momentum) in the
+    PyTorch model and optimizer; returns the step it continues from. Its flat
+    buffers are laid out in bucket order."""
+    ck = torch.load(os.path.join(folder, f"rank-{rank}.pt"))
+    if set(ck["parameters"]["states"]) - {"momentum_buffer"}:
+        raise ValueError(f"no reference resume for optimizer state {sorted(ck['parameters']['states'])}")
+    names = ck["parameters"]["names"]
+    params = dict(model.named_parameters())
+    order = torch.cat(list(ck["reducer"]["buckets"])).tolist()
+    with torch.no_grad():
+        offset = 0
+        for i in order:
+            p = params[names[i]]
+            p.copy_(ck["parameters"]["values"][offset:offset + p.numel()].view_as(p))
+            for key, flat in ck["parameters"]["states"].items():
+                optimizer.state[p][key] = flat[offset:offset + p.numel()].view_as(p).clone().to(p.device)
+            offset += p.numel()
+    return ck["step"]
+
+
 def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir=None, powersgd_state=None,
-             time_hook=False):
+             time_hook=False, resume_folder=None):
     if os.environ.get("COMMTUNE_REFERENCE_PIN") == "1":  # benchmarks: the same placement as commtune
         pin_to_share_of_cores(rank, world)
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
@@ -458,13 +479,14 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     model.to(device)
     # DDP reads its first bucket's cap from this module global when built.
     dist._DEFAULT_FIRST_BUCKET_BYTES = int(config["ddp"]["first_bucket_cap_mb"] * 1024 * 1024)
-    ddp = DDP(model, device_ids=[rank] if on_cuda else None, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
     exported = None
-    if powersgd_state:
+    if powersgd_state:  # everything through the exported file, as a production job would use it
         snippet, state, document = exported_hook(powersgd_state, rank)
+        ddp = snippet.make_ddp(model)
         snippet.register(ddp, state)
         exported = (snippet, state, document)
     else:
+        ddp = DDP(model, device_ids=[rank] if on_cuda else None, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
         hook = make_hook(config["hook"], on_cuda)
         if hook is not None:
             state, function = hook
@@ -483,6 +505,7 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     if opt_cfg["warmup_steps"] > 0:
         warmup = opt_cfg["warmup_steps"]
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup))
+    first_step = load_commtune_checkpoint(resume_folder, rank, model, optimizer) if resume_folder else 0
     losses, seconds, step, epoch = [], [], 0, 0
     while step < config["steps"]:
         sampler.set_epoch(epoch)
@@ -490,6 +513,14 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
         for inputs, targets in batches(sampler, x, y, data["batch_size"], data["drop_last"]):
             if step >= config["steps"]:
                 break
+            if step < first_step:  # done before the checkpoint: only the data order and the schedule advance
+                if scheduler is not None:
+                    scheduler.step()
+                step += 1
+                continue
+            if exported and step == first_step and "runtime" in exported[2]:
+                exported[0].resume(ddp, exported[1], exported[2],
+                                   lambda: loss_fn(ddp(inputs.to(device)), targets.to(device)).backward())
             loss = loss_fn(ddp(inputs.to(device)), targets.to(device))
             optimizer.zero_grad()
             loss.backward()
@@ -504,8 +535,6 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
             losses.append(loss.item())
             if time_hook:
                 hook_seconds.append(hook_clock.take())
-            if exported and step == 0 and "runtime" in exported[2]:  # DDP has its final buckets from step 1 on
-                exported[0].restore_runtime_state(exported[1], exported[2], device)
             now = time.perf_counter()
             seconds.append(now - started)  # the whole step: batch, forward, backward, optimizer
             started = now
@@ -535,7 +564,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, powersgd_state=None, time_hook=False):
+def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, powersgd_state=None, time_hook=False,
+           resume_folder=None):
     """Runs the reference; returns per rank {"losses": [...], "seconds": [...]}.
     With dump_dir, the first debug.dump_grads_steps steps' reduced gradients
     are saved there as commtune saves them."""
@@ -545,7 +575,7 @@ def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, p
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir, powersgd_state,
-                                 time_hook), nprocs=world, join=True)
+                                 time_hook, resume_folder), nprocs=world, join=True)
         results = []
         for r in range(world):
             with open(os.path.join(out_dir, f"losses-{r}.json")) as f:
@@ -566,11 +596,13 @@ def main():
                         help="record each step's hook CPU time (the hook and its callbacks), as commtune does")
     parser.add_argument("--powersgd-state", help="use this exported PowerSGD state ({rank} is replaced) and its "
                                                  "use_powersgd.py instead of the config's hook")
+    parser.add_argument("--resume", help="continue from this commtune checkpoint folder (its weights, optimizer "
+                                         "state and step); --init still builds the model first")
     args = parser.parse_args()
     config = json.load(open(args.config))
     config = config.get("config", config)
     ranks = replay(config, args.init, args.final, args.world_size, args.dump_grads, args.powersgd_state,
-                   args.time_hook)
+                   args.time_hook, args.resume)
     with open(args.out, "w") as f:
         json.dump({"losses": [r["losses"] for r in ranks], "seconds": [r["seconds"] for r in ranks],
                    "ranks": ranks}, f)
