@@ -1,9 +1,12 @@
 #include "app/cli/cli_common.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <ctime>
+#include <filesystem>
+#include <stdexcept>
 
 #include "core/config/run_config.h"
 #include "core/netmodel/recommend.h"
@@ -30,7 +33,32 @@ void watch_stop_signals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &action, nullptr);
 }
 
-std::string store_path(const std::string& path) { return path.empty() ? db::default_store_path() : path; }
+std::string store_path(const std::string& path) {
+  const auto file = path.empty() ? db::default_store_path() : path;
+  if (const auto problem = store_file_problem(file); !problem.empty()) throw std::invalid_argument(problem);
+  return file;
+}
+
+std::string store_file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) return "the run store wants a file path, got ''";
+  if (fs::is_directory(path, ec)) return path + " is a folder: the run store is a file (e.g. " + path + "/runs.db)";
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    return path + " is not a regular file (a device or a pipe): the run store is an SQLite file";
+  return "";
+}
+
+std::string output_file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) return "wants a file path, got ''";
+  if (fs::is_directory(path, ec)) return path + " is a folder, not a file";
+  const auto parent = fs::absolute(path, ec).parent_path();
+  if (!fs::is_directory(parent, ec)) return "cannot write " + path + ": the folder " + parent.string() + " does not exist";
+  if (::access(parent.c_str(), W_OK) != 0) return "cannot write " + path + ": the folder " + parent.string() + " is not writable";
+  return "";
+}
 
 std::unique_ptr<db::Store> open_store(const std::string& path) {
   const auto file = store_path(path);
@@ -46,12 +74,47 @@ std::unique_ptr<db::Writer> open_writer(const std::string& path) {
   return std::make_unique<db::Writer>(store_path(path));
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out += ch;
+      continue;
+    }
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default: {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        out += hex;
+      }
+    }
+  }
+  return out;
+}
+
+void Table::add(std::vector<std::string> row) {
+  for (auto& cell : row) cell = printable(cell);
+  rows_.push_back(std::move(row));
+}
+
 void Table::print(std::ostream& out) const {
   std::vector<std::size_t> width(headers_.size(), 0);
   std::vector<bool> numeric(headers_.size(), true);
   auto is_number = [](const std::string& s) {
-    return !s.empty() &&
-           (std::isdigit(static_cast<unsigned char>(s[0])) || ((s[0] == '-' || s[0] == '+') && s.size() > 1));
+    return (!s.empty() &&
+            (std::isdigit(static_cast<unsigned char>(s[0])) || ((s[0] == '-' || s[0] == '+') && s.size() > 1))) ||
+           s == "nan" || s == "inf";
   };
   for (std::size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
   for (const auto& row : rows_)

@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,13 @@ void watch_stop_signals();
 // read-write connection when they can (it migrates an old file and marks
 // dead runs interrupted), a read-only one otherwise.
 std::string store_path(const std::string& path);
+// Why `path` cannot be a run store ("" when it can): empty, a folder, a
+// device or pipe. Checked for --db and $COMMTUNE_DB before SQLite sees it.
+std::string store_file_problem(const std::string& path);
+// Why a file cannot be written at `path` ("" when it can): a folder, or a
+// folder that does not exist or is not writable. For output options, checked
+// before a run starts rather than after it ends.
+std::string output_file_problem(const std::string& path);
 std::unique_ptr<db::Store> open_store(const std::string& path);
 std::unique_ptr<db::Writer> open_writer(const std::string& path);
 
@@ -46,7 +54,8 @@ std::unique_ptr<db::Writer> open_writer(const std::string& path);
 class Table {
  public:
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // Cells are shown through printable(): text from the store cannot drive the terminal.
+  void add(std::vector<std::string> row);
   bool empty() const { return rows_.empty(); }
   void print(std::ostream& out) const;
 
@@ -54,6 +63,11 @@ class Table {
   std::vector<std::string> headers_;
   std::vector<std::vector<std::string>> rows_;
 };
+
+// `text` with control characters (ESC, BEL, newlines, DEL, ...) written as
+// \x1b, \n and the like: run names and reasons come from a shared store, and
+// must not reach a terminal as escape sequences.
+std::string printable(std::string_view text);
 
 std::string format(const char* printf_format, double value);
 std::string format_optional(const char* printf_format, const std::optional<double>& value, const char* missing = "-");

@@ -27,6 +27,15 @@ int params_command(const std::string& only, bool as_json, bool as_markdown) {
     std::cout << schema.dump(2) << "\n";
     return 0;
   }
+  if (!only.empty() && only != "run") {
+    std::string known = "run";
+    bool found = false;
+    for (const auto& section : schema["sections"]) {
+      known += ", " + section["section"].get<std::string>();
+      found = found || section["section"] == only;
+    }
+    if (!found) throw std::invalid_argument("params: no section '" + only + "'; the sections are " + known);
+  }
   auto show = as_markdown ? print_markdown_param : print_param;
   const char* header = "| parameter | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
   if (only.empty() || only == "run") {

@@ -34,17 +34,20 @@ void print_conclusion(const nlohmann::json& s) {
   if (const auto ms = summary_number(s, "/step_time_ms/median")) line += ", " + format("%.2f", *ms) + " ms/step";
   if (const auto wire = summary_number(s, "/traffic/wire_bytes_per_step"))
     line += ", " + format("%.3f", *wire / 1e6) + " MB/step on the wire";
-  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fprintf(stderr, "%s\n", printable(line).c_str());
 }
 
-void write_summary(const nlohmann::json& summary, const std::string& path) {
+// Returns whether the summary was written.
+bool write_summary(const nlohmann::json& summary, const std::string& path) {
   if (path.empty()) {
     std::cout << summary.dump(2) << std::endl;
-    return;
+    return static_cast<bool>(std::cout);
   }
   std::ofstream out(path);
   out << summary.dump(2) << '\n';
-  if (!out) std::fprintf(stderr, "commtune: cannot write %s\n", path.c_str());
+  out.flush();
+  if (!out) std::fprintf(stderr, "commtune: cannot write the summary to %s\n", path.c_str());
+  return static_cast<bool>(out);
 }
 
 int run_command(const RunArgs& args, const Context& context) {
@@ -70,7 +73,7 @@ int run_command(const RunArgs& args, const Context& context) {
 
   const auto result = run_job(request);
   progress.finish();
-  write_summary(result.summary, args.summary_path);
+  const bool summary_written = write_summary(result.summary, args.summary_path);
   print_conclusion(result.summary);
   if (result.run_id)
     std::fprintf(stderr, "commtune: stored as run %lld in %s\n", static_cast<long long>(*result.run_id),
@@ -83,7 +86,8 @@ int run_command(const RunArgs& args, const Context& context) {
   if (failed && failed->error.empty())
     for (const auto& line : failed->output_tail) std::fprintf(stderr, "  [rank %d] %s\n", failed->rank, line.c_str());
   if (failed && failed->error_kind == "config") return kExitConfig;
-  return exit_code_for(outcome);
+  const int code = exit_code_for(outcome);
+  return code == kExitOk && !summary_written ? kExitFailed : code;
 }
 
 // Events of every rank, in file order; the world size from their hellos.
@@ -141,9 +145,10 @@ int summarize_command(const std::vector<std::string>& files, const std::string& 
   }
   mark_divergence(outcome);
   const auto result = summary.to_json(outcome, config);
-  write_summary(result, summary_path);
+  const bool summary_written = write_summary(result, summary_path);
   print_conclusion(result);
-  return exit_code_for(outcome);
+  const int code = exit_code_for(outcome);
+  return code == kExitOk && !summary_written ? kExitFailed : code;
 }
 
 }  // namespace
@@ -166,8 +171,10 @@ void add_run_commands(CLI::App& app, Context& context) {
                   "override a parameter: path=value, e.g. hook.name=fp16_compress (repeatable)");
   add_on_nonfinite_option(*run, args->overrides);
   run->add_option("-n,--name", args->name, "a name for the stored run");
-  run->add_option("--summary", args->summary_path, "write the run summary (JSON) here instead of to stdout");
-  run->add_option("--metrics", args->metrics_path, "write every rank's per-step metrics here (JSON Lines)");
+  run->add_option("--summary", args->summary_path, "write the run summary (JSON) here instead of to stdout")
+      ->check(output_file_problem, "FILE");
+  run->add_option("--metrics", args->metrics_path, "write every rank's per-step metrics here (JSON Lines)")
+      ->check(output_file_problem, "FILE");
   run->add_flag("--no-store", args->no_store, "do not record the run in the run store");
   run->add_flag("-q,--quiet", args->quiet, "no live progress line");
   run->add_flag("-v,--verbose", args->verbose, "echo the workers' output, prefixed by rank");
@@ -181,8 +188,10 @@ void add_run_commands(CLI::App& app, Context& context) {
   auto* summarize = app.add_subcommand(
       "summarize", "summarize a run from the event files its workers wrote (COMMTUNE_EVENT_FILE, e.g. under torchrun)");
   summarize->add_option("files", sargs->files, "event files, one per rank")->required()->check(CLI::ExistingFile);
-  summarize->add_option("--summary", sargs->summary_path, "write the summary (JSON) here instead of to stdout");
-  summarize->add_option("--metrics", sargs->metrics_path, "write every rank's per-step metrics here (JSON Lines)");
+  summarize->add_option("--summary", sargs->summary_path, "write the summary (JSON) here instead of to stdout")
+      ->check(output_file_problem, "FILE");
+  summarize->add_option("--metrics", sargs->metrics_path, "write every rank's per-step metrics here (JSON Lines)")
+      ->check(output_file_problem, "FILE");
   summarize->callback([sargs, &context] {
     context.exit_code = summarize_command(sargs->files, sargs->summary_path, sargs->metrics_path);
   });

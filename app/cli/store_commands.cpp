@@ -7,6 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "core/config/run_config.h"
 #include "core/netmodel/recommend.h"
 #include "core/store/run_metrics.h"
 
@@ -49,6 +50,28 @@ int list_sweeps(const db::Store& store, bool as_json) {
   return kExitOk;
 }
 
+// Whether `name` (world_size, hook.matrix_approximation_rank, ...) is a
+// parameter of any entry of the schema.
+bool is_parameter_name(const std::string& name) {
+  const auto schema = describe_schema();
+  const auto has = [&](const nlohmann::json& params, const std::string& prefix) {
+    for (const auto& p : params)
+      if (prefix + p["name"].get<std::string>() == name) return true;
+    return false;
+  };
+  if (has(schema["root"], "")) return true;
+  for (const auto& section : schema["sections"]) {
+    const auto prefix = section["section"].get<std::string>() + ".";
+    if (name == prefix + "name" && section.contains("entries")) return true;
+    if (has(section.value("params", nlohmann::json::array()), prefix) ||
+        has(section.value("common", nlohmann::json::array()), prefix))
+      return true;
+    for (const auto& entry : section.value("entries", nlohmann::json::array()))
+      if (has(entry["params"], prefix)) return true;
+  }
+  return false;
+}
+
 int list_command(const ListArgs& args, const Context& context) {
   const auto store = open_store(context.db);
   if (args.sweeps) return list_sweeps(*store, args.as_json);
@@ -60,7 +83,11 @@ int list_command(const ListArgs& args, const Context& context) {
     const auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0)
       throw std::invalid_argument("--param wants NAME=VALUE (e.g. hook.name=powersgd), got '" + p + "'");
-    filter.params.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+    const auto name = p.substr(0, eq);
+    if (!is_parameter_name(name))
+      throw std::invalid_argument("--param: there is no parameter '" + name +
+                                  "' (`commtune-cli params` lists them, e.g. hook.matrix_approximation_rank)");
+    filter.params.emplace_back(name, p.substr(eq + 1));
   }
   filter.order_by = args.sort;
   filter.descending = args.descending;
@@ -90,7 +117,7 @@ int show_sweep(const db::Store& store, std::int64_t id, bool as_json) {
     std::cout << sweep_json(store, *sweep).dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << "sweep " << sweep->id << " '" << sweep->name << "': " << sweep->status << ", created "
+  std::cout << "sweep " << sweep->id << " '" << printable(sweep->name) << "': " << sweep->status << ", created "
             << format_time(sweep->created_at) << "\n"
             << sweep->spec.dump(2) << "\n\n";
   db::RunFilter filter;
@@ -131,8 +158,8 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << "run " << run->id << (run->name.empty() ? "" : " '" + run->name + "'") << ": " << run->status
-            << (run->reason.empty() ? "" : " (" + run->reason + ")") << "\n";
+  std::cout << "run " << run->id << (run->name.empty() ? "" : " '" + printable(run->name) + "'") << ": "
+            << run->status << (run->reason.empty() ? "" : " (" + printable(run->reason) + ")") << "\n";
   if (run->sweep_id) std::cout << "  sweep        " << *run->sweep_id << ", trial " << *run->trial << "\n";
   std::cout << "  hook         " << describe_hook(run->config) << "\n"
             << "  ranks        " << run->world_size << " on " << run->host << "\n"
@@ -147,14 +174,16 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
             << "  on the wire  " << format_optional("%.3f MB/step", digest.wire_mb) << ", compression "
             << format_optional("%.1fx", digest.compression_ratio) << "\n";
   std::cout << "parameters:\n";
-  for (const auto& [name, value] : store->params(run->id)) std::cout << "  " << name << " = " << value.dump() << "\n";
+  for (const auto& [name, value] : store->params(run->id))
+    std::cout << "  " << printable(name) << " = " << value.dump() << "\n";
   std::cout << "statistics: ";
-  for (const auto& name : store->stat_names(run->id)) std::cout << name << " ";
+  for (const auto& name : store->stat_names(run->id)) std::cout << printable(name) << " ";
   std::cout << "\n";
   for (const auto& e : events)
     std::cout << "event rank " << e["rank"] << " " << e["kind"].get<std::string>() << ": " << e["body"].dump() << "\n";
   for (const auto& a : artifacts)
-    std::cout << "artifact " << a["kind"].get<std::string>() << ": " << a["path"].get<std::string>() << "\n";
+    std::cout << "artifact " << printable(a["kind"].get<std::string>()) << ": "
+              << printable(a["path"].get<std::string>()) << "\n";
   return kExitOk;
 }
 
@@ -252,7 +281,10 @@ void add_store_commands(CLI::App& app, Context& context) {
   auto list_args = std::make_shared<ListArgs>();
   auto* list = app.add_subcommand("list", "list stored runs (newest last), or sweeps with --sweeps");
   list->add_option("--sweep", list_args->sweep, "only the trials of this sweep");
-  list->add_option("--status", list_args->statuses, "only runs with this status (repeatable)");
+  list->add_option("--status", list_args->statuses, "only runs with this status (repeatable)")
+      ->check(CLI::IsMember({db::status::kPending, db::status::kRunning, db::status::kPaused, db::status::kSucceeded,
+                             db::status::kFailed, db::status::kDiverged, db::status::kCancelled,
+                             db::status::kInterrupted, db::status::kStopped}));
   list->add_option("--search", list_args->search, "only runs whose name or configuration contains this text");
   list->add_option("--param", list_args->params, "only runs with this parameter value: NAME=VALUE (repeatable)");
   list->add_option("--sort", list_args->sort, "order by id, created, name, status, steps, final_loss or wall")

@@ -17,7 +17,7 @@ namespace {
 struct SweepArgs {
   std::string spec_path, config_path, name, strategy, work_dir, early_stop;
   std::vector<std::string> overrides, axes;
-  std::optional<std::int64_t> trials, seed, parallel, checkpoint_every, resume;
+  std::optional<std::int64_t> trials, seed, parallel, checkpoint_every, resume, max_trials;
   bool no_baseline = false, plan_only = false, verbose = false;
 };
 
@@ -64,6 +64,7 @@ nlohmann::json spec_json(const SweepArgs& args) {
   if (!args.name.empty()) spec["name"] = args.name;
   if (!args.strategy.empty()) spec["strategy"] = args.strategy;
   if (args.trials) spec["trials"] = *args.trials;
+  if (args.max_trials) spec["max_trials"] = *args.max_trials;
   if (args.seed) spec["seed"] = *args.seed;
   if (args.parallel) spec["parallel"] = *args.parallel;
   if (args.checkpoint_every) spec["checkpoint_every"] = *args.checkpoint_every;
@@ -107,7 +108,7 @@ void print_trial(const TrialEvent& e) {
     if ((e.status == db::status::kFailed || e.status == db::status::kDiverged) && e.summary.contains("reason"))
       line += " (" + e.summary["reason"].get<std::string>() + ")";
   }
-  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fprintf(stderr, "%s\n", printable(line).c_str());
 }
 
 int sweep_command(const SweepArgs& args, const Context& context) {
@@ -173,6 +174,8 @@ void add_sweep_command(CLI::App& app, Context& context) {
   sweep->add_option("--strategy", args->strategy, "grid (every combination) or random")
       ->check(CLI::IsMember({"grid", "random"}));
   sweep->add_option("--trials", args->trials, "random search: how many trials");
+  sweep->add_option("--max-trials", args->max_trials,
+                    "refuse sweeps of more trials than this (default 1000), counted before planning");
   sweep->add_option("--seed", args->seed, "random search: the seed of its draws");
   sweep->add_option("--parallel", args->parallel, "trials at once, on disjoint cores or GPUs");
   sweep->add_option("--early-stop", args->early_stop,

@@ -25,7 +25,10 @@ Schema<RunOptions> RunOptions::schema() {
             "rendezvous and collective timeout: a rank that stops answering fails the run after this long")
       .choice("on_nonfinite", &RunOptions::on_nonfinite, {"stop", "warn"},
               "a NaN or infinite loss (or gradient norm) ends the run as diverged at once (stop), or once all its "
-              "steps ran (warn); either way the run is diverged, never succeeded");
+              "steps ran (warn); either way the run is diverged, never succeeded")
+      .flag("oversubscribe", &RunOptions::oversubscribe,
+            "on CPU, allow more than 4 ranks per core (each rank is a process with its own threads and memory: "
+            "by default such a world_size is refused rather than started)");
 }
 
 Schema<WeightsOptions> WeightsOptions::schema() {
@@ -195,13 +198,14 @@ void set_param(nlohmann::json& raw, std::string_view path_view, const nlohmann::
     // Another entry: keep only the keys it declares too (common ones, such as a hook's wrapper).
     nlohmann::json kept = nlohmann::json::object();
     nlohmann::json probe = {{"name", checked}};
-    for (const auto& [k, v] : target.items()) {
+    for (const auto& item : target.items()) {
+      const std::string& k = item.key();  // not a structured binding: C++17 lambdas cannot capture one
       if (k == "name") continue;
       bool declared = false;
       for_each_registry([&](const auto& r) {
         if (r.section() == section) declared = r.find_spec(probe, k) != nullptr;
       });
-      if (declared) kept[k] = v;
+      if (declared) kept[k] = item.value();
     }
     target = std::move(kept);
   }

@@ -37,6 +37,7 @@ struct RunOptions {
   std::string cpu_affinity = "none";
   double timeout_s = 30;
   std::string on_nonfinite = "stop";
+  bool oversubscribe = false;
 
   static Schema<RunOptions> schema();
 };

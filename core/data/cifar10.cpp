@@ -10,7 +10,7 @@ namespace commtune {
 
 namespace {
 
-constexpr std::int64_t kRecord = 1 + 3 * 32 * 32;
+constexpr auto kRecord = static_cast<std::int64_t>(kCifarRecordBytes);
 
 std::unique_ptr<Dataset> make_cifar10(const FileDatasetOptions& o, const DataContext&) {
   if (o.path.empty()) throw ConfigError("data.path", "set the folder holding the CIFAR-10 .bin files");
@@ -29,15 +29,14 @@ std::unique_ptr<Dataset> make_cifar10(const FileDatasetOptions& o, const DataCon
   std::vector<unsigned char> all;
   for (const auto& f : files) {
     auto bytes = read_data_file(f, "data.path");
-    if (bytes.size() % kRecord != 0)
-      throw ConfigError("data.path", f + " is not a CIFAR-10 binary file (size not a multiple of 3073 bytes)");
+    check_cifar10_records(bytes, f);
     all.insert(all.end(), bytes.begin(), bytes.end());
   }
   std::int64_t count = static_cast<std::int64_t>(all.size()) / kRecord;
   if (o.limit > 0) count = std::min(count, o.limit);
+  if (count == 0) throw ConfigError("data.path", "the CIFAR-10 files in " + dir.string() + " hold no records");
   auto raw = at::from_blob(all.data(), {count, kRecord}, at::TensorOptions().dtype(at::kByte)).clone();
   auto labels = raw.select(1, 0).to(at::kLong);
-  if (labels.max().item<std::int64_t>() > 9) throw ConfigError("data.path", "CIFAR-10 labels must be 0..9");
   auto inputs = raw.narrow(1, 1, kRecord - 1).reshape({count, 3, 32, 32}).to(at::kFloat).div_(255.0);
   if (o.normalize) {
     const auto mean = at::tensor({0.4914f, 0.4822f, 0.4465f}).view({1, 3, 1, 1});

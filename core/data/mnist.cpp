@@ -1,6 +1,7 @@
 // MNIST in its idx format (train-images-idx3-ubyte, ...), optionally gzipped.
 #include <ATen/ATen.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "core/data/builtin_datasets.h"
@@ -10,28 +11,12 @@ namespace commtune {
 
 namespace {
 
-std::uint32_t big_endian(const std::vector<unsigned char>& b, std::size_t at) {
-  return (std::uint32_t(b[at]) << 24) | (std::uint32_t(b[at + 1]) << 16) | (std::uint32_t(b[at + 2]) << 8) | b[at + 3];
-}
-
-// Parses an idx file of unsigned bytes: magic 0x00000800 | rank, then the sizes.
-at::Tensor read_idx(const std::string& file, std::size_t expected_rank) {
+// An idx file of unsigned bytes as a tensor of its dimensions.
+at::Tensor read_idx(const std::string& file, std::size_t rank) {
   const auto bytes = read_data_file(file, "data.path");
-  if (bytes.size() < 4 || big_endian(bytes, 0) != (0x800u | expected_rank))
-    throw ConfigError("data.path", file + " is not an idx" + std::to_string(expected_rank) + "-ubyte file");
-  std::vector<std::int64_t> sizes;
-  std::size_t header = 4 + 4 * expected_rank;
-  if (bytes.size() < header) throw ConfigError("data.path", file + " is truncated");
-  std::int64_t count = 1;
-  for (std::size_t d = 0; d < expected_rank; ++d) {
-    sizes.push_back(big_endian(bytes, 4 + 4 * d));
-    count *= sizes.back();
-  }
-  if (bytes.size() != header + static_cast<std::size_t>(count))
-    throw ConfigError("data.path", file + " holds " + std::to_string(bytes.size() - header) + " data bytes, expected " +
-                                       std::to_string(count));
-  auto out = at::empty(sizes, at::TensorOptions().dtype(at::kByte));
-  std::memcpy(out.data_ptr(), bytes.data() + header, count);
+  const auto header = parse_idx_header(bytes, rank, file);
+  auto out = at::empty(header.dims, at::TensorOptions().dtype(at::kByte));
+  std::memcpy(out.data_ptr(), bytes.data() + header.data_offset, bytes.size() - header.data_offset);
   return out;
 }
 
@@ -41,6 +26,10 @@ std::unique_ptr<Dataset> make_mnist(const FileDatasetOptions& o, const DataConte
   const auto dir = std::filesystem::path(o.path);
   auto images = read_idx((dir / (prefix + "-images-idx3-ubyte")).string(), 3);
   auto labels = read_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), 1);
+  if (const auto most = labels.max().item<std::int64_t>(); most > 9)
+    throw ConfigError("data.path", prefix + "-labels-idx1-ubyte holds label " + std::to_string(most) +
+                                       " (at index " + std::to_string(labels.argmax().item<std::int64_t>()) +
+                                       "): MNIST labels are 0..9");
   if (images.size(0) != labels.size(0))
     throw ConfigError("data.path", "MNIST images and labels differ in count (" + std::to_string(images.size(0)) +
                                        " vs " + std::to_string(labels.size(0)) + ")");

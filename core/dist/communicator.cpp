@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "core/dist/c10d_compat.h"
@@ -134,17 +135,27 @@ Communicator::Communicator(const DistEnv& env, CommBackend backend, std::chrono:
   impl_->env = env;
   impl_->backend = backend;
 
-  c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<std::uint16_t>(env.master_port);
-  store_options.isServer = env.rank == 0 && !env.agent_hosts_store;
-  store_options.numWorkers = env.world_size;
-  store_options.waitWorkers = false;
-  store_options.timeout = timeout;
   try {
-    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    if (!env.store_file.empty()) {
+      // A local run: the store is a file in the launcher's private folder, so
+      // nothing listens on a network port for the rendezvous (a TCPStore in
+      // libtorch 1.13 listens on every interface).
+      auto store = c10::make_intrusive<c10d::FileStore>(env.store_file, env.world_size);
+      store->setTimeout(timeout);
+      impl_->store = store;
+    } else {
+      c10d::TCPStoreOptions store_options;
+      store_options.port = static_cast<std::uint16_t>(env.master_port);
+      store_options.isServer = env.rank == 0 && !env.agent_hosts_store;
+      store_options.numWorkers = env.world_size;
+      store_options.waitWorkers = false;
+      store_options.timeout = timeout;
+      impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    }
   } catch (const std::exception& e) {
-    throw CommunicationError("rank " + std::to_string(env.rank) + " could not join the store at " + env.master_addr +
-                             ":" + std::to_string(env.master_port) + ": " + e.what());
+    const auto where = env.store_file.empty() ? env.master_addr + ":" + std::to_string(env.master_port) : env.store_file;
+    throw CommunicationError("rank " + std::to_string(env.rank) + " could not join the store at " + where + ": " +
+                             e.what());
   }
 
   impl_->timeout = timeout;

@@ -29,6 +29,7 @@ DistEnv DistEnv::from_environment() {
   env.local_rank = read_int("LOCAL_RANK", env.rank % env.local_world_size, 0, env.local_world_size - 1);
   if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
   env.master_port = read_int("MASTER_PORT", 29500, 0, 65535);
+  if (const char* file = std::getenv("COMMTUNE_STORE_FILE"); file && *file) env.store_file = file;
   if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"))
     env.agent_hosts_store = std::string(agent) == "True" || std::string(agent) == "1";
   return env;

@@ -1,5 +1,7 @@
 #include "core/io/pickle_file.h"
 
+#include "core/io/input_file.h"
+
 #include <caffe2/serialize/inline_container.h>
 #if __has_include(<torch/csrc/jit/serialization/export_utils.h>)
 #include <torch/csrc/jit/serialization/export_utils.h>  // newer PyTorch keeps writeArchiveAndTensors here
@@ -40,9 +42,7 @@ void write_pickle_file(const std::string& path, const c10::IValue& value) {
 }
 
 c10::IValue read_pickle_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<char> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto bytes = read_input_file(path);
   try {
     return torch::jit::pickle_load(bytes);
   } catch (const c10::Error& e) {

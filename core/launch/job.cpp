@@ -12,6 +12,17 @@ namespace commtune {
 int job_world_size(const RunConfig& config) {
   const int world_size = resolve_world_size(config.run.world_size, config.run.device);
   config.network.emulated_cluster(world_size);  // throws when ranks_per_node does not fit
+  if (config.debug.fail_rank >= world_size)
+    throw ConfigError("debug.fail_rank", "is " + std::to_string(config.debug.fail_rank) + ", but the run's ranks are 0.." +
+                                             std::to_string(world_size - 1) + " (-1: no injected failure)");
+  constexpr int kMaxRanksPerCore = 4;
+  const int cores = static_cast<int>(allowed_cores().size());
+  const bool on_cpu = config.run.device == "cpu" || cuda_device_count() == 0;
+  if (on_cpu && !config.run.oversubscribe && world_size > kMaxRanksPerCore * std::max(1, cores))
+    throw ConfigError("world_size", "is " + std::to_string(world_size) + ": more than " +
+                                        std::to_string(kMaxRanksPerCore) + " ranks per core on the " +
+                                        std::to_string(cores) + " cores this process may use; set oversubscribe=true "
+                                        "to start that many processes anyway");
   return world_size;
 }
 

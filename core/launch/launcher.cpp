@@ -14,8 +14,9 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <tuple>
 
-#include "core/dist/c10d_compat.h"
 
 extern char** environ;
 
@@ -36,8 +37,18 @@ struct Worker {
   std::deque<std::string> tail;
   bool exited = false;
   bool failure_noted = false;
-  int signal_sent = 0;  // the last signal the launcher sent it
+  int signal_sent = 0;           // the last signal the launcher sent it
+  std::int64_t last_step = -1;   // the last step it reported
+  char state_at_failure = '?';   // its process state when the first failure was seen (T: stopped)
 };
+
+// The state letter of a process (R, S, D, T, Z, ...), '?' when it cannot be read.
+char process_state(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
+}
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -74,7 +85,7 @@ class Job {
   RunOutcome run(const std::atomic<bool>* cancel);
 
  private:
-  void spawn(int rank, const std::string& config_path, int store_port);
+  void spawn(int rank, const std::string& config_path, const std::string& store_file);
   void pump(Worker& w, bool events, int fd);
   void take_output(Worker& w, const char* data, std::size_t n);
   void reap();
@@ -89,7 +100,7 @@ class Job {
   std::vector<int> failure_order_;  // ranks in the order their failures were seen
 };
 
-void Job::spawn(int rank, const std::string& config_path, int store_port) {
+void Job::spawn(int rank, const std::string& config_path, const std::string& store_file) {
   int events[2], output[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, events) != 0 || ::pipe2(output, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("cannot create worker pipes: ") + std::strerror(errno));
@@ -103,9 +114,8 @@ void Job::spawn(int rank, const std::string& config_path, int store_port) {
       {"WORLD_SIZE", std::to_string(options_.world_size)},
       {"LOCAL_WORLD_SIZE", std::to_string(options_.world_size)},
       {"GROUP_RANK", "0"},
-      {"MASTER_ADDR", "127.0.0.1"},
-      {"MASTER_PORT", std::to_string(store_port)},
-      {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+      {"MASTER_ADDR", "127.0.0.1"},  // Gloo's pairs listen on loopback alone
+      {"COMMTUNE_STORE_FILE", store_file},
       {"COMMTUNE_EVENT_FD", "3"},
   };
   auto overridden = [&](const std::string& entry) {
@@ -209,6 +219,7 @@ void Job::pump(Worker& w, bool events, int fd) {
     }
     for (const auto& event : decoded) {
       note_rank_event(w.outcome, event);
+      if (const auto* step = event.step()) w.last_step = std::max(w.last_step, step->step);
       for (auto* s : subscribers_) s->on_event(event);
     }
   }
@@ -274,7 +285,27 @@ void Job::decide(RunOutcome& outcome, bool cancelled) const {
       break;
     }
   }
-  if (!culprit && !failure_order_.empty()) culprit = &workers_[failure_order_.front()];
+  if (!culprit && !failure_order_.empty()) {
+    culprit = &workers_[failure_order_.front()];
+    // Every failure is a rank noticing a peer went away or went silent. A
+    // silent one is alive, reported no error and had to be stopped: blame the
+    // one that fell behind first (a stopped process before a busy one).
+    const Worker* silent = nullptr;
+    const auto behind = [](const Worker& w) { return std::make_tuple(w.last_step, w.state_at_failure != 'T'); };
+    for (const auto& w : workers_)
+      if (w.outcome.error.empty() && !w.outcome.reported_end && w.outcome.stopped_by_launcher &&
+          (!silent || behind(w) < behind(*silent)))
+        silent = &w;
+    if (silent) {
+      outcome.status = RunStatus::Failed;
+      outcome.failed_rank = silent->outcome.rank;
+      outcome.reason = "rank " + std::to_string(silent->outcome.rank) + " stopped answering (its last step was " +
+                       std::to_string(silent->last_step) +
+                       (silent->state_at_failure == 'T' ? "; its process was stopped" : "") + "): rank " +
+                       std::to_string(culprit->outcome.rank) + " gave up on it: " + culprit->outcome.error;
+      return;
+    }
+  }
   if (!culprit) {
     outcome.status = cancelled ? RunStatus::Cancelled : RunStatus::Succeeded;
     if (cancelled) outcome.reason = "cancelled";
@@ -302,18 +333,13 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
   const auto config_path = dir.path() + "/config.json";
   std::ofstream(config_path) << options_.config.dump(2) << "\n";
 
-  // The launcher hosts the rendezvous store, as torchrun's agent does: the
-  // port is free by construction, and no worker has to outlive the others.
-  c10d::TCPStoreOptions store_options;
-  store_options.port = 0;
-  store_options.isServer = true;
-  store_options.waitWorkers = false;
-  store_options.timeout = std::chrono::seconds(30);
-  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
+  // The ranks rendezvous through a file in the run's private folder (mode
+  // 0700): a local run opens no port for anyone else to reach.
+  const auto store_file = dir.path() + "/rendezvous";
 
   workers_.resize(options_.world_size);
   try {
-    for (int rank = 0; rank < options_.world_size; ++rank) spawn(rank, config_path, store->getPort());
+    for (int rank = 0; rank < options_.world_size; ++rank) spawn(rank, config_path, store_file);
   } catch (...) {
     stop_all(SIGKILL);
     for (auto& w : workers_)
@@ -346,6 +372,8 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
 
     if (!stopping && (!failure_order_.empty() || (cancel && cancel->load()))) {
       cancelled = failure_order_.empty();
+      for (auto& w : workers_)
+        if (!w.exited) w.state_at_failure = process_state(w.outcome.pid);
       stopping = true;
       stop_all(SIGTERM);
       kill_at = steady::now() + options_.kill_grace;

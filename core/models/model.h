@@ -28,6 +28,12 @@ class Model {
 // Mean cross-entropy; sequence outputs are flattened over batch and time.
 at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& target);
 
+// Throws ConfigError (model) unless `logits` fit `target`: [batch, classes]
+// or [batch, time, vocab] for a target [batch] or [batch, time], with every
+// label below the class count. Checked on a run's first batch, where a model
+// from a file or a dataset from a file can disagree.
+void check_logits(const at::Tensor& logits, const at::Tensor& target);
+
 using ModelRegistry = ComponentRegistry<Model, const DataSpec&>;
 
 void register_builtin_models(ModelRegistry& registry);

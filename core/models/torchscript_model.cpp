@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "core/io/input_file.h"
 #include "core/models/builtin_models.h"
 
 namespace commtune {
@@ -53,7 +54,7 @@ void register_torchscript_model(ModelRegistry& registry) {
       "torchscript", "any TorchScript module file; pair it with a dataset its forward accepts",
       [](const TorchScriptOptions& o, const DataSpec&) -> std::unique_ptr<Model> {
         if (o.path.empty()) throw ConfigError("model.path", "set the TorchScript file to train");
-        if (!std::filesystem::exists(o.path)) throw ConfigError("model.path", o.path + " does not exist");
+        if (const auto problem = input_file_problem(o.path); !problem.empty()) throw ConfigError("model.path", problem);
         try {
           return std::make_unique<TorchScriptModel>(torch::jit::load(o.path));
         } catch (const c10::Error& e) {

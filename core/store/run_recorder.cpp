@@ -1,5 +1,7 @@
 #include "core/store/run_recorder.h"
 
+#include "core/io/input_file.h"
+
 #include <cstdio>
 #include <fstream>
 
@@ -81,6 +83,9 @@ std::string run_fingerprint(const RunConfig& config) {
   const auto text = identity.dump();  // nlohmann sorts keys: a canonical form
   h.add(text.data(), text.size());
   if (!config.weights.init.empty()) {
+    // A folder, a pipe or /dev/zero here would hash forever.
+    if (const auto problem = input_file_problem(config.weights.init); !problem.empty())
+      throw ConfigError("weights.init", problem);
     std::ifstream in(config.weights.init, std::ios::binary);
     char buffer[1 << 16];
     while (in.read(buffer, sizeof buffer) || in.gcount() > 0) h.add(buffer, static_cast<std::size_t>(in.gcount()));

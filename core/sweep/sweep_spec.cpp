@@ -1,5 +1,7 @@
 #include "core/sweep/sweep_spec.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -20,7 +22,10 @@ Schema<SweepOptions> SweepOptions::schema() {
                "trials at once, each on its own share of the cores (CPU) or its own GPUs")
       .integer("checkpoint_every", &SweepOptions::checkpoint_every, Range::at_least(0), "steps",
                "checkpoint trials this often, so a resumed sweep continues an interrupted trial from there (0: only "
-               "at the end of each segment)");
+               "at the end of each segment)")
+      .integer("max_trials", &SweepOptions::max_trials, {1, 1000000}, "trials",
+               "refuse a sweep of more trials than this (counted before any is planned): a grid grows as the "
+               "product of its axes");
 }
 
 Schema<EarlyStoppingOptions> EarlyStoppingOptions::schema() {
@@ -184,6 +189,17 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
   }
   if (spec.axes.empty() && !spec.options.baseline)
     throw ConfigError("axes", "a sweep needs at least one axis (or the baseline)");
+  if (const auto count = count_trials(spec); count > spec.options.max_trials) {
+    std::string sizes;
+    for (const auto& axis : spec.axes)
+      sizes += (sizes.empty() ? "" : " x ") + std::to_string(axis.min ? axis.points : std::int64_t(axis.values.size()));
+    throw ConfigError("max_trials", "the sweep would run " +
+                                        (count == std::numeric_limits<std::int64_t>::max() ? std::string("over 9e18")
+                                                                                           : std::to_string(count)) +
+                                        " trials (" + (spec.options.strategy == "grid" ? sizes : "random draws") +
+                                        "), more than max_trials=" + std::to_string(spec.options.max_trials) +
+                                        ": narrow the axes, or raise max_trials (up to 1000000)");
+  }
   plan_trials(spec);  // every trial's configuration must be valid
   return spec;
 }
@@ -263,6 +279,19 @@ bool section_has_name_axis(const SweepSpec& spec, const std::string& param) {
 }
 
 }  // namespace
+
+std::int64_t count_trials(const SweepSpec& spec) {
+  if (spec.axes.empty()) return 0;
+  if (spec.options.strategy == "random") return spec.options.trials;
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  std::int64_t count = 1;
+  for (const auto& axis : spec.axes) {
+    const auto size = static_cast<std::int64_t>(axis_size(axis));
+    if (size == 0) return 0;
+    count = count > kMax / size ? kMax : count * size;
+  }
+  return count;
+}
 
 std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
   std::vector<PlannedTrial> trials;

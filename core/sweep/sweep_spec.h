@@ -45,6 +45,7 @@ struct SweepOptions {
   bool baseline = true;
   std::int64_t parallel = 1;
   std::int64_t checkpoint_every = 0;
+  std::int64_t max_trials = 1000;
   static Schema<SweepOptions> schema();
 };
 
@@ -83,6 +84,10 @@ struct PlannedTrial {
   RunConfig config;
   bool baseline = false;
 };
+
+// How many trials the axes give (the grid's product, or random search's
+// draws), counted without planning them; saturates instead of overflowing.
+std::int64_t count_trials(const SweepSpec& spec);
 
 // The trials of a sweep, in order; deterministic for a spec.
 std::vector<PlannedTrial> plan_trials(const SweepSpec& spec);

@@ -84,8 +84,10 @@ Dict read_checkpoint(const std::string& folder, int rank) {
   }
   if (!value.isGenericDict()) throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
   auto root = value.toGenericDict();
-  if (!root.contains("format") || root.at("format").toStringRef() != kFormat)
+  if (!root.contains("format") || !root.at("format").isString() || root.at("format").toStringRef() != kFormat)
     throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
+  if (!root.contains("version") || !root.at("version").isInt())
+    throw ConfigError("checkpoint.resume", file + " has no integer 'version'");
   if (root.at("version").toInt() != kVersion)
     throw ConfigError("checkpoint.resume", file + " has checkpoint version " +
                                                std::to_string(root.at("version").toInt()) + "; this build reads " +
@@ -96,6 +98,19 @@ Dict read_checkpoint(const std::string& folder, int rank) {
 }  // namespace
 
 std::int64_t TrainingState::load(const std::string& folder, int rank, int world_size) {
+  // A file with the right format and version can still miss an entry or hold
+  // one of another type: every such case is one line naming the file.
+  try {
+    return load_checked(folder, rank, world_size);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw ConfigError("checkpoint.resume", folder + " (rank " + std::to_string(rank) +
+                                               ") is not a checkpoint this build can read: " +
+                                               what.substr(0, what.find('\n')));
+  }
+}
+
+std::int64_t TrainingState::load_checked(const std::string& folder, int rank, int world_size) {
   // Every rank checks the world size from rank 0's file, so all report the same mismatch.
   const auto written_by = read_checkpoint(folder, 0).at("world_size").toInt();
   if (written_by != world_size)

@@ -37,6 +37,9 @@ struct TrainingState {
   // Restores this rank from a checkpoint folder; returns the step to run next.
   // Errors that a wrong folder causes name checkpoint.resume.
   std::int64_t load(const std::string& folder, int rank, int world_size);
+
+ private:
+  std::int64_t load_checked(const std::string& folder, int rank, int world_size);
 };
 
 }  // namespace commtune

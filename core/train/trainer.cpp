@@ -240,7 +240,9 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
       const bool rebuilt = reducer.begin_step();
       const auto t1 = steady::now();
 
-      auto loss = cross_entropy(model->forward(input), target);
+      const auto logits = model->forward(input);
+      if (step == first_step) check_logits(logits, target);
+      auto loss = cross_entropy(logits, target);
       const auto t2 = steady::now();
 
       loss.backward();

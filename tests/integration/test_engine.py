@@ -123,7 +123,10 @@ class Failures(unittest.TestCase):
                 self.assertIsNotNone(took, "a silent rank hung the run past its timeout")
                 summary = json.load(open(summary_path))
                 self.assertEqual(summary["status"], "failed")
-                self.assertIn("rank", summary["reason"])
+                # The rank that stopped answering is blamed, not the healthy one that timed out waiting.
+                self.assertEqual(summary["failed_rank"], 1, summary["reason"])
+                self.assertIn("rank 1 stopped answering", summary["reason"])
+                self.assertIn("its process was stopped", summary["reason"])
                 for pid in workers:
                     self.assertFalse(ct.is_running(pid))
             finally:

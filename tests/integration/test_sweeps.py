@@ -4,6 +4,7 @@ trial that does not stop the sweep, and a launcher killed mid-sweep that
 resumes without losing a metric or running a finished trial again."""
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -137,10 +138,11 @@ class Sweeps(unittest.TestCase):
             proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
             def second_trial_training():
-                if not os.path.exists(ct.store()):
+                try:  # the sweep creates the store: until its schema is committed, there is nothing to read
+                    rows = ct.query("SELECT r.trial, count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
+                                    "WHERE r.trial = 1 GROUP BY r.id")
+                except sqlite3.OperationalError:  # no file yet, or no tables yet
                     return False
-                rows = ct.query("SELECT r.trial, count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
-                                "WHERE r.trial = 1 GROUP BY r.id")
                 return bool(rows) and rows[0][1] > 2 * 35
 
             self.assertIsNotNone(ct.wait_for(second_trial_training, 120))

@@ -1,6 +1,8 @@
 // The MNIST and CIFAR-10 readers on small files written in those formats.
 #include <gtest/gtest.h>
 
+#include "core/data/file_reader.h"
+
 #include <ATen/ATen.h>
 #include <zlib.h>
 
@@ -79,7 +81,7 @@ TEST_F(DataFiles, RejectsBrokenMnistFiles) {
     FAIL() << "a truncated file must be refused";
   } catch (const commtune::ConfigError& e) {
     EXPECT_EQ(e.field(), "data.path");
-    EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("need more bytes than the file's 100"), std::string::npos) << e.what();
   }
   try {
     load({{"name", "mnist"}, {"path", (dir_ / "nowhere").string()}});
@@ -87,6 +89,50 @@ TEST_F(DataFiles, RejectsBrokenMnistFiles) {
   } catch (const commtune::ConfigError& e) {
     EXPECT_EQ(e.field(), "data.path");
   }
+}
+
+TEST(DataHeaders, AnIdxHeaderMustDescribeExactlyItsBytes) {
+  const auto header = [](std::vector<std::uint32_t> dims, std::size_t data_bytes) {
+    std::vector<unsigned char> bytes;
+    const auto put = [&](std::uint32_t v) {
+      for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<unsigned char>(v >> shift));
+    };
+    put(0x800u | static_cast<std::uint32_t>(dims.size()));
+    for (const auto d : dims) put(d);
+    bytes.resize(bytes.size() + data_bytes);
+    return bytes;
+  };
+  const auto problem = [&](std::vector<std::uint32_t> dims, std::size_t data_bytes) -> std::string {
+    try {
+      commtune::parse_idx_header(header(dims, data_bytes), dims.size(), "f");
+      return "";
+    } catch (const commtune::ConfigError& e) {
+      EXPECT_EQ(e.field(), "data.path");
+      return e.what();
+    }
+  };
+  const auto ok = commtune::parse_idx_header(header({2, 3, 4}, 24), 3, "f");
+  EXPECT_EQ(ok.dims, (std::vector<std::int64_t>{2, 3, 4}));
+  EXPECT_EQ(ok.data_offset, 16u);
+  EXPECT_NE(problem({64, 0, 0}, 0).find("dimension 1 of its header is 0"), std::string::npos);
+  // 2^22 * 2^21 * 2^21 wraps a 64-bit product to 0: it must not pass as "0 bytes expected".
+  EXPECT_NE(problem({1u << 22, 1u << 21, 1u << 21}, 0).find("need more bytes"), std::string::npos);
+  EXPECT_NE(problem({1u << 22, 1u << 21, 1u << 21}, 16).find("need more bytes"), std::string::npos);
+  EXPECT_NE(problem({2, 3, 4}, 25).find("holds 25 data bytes, its header says 24"), std::string::npos);
+}
+
+TEST(DataHeaders, Cifar10LabelsAreZeroToNine) {
+  std::vector<unsigned char> records(2 * commtune::kCifarRecordBytes, 0);
+  commtune::check_cifar10_records(records, "f");
+  records[commtune::kCifarRecordBytes] = 200;
+  try {
+    commtune::check_cifar10_records(records, "f");
+    FAIL() << "label 200 must be refused";
+  } catch (const commtune::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("record 1 has label 200"), std::string::npos) << e.what();
+  }
+  records.pop_back();
+  EXPECT_THROW(commtune::check_cifar10_records(records, "f"), commtune::ConfigError);
 }
 
 TEST_F(DataFiles, ReadsCifar10Batches) {
