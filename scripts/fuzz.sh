@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz with clang (beside the main
+# build, whose engine library the configuration target links) and runs each
+# for SECONDS (default 60) from its corpus in tests/fuzz/corpus/<target>.
+# New inputs go to a scratch folder (kept with -k); a crash stops the script,
+# its input saved as build-fuzz/<target>-crash-*.
+#   ./scripts/fuzz.sh [SECONDS] [-k]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${1:-60}
+keep=${2:-}
+main_build=${COMMTUNE_BUILD_DIR:-$root/build}
+fuzz_build=${COMMTUNE_FUZZ_BUILD_DIR:-$root/build-fuzz}
+[[ -f "$main_build/core/libcommtune_core.so" ]] || "$root/scripts/build.sh"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if [[ ! -f "$fuzz_build/CMakeCache.txt" ]]; then
+  cmake -S "$root/tests/fuzz" -B "$fuzz_build" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCOMMTUNE_MAIN_BUILD="$main_build" >/dev/null
+fi
+cmake --build "$fuzz_build" --parallel "${COMMTUNE_JOBS:-$(nproc)}" >&2
+# libtorch keeps objects alive until exit: leaks are not findings here.
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+for target in fuzz_event_stream fuzz_data_headers fuzz_config; do
+  scratch=$(mktemp -d)
+  echo "== $target: ${seconds}s from tests/fuzz/corpus/$target" >&2
+  status=0
+  "$fuzz_build/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=3072 -print_final_stats=1 \
+    -artifact_prefix="$fuzz_build/$target-" "$scratch" "$root/tests/fuzz/corpus/$target" >"$fuzz_build/$target.log" 2>&1 ||
+    status=$?
+  grep -E '(DONE|ERROR|SUMMARY|stat::number_of_executed_units|stat::new_units_added)' "$fuzz_build/$target.log" >&2 || true
+  if [[ -n "$keep" ]]; then echo "   new inputs kept in $scratch" >&2; else rm -rf "$scratch"; fi
+  [[ $status -eq 0 ]] || { tail -40 "$fuzz_build/$target.log" >&2; echo "$target found a crash: $fuzz_build/$target-crash-*" >&2; exit 1; }
+done
+echo "fuzz: every target ran ${seconds}s without a finding" >&2

@@ -1,0 +1,35 @@
+// libFuzzer target: run configurations (JSON files, --set overrides) and
+// sweep specs. Any input is either accepted or a ConfigError naming the
+// field; nothing else may escape, and an accepted configuration survives its
+// own round trip.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/run_config.h"
+#include "core/sweep/sweep_spec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  // The first line may be a --set override applied to the rest.
+  const auto newline = text.find('\n');
+  const auto json = nlohmann::json::parse(newline == std::string::npos ? text : text.substr(newline + 1), nullptr,
+                                          false);
+  if (json.is_discarded()) return 0;
+  try {
+    auto raw = json;
+    if (newline != std::string::npos && raw.is_object()) commtune::apply_override(raw, text.substr(0, newline));
+    const auto config = commtune::RunConfig::parse(raw);
+    if (commtune::RunConfig::parse(config.to_json()).to_json() != config.to_json()) __builtin_trap();
+  } catch (const commtune::ConfigError&) {
+  }
+  try {
+    auto spec = json;
+    if (spec.is_object() && spec.value("max_trials", 0) == 0) spec["max_trials"] = 64;  // keep planning cheap
+    commtune::SweepSpec::parse(spec);
+  } catch (const commtune::ConfigError&) {
+  }
+  return 0;
+}
