@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
     return commtune::train_rank(config, env, events.get()) ? commtune::kExitDiverged : 0;
   } catch (const std::exception& e) {
     const auto kind = commtune::failure_kind(e);
-    std::fprintf(stderr, "rank %d: %s error: %s\n", env.rank, kind.c_str(), e.what());
-    if (events) events->report_error(env.rank, kind, e.what());
+    std::fprintf(stderr, "rank %d: %s error: %s\n", env.rank, kind.c_str(), e.what());  // with any backtrace
+    if (events) events->report_error(env.rank, kind, commtune::failure_message(e));
     if (kind == "diverged") return commtune::kExitDiverged;
     return kind == "config" ? 2 : 1;
   }

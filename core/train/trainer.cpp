@@ -307,7 +307,7 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
     }
 
   } catch (const std::exception& e) {
-    if (events) events->report_error(env.rank, failure_kind(e), e.what());
+    if (events) events->report_error(env.rank, failure_kind(e), failure_message(e));
     throw;
   }
 
@@ -355,9 +355,18 @@ bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
   } catch (const std::exception& e) {
     // Report before the process group unwinds: its destructor may wait on
     // collectives that a failed peer never joins.
-    if (events) events->report_error(env.rank, failure_kind(e), e.what());
+    if (events) events->report_error(env.rank, failure_kind(e), failure_message(e));
     throw;
   }
+}
+
+std::string failure_message(const std::exception& error) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) {
+    std::string text = c10_error->what_without_backtrace();
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+  }
+  return error.what();
 }
 
 std::string failure_kind(const std::exception& error) {

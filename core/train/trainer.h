@@ -27,6 +27,10 @@ bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
 // the first rank whose failure is not a communication error.
 std::string failure_kind(const std::exception& error);
 
+// The error as one line for the user: libtorch's errors without their
+// backtrace (the frames stay in the worker's output when it is echoed).
+std::string failure_message(const std::exception& error);
+
 // A 64-bit FNV-1a digest of the tensors' bytes (on CPU), in order: equal
 // digests mean bit-identical parameters.
 std::string tensor_digest(const NamedTensors& tensors);
