@@ -93,18 +93,7 @@ class BadInput(unittest.TestCase):
         self.run_refused({"weights.init": "/dev/zero"}, "weights.init", "not a regular file")
 
     def test_a_torchscript_model_returning_a_scalar(self):
-        path = os.path.join(self.dir, "scalar.pt")
-        script = os.path.join(self.dir, "make.py")
-        with open(script, "w") as f:
-            f.write("import torch\n"
-                    "class Net(torch.nn.Module):\n"
-                    "    def __init__(self):\n"
-                    "        super().__init__()\n"
-                    "        self.fc = torch.nn.Linear(32, 5)\n"
-                    "    def forward(self, x):\n"
-                    "        return self.fc(x).sum()\n"
-                    f"torch.jit.script(Net()).save({path!r})\n")
-        subprocess.run([ct.ORACLE_PYTHON, script], check=True)
+        path = ct.torchscript_model(self.dir, "self.fc(x).sum()")
         self.run_refused({"model.name": "torchscript", "model.path": path, "data.features": 32, "data.classes": 5},
                          "model", "shape []")
 

@@ -83,17 +83,7 @@ class Divergence(unittest.TestCase):
 
     def test_a_torchscript_model_returning_nan_logits(self):
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "nan_net.pt")
-            with open(os.path.join(d, "make_net.py"), "w") as f:  # torch.jit.script reads the source
-                f.write("import torch\n"
-                        "class Net(torch.nn.Module):\n"
-                        "    def __init__(self):\n"
-                        "        super().__init__()\n"
-                        "        self.fc = torch.nn.Linear(32, 5)\n"
-                        "    def forward(self, x):\n"
-                        "        return self.fc(x) * float('nan')\n"
-                        f"torch.jit.script(Net()).save({path!r})\n")
-            subprocess.run([ct.ORACLE_PYTHON, os.path.join(d, "make_net.py")], check=True)
+            path = ct.torchscript_model(d, "self.fc(x) * float('nan')")
             proc, summary = self.run_cli(d, "--set", "steps=10", "--set", "model.name=torchscript", "--set",
                                          f"model.path={path}", "--set", "data.features=32", "--set", "data.classes=5")
             nonfinite = self.assert_diverged(proc, summary, 10)

@@ -166,6 +166,24 @@ def worker_rank(pid):
     return int(env[b"RANK"])
 
 
+def torchscript_model(folder, forward, features=32, classes=5):
+    """A TorchScript file of one Linear(features, classes) layer whose forward
+    returns `forward` (a Python expression of `self` and `x`); returns its path."""
+    path = os.path.join(folder, "model.pt")
+    script = os.path.join(folder, "make_model.py")
+    with open(script, "w") as f:  # torch.jit.script reads the source
+        f.write("import torch\n"
+                "class Net(torch.nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                f"        self.fc = torch.nn.Linear({features}, {classes})\n"
+                "    def forward(self, x):\n"
+                f"        return {forward}\n"
+                f"torch.jit.script(Net()).save({path!r})\n")
+    subprocess.run([ORACLE_PYTHON, script], check=True)
+    return path
+
+
 def load_gradient_dumps(dump_dir, world, steps):
     """commtune's (or the reference's) gradient dumps: [step][rank] -> {key: tensor}."""
     import torch
