@@ -86,7 +86,7 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
   const auto& h = config.at("hook");
   const auto size = h.value("subgroup_size", 0);
   const auto hierarchy = h.value("hierarchy", std::string());
-  std::string averager;
+  std::string averager, gloo_averager;
   if (hierarchy.empty()) {
     averager = "averagers.PeriodicModelAverager(period=" + std::to_string(h.value("period", 4)) +
                ", warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
@@ -99,8 +99,30 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
                item.substr(item.find(':') + 1) + ")";
       start = end + 1;
     }
-    averager = "hierarchical_model_averager.HierarchicalModelAverager(OrderedDict([" + pairs +
-               "]), warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
+    const auto warmup = std::to_string(h.value("warmup_steps", 0));
+    averager = "(hierarchical_model_averager.HierarchicalModelAverager(OrderedDict([" + pairs +
+               "]), warmup_steps=" + warmup + ")\n            if torch.cuda.is_available() else GlooHierarchicalAverager([" +
+               pairs + "], warmup_steps=" + warmup + "))";
+    gloo_averager =
+        "\n\nclass GlooHierarchicalAverager:\n"
+        "    \"\"\"HierarchicalModelAverager's logic where PyTorch 1.13's wants CUDA (for dist.new_subgroups):\n"
+        "    at each step past warmup, the largest level whose period divides the step averages within\n"
+        "    its groups of consecutive ranks.\"\"\"\n\n"
+        "    def __init__(self, levels, warmup_steps):\n"
+        "        world, rank = dist.get_world_size(), dist.get_rank()\n"
+        "        self.levels, self.warmup_steps, self.step = [], warmup_steps, 0\n"
+        "        for period, size in levels:\n"
+        "            groups = [dist.new_group(list(range(start, start + size))) if size != world else "
+        "dist.group.WORLD\n"
+        "                      for start in range(0, world, size)]\n"
+        "            self.levels.append((period, groups[rank // size]))\n\n"
+        "    def average_parameters(self, params):\n"
+        "        if self.step >= self.warmup_steps:\n"
+        "            for period, group in reversed(self.levels):\n"
+        "                if self.step % period == 0:\n"
+        "                    model_averaging_utils.average_parameters_or_parameter_groups(params, group)\n"
+        "                    break\n"
+        "        self.step += 1\n";
   }
   // dist.new_subgroups (and PyTorch's default, one subgroup per machine)
   // wants CUDA in 1.13: the same consecutive groups by new_group run anywhere.
@@ -118,7 +140,8 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
          "import torch\n"
          "import torch.distributed as dist\n"
          "from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook\n"
-         "from torch.distributed.algorithms.model_averaging import averagers, hierarchical_model_averager\n\n\n"
+         "from torch.distributed.algorithms.model_averaging import averagers, hierarchical_model_averager\n"
+         "from torch.distributed.algorithms.model_averaging import utils as model_averaging_utils\n\n\n"
          "def register(ddp_model):\n"
          "    \"\"\"Registers the hook; returns the averager to call after every optimizer.step():\n"
          "    averager.average_parameters(ddp_model.parameters()).\"\"\"\n" +
@@ -132,7 +155,7 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
          ")\n"
          "    ddp_model.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)\n"
          "    return " +
-         averager + "\n\n\n" +
+         averager + "\n" + gloo_averager + "\n\n" +
          make_ddp_source(config,
                          "#   averager = register(ddp_model)\n"
                          "#   ... after every optimizer.step():  averager.average_parameters(ddp_model.parameters())\n");

@@ -147,6 +147,10 @@ class ExportedFilesRunUnmodified(unittest.TestCase):
         self.run_exported({"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 2, "hook.period": 2},
                           "production", "use_post_local_sgd.py")
 
+    def test_post_local_sgd_with_hierarchical_averaging(self):
+        self.run_exported({"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 2, "hook.hierarchy": "2:1,4:2"},
+                          "production", "use_post_local_sgd.py")
+
     def test_powersgd_hyperparameters(self):
         self.run_exported(RUN, "powersgd", "use_powersgd.py")
 
