@@ -182,6 +182,20 @@ std::int64_t Store::create_run(const NewRun& run, const std::string& s) {
   return id;
 }
 
+void Store::plan_pending_run(std::int64_t run_id, const NewRun& run) {
+  Transaction transaction(connection_);
+  connection_
+      .prepare(
+          "UPDATE runs SET name = ?, config = ?, world_size = ?, steps_requested = ?, fingerprint = ? "
+          "WHERE id = ? AND status = ?")
+      .run(run.name, run.config.dump(), run.world_size, run.steps_requested, run.fingerprint, run_id,
+           status::kPending);
+  if (connection_.changes() != 1) throw Error("run " + std::to_string(run_id) + " is not a pending run");
+  connection_.prepare("DELETE FROM run_params WHERE run_id = ?").run(run_id);
+  connection_.prepare(fill_run_params_sql("SELECT id, config FROM runs WHERE id = ?1")).run(run_id);
+  transaction.commit();
+}
+
 void Store::start_run(std::int64_t run_id) {
   connection_
       .prepare(

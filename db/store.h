@@ -177,6 +177,9 @@ class Store {
 
   // Runs
   std::int64_t create_run(const NewRun& run, const std::string& status = status::kRunning);
+  // Gives a pending run (a TPE trial drawn as it starts) its name and
+  // configuration; its sweep and trial number stay.
+  void plan_pending_run(std::int64_t run_id, const NewRun& run);
   // Marks a run running in this process (for its first or a later launch).
   void start_run(std::int64_t run_id);
   void finish_run(std::int64_t run_id, const RunEnd& end);

@@ -15,7 +15,7 @@ namespace commtune::cli {
 namespace {
 
 struct SweepArgs {
-  std::string spec_path, config_path, name, strategy, work_dir, early_stop;
+  std::string spec_path, config_path, name, strategy, objective, work_dir, early_stop;
   std::vector<std::string> overrides, axes;
   std::optional<std::int64_t> trials, seed, parallel, checkpoint_every, resume, max_trials;
   bool no_baseline = false, plan_only = false, verbose = false;
@@ -63,6 +63,7 @@ nlohmann::json spec_json(const SweepArgs& args) {
   }
   if (!args.name.empty()) spec["name"] = args.name;
   if (!args.strategy.empty()) spec["strategy"] = args.strategy;
+  if (!args.objective.empty()) spec["objective"] = args.objective;
   if (args.trials) spec["trials"] = *args.trials;
   if (args.max_trials) spec["max_trials"] = *args.max_trials;
   if (args.seed) spec["seed"] = *args.seed;
@@ -171,12 +172,16 @@ void add_sweep_command(CLI::App& app, Context& context) {
   sweep->add_option("-a,--axis", args->axes,
                     "an axis: PARAM=V1,V2,... e.g. hook.matrix_approximation_rank=1,2,4 (repeatable)");
   sweep->add_option("-n,--name", args->name, "the sweep's name");
-  sweep->add_option("--strategy", args->strategy, "grid (every combination) or random")
-      ->check(CLI::IsMember({"grid", "random"}));
-  sweep->add_option("--trials", args->trials, "random search: how many trials");
+  sweep->add_option("--strategy", args->strategy,
+                    "grid (every combination), random, or tpe (each trial drawn from a model of those finished)")
+      ->check(CLI::IsMember({"grid", "random", "tpe"}));
+  sweep->add_option("--objective", args->objective,
+                    "what TPE minimises: tail_loss, step_time, or tail_loss,step_time (both: multi-objective)")
+      ->check(CLI::IsMember({"tail_loss", "step_time", "tail_loss,step_time"}));
+  sweep->add_option("--trials", args->trials, "random search and TPE: how many trials");
   sweep->add_option("--max-trials", args->max_trials,
                     "refuse sweeps of more trials than this (default 1000), counted before planning");
-  sweep->add_option("--seed", args->seed, "random search: the seed of its draws");
+  sweep->add_option("--seed", args->seed, "random search and TPE: the seed of their draws");
   sweep->add_option("--parallel", args->parallel, "trials at once, on disjoint cores or GPUs");
   sweep->add_option("--early-stop", args->early_stop,
                     "successive halving: MIN_STEPS[:FACTOR], rungs at MIN_STEPS x FACTOR^k (default factor 3)");

@@ -66,8 +66,20 @@ std::vector<Slot> make_slots(std::int64_t parallel, const RunConfig& base) {
 
 struct Trial {
   db::RunRecord run;
-  RunConfig config;  // the trial's whole configuration (all steps)
+  RunConfig config;      // the trial's whole configuration (all steps)
+  bool to_draw = false;  // TPE: its values are drawn when it starts
 };
+
+db::NewRun new_trial_run(const PlannedTrial& t) {
+  db::NewRun run;
+  run.trial = t.index;
+  run.name = t.label;
+  run.config = t.config.to_json();
+  run.world_size = job_world_size(t.config);
+  run.steps_requested = t.config.run.steps;
+  run.fingerprint = run_fingerprint(t.config);
+  return run;
+}
 
 struct Job {
   std::size_t trial = 0;
@@ -95,6 +107,10 @@ class SweepExecution {
   std::optional<std::pair<std::int64_t, std::string>> checkpoint_before(std::int64_t run_id, std::int64_t step);
   void prune_checkpoints(std::int64_t run_id, const std::string& keep);
   void notify(const TrialEvent& event);
+  // TPE: what the trial scored at `rung` (lower is better, inf when it diverged).
+  std::vector<double> objective_values(std::int64_t run_id, std::size_t rung, bool diverged);
+  // TPE: draws trial t's values from the trials finished so far and stores its configuration.
+  void draw_trial(std::size_t t);
   bool cancelled() const { return options_.cancel && options_.cancel->load(); }
 
   std::int64_t id_;
@@ -108,8 +124,9 @@ class SweepExecution {
   std::vector<std::size_t> asha_trials_;  // ASHA's trial i is trials_[asha_trials_[i]]
   std::unique_ptr<SuccessiveHalving> halving_;
   std::deque<Job> forced_;  // resumed in-flight segments and the baseline, before anything else
+  std::map<std::size_t, TpeObservation> observations_;  // TPE's history, by trial
 
-  std::mutex mutex_;  // guards halving_, forced_, running_
+  std::mutex mutex_;  // guards halving_, forced_, running_, observations_ and trials_' drawn values
   std::condition_variable changed_;
   int running_ = 0;
   std::mutex notify_mutex_;
@@ -155,7 +172,10 @@ void SweepExecution::load() {
       halving_->failed(static_cast<std::int64_t>(a));
       continue;
     }
-    if (run.status == db::status::kPending && run.steps_completed == 0) continue;
+    if (run.status == db::status::kPending && run.steps_completed == 0) {
+      trials_[asha_trials_[a]].to_draw = spec_.options.strategy == "tpe";
+      continue;
+    }
     // A diverged run stored the step that diverged: the rung it ran for is the
     // first that step did not pass.
     const bool diverged = run.status == db::status::kDiverged;
@@ -168,6 +188,11 @@ void SweepExecution::load() {
       finished = static_cast<int>(k);
     }
     const auto next = static_cast<std::size_t>(finished + 1);
+    if (spec_.options.strategy == "tpe" && (finished >= 0 || diverged)) {
+      const auto rung = diverged ? std::min(next, rung_steps_.size() - 1) : static_cast<std::size_t>(finished);
+      observations_[asha_trials_[a]] = {position_of(spec_, run.config), objective_values(run.id, rung, diverged),
+                                        static_cast<int>(rung)};
+    }
     if (diverged) {
       halving_->diverged(static_cast<std::int64_t>(a), std::min(next, rung_steps_.size() - 1));
       continue;
@@ -190,8 +215,21 @@ std::optional<Job> SweepExecution::take_job() {
       return job;
     }
     if (auto asha = halving_->next()) {
+      const auto t = asha_trials_[static_cast<std::size_t>(asha->trial)];
+      if (trials_[t].to_draw) {
+        try {
+          draw_trial(t);
+        } catch (const ConfigError& e) {  // the drawn values do not make a configuration that can run
+          db::RunEnd end;
+          end.status = db::status::kFailed;
+          end.reason = e.what();
+          store().call([id = trials_[t].run.id, end](db::Store& s) { s.finish_run(id, end); }).get();
+          halving_->failed(asha->trial);
+          continue;
+        }
+      }
       ++running_;
-      return Job{asha_trials_[static_cast<std::size_t>(asha->trial)], asha->rung, asha};
+      return Job{t, asha->rung, asha};
     }
     if (running_ == 0) return std::nullopt;  // nothing left, and no running trial can change that
     changed_.wait_for(lock, std::chrono::milliseconds(200));
@@ -244,6 +282,33 @@ void SweepExecution::prune_checkpoints(std::int64_t run_id, const std::string& k
     std::error_code ignored;
     if (!folder.empty() && folder != keep) fs::remove_all(folder, ignored);
   }
+}
+
+std::vector<double> SweepExecution::objective_values(std::int64_t run_id, std::size_t rung, bool diverged) {
+  std::vector<double> values;
+  const auto& objective = spec_.options.objective;
+  if (objective != "step_time")
+    values.push_back(diverged ? INFINITY : loss_at(run_id, rung_steps_[rung]).value_or(INFINITY));
+  if (objective != "tail_loss") {
+    const auto digest = store().call([run_id](db::Store& s) { return digest_run(s, run_id); }).get();
+    values.push_back(diverged ? INFINITY : digest.step_ms.value_or(INFINITY));
+  }
+  return values;
+}
+
+void SweepExecution::draw_trial(std::size_t t) {
+  std::vector<TpeObservation> history;
+  for (const auto& [trial, observation] : observations_) history.push_back(observation);
+  const TpeOptions tpe{spec_.options.tpe_startup_trials, spec_.options.tpe_candidates, spec_.options.seed};
+  auto planned = trial_at(spec_, tpe_sample(tpe_dimensions(spec_), history, static_cast<std::int64_t>(t), tpe));
+  auto& trial = trials_[t];
+  planned.index = trial.run.trial.value_or(static_cast<std::int64_t>(t));
+  const auto run = new_trial_run(planned);
+  store().call([id = trial.run.id, run](db::Store& s) { s.plan_pending_run(id, run); }).get();
+  trial.config = planned.config;
+  trial.run.name = run.name;
+  trial.run.config = run.config;
+  trial.to_draw = false;
 }
 
 void SweepExecution::notify(const TrialEvent& event) {
@@ -319,6 +384,11 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   }
   const bool succeeded = result.outcome.status == RunStatus::Succeeded;
   event.digest = store().call([run_id](db::Store& s) { return digest_run(s, run_id); }).get();
+  const bool diverged = result.outcome.status == RunStatus::Diverged;
+  std::optional<TpeObservation> observation;
+  if (spec_.options.strategy == "tpe" && job.asha && (succeeded || diverged))
+    observation = TpeObservation{position_of(spec_, trial.run.config), objective_values(run_id, job.rung, diverged),
+                                 static_cast<int>(job.rung)};
   double metric = INFINITY;
   if (succeeded) {
     if (job.asha) metric = rung_metric(run_id, job.asha->rung);
@@ -331,10 +401,11 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     --running_;
+    if (observation) observations_[job.trial] = *observation;
     if (job.asha) {
       if (succeeded)
         halving_->report(job.asha->trial, job.asha->rung, metric);
-      else if (result.outcome.status == RunStatus::Diverged)
+      else if (diverged)
         halving_->diverged(job.asha->trial, job.asha->rung);
       else if (result.outcome.status == RunStatus::Failed || !cancelled())  // stopped alone: out of the race
         halving_->failed(job.asha->trial);
@@ -396,16 +467,7 @@ std::int64_t create_sweep(const SweepSpec& spec, db::Writer& store) {
   const auto trials = plan_trials(spec);
   const auto spec_json = spec.to_json();
   std::vector<db::NewRun> runs;
-  for (const auto& t : trials) {
-    db::NewRun run;
-    run.trial = t.index;
-    run.name = t.label;
-    run.config = t.config.to_json();
-    run.world_size = job_world_size(t.config);
-    run.steps_requested = t.config.run.steps;
-    run.fingerprint = run_fingerprint(t.config);
-    runs.push_back(std::move(run));
-  }
+  for (const auto& t : trials) runs.push_back(new_trial_run(t));
   return store
       .call([spec_json, runs, name = spec.options.name](db::Store& s) {
         const auto id = s.create_sweep(name, spec_json);

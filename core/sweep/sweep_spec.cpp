@@ -1,9 +1,12 @@
 #include "core/sweep/sweep_spec.h"
 
+#include "core/sweep/draw.h"
+
 #include <limits>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <set>
 
@@ -12,10 +15,17 @@ namespace commtune {
 Schema<SweepOptions> SweepOptions::schema() {
   return Schema<SweepOptions>()
       .text("name", &SweepOptions::name, "a name to find the sweep by")
-      .choice("strategy", &SweepOptions::strategy, {"grid", "random"},
-              "grid: every combination of the axes' values; random: `trials` draws from them")
-      .integer("trials", &SweepOptions::trials, {1, 100000}, "trials", "how many trials random search draws")
-      .integer("seed", &SweepOptions::seed, {0, (1LL << 53)}, "", "seed of random search")
+      .choice("strategy", &SweepOptions::strategy, {"grid", "random", "tpe"},
+              "grid: every combination of the axes' values; random: `trials` draws from them; tpe: `trials` "
+              "draws, each from a model of the trials finished before it (tree-structured Parzen estimator)")
+      .integer("trials", &SweepOptions::trials, {1, 100000}, "trials", "how many trials random search or TPE draws")
+      .integer("seed", &SweepOptions::seed, {0, (1LL << 53)}, "", "seed of random search and TPE")
+      .choice("objective", &SweepOptions::objective, {"tail_loss", "step_time", "tail_loss,step_time"},
+              "what TPE minimises: the tail loss, the median step time, or both (multi-objective TPE)")
+      .integer("tpe_startup_trials", &SweepOptions::tpe_startup_trials, {0, 100000}, "trials",
+               "TPE: trials drawn uniformly before the model is used")
+      .integer("tpe_candidates", &SweepOptions::tpe_candidates, {1, 10000}, "",
+               "TPE: candidates drawn from the good trials' density per parameter")
       .flag("baseline", &SweepOptions::baseline,
             "also run the base configuration with the allreduce hook, the reference that compare and recommend use")
       .integer("parallel", &SweepOptions::parallel, {1, 1024}, "trials",
@@ -86,18 +96,6 @@ SweepAxis parse_axis(const std::string& param, const nlohmann::json& j) {
   return axis;
 }
 
-// Random numbers that are the same on every platform (the standard
-// distributions are not): 53-bit uniform doubles from mt19937_64.
-class Draw {
- public:
-  explicit Draw(std::int64_t seed) : engine_(static_cast<std::uint64_t>(seed)) {}
-  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
-  std::size_t index(std::size_t n) { return std::min(n - 1, static_cast<std::size_t>(uniform() * n)); }
-
- private:
-  std::mt19937_64 engine_;
-};
-
 double range_point(const SweepAxis& axis, double fraction) {
   if (axis.log) return std::exp(std::log(*axis.min) + fraction * (std::log(*axis.max) - std::log(*axis.min)));
   return *axis.min + fraction * (*axis.max - *axis.min);
@@ -130,7 +128,14 @@ std::string short_name(const std::string& path) {
   return dot == std::string::npos ? path : path.substr(dot + 1);
 }
 
-std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+// For a trial's label: drawn reals to four significant digits (the configuration keeps every digit).
+std::string value_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_number_float()) return v.dump();
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", v.get<double>());
+  return text;
+}
 
 }  // namespace
 
@@ -201,6 +206,13 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
                                         ": narrow the axes, or raise max_trials (up to 1000000)");
   }
   plan_trials(spec);  // every trial's configuration must be valid
+  if (spec.options.strategy == "tpe") {
+    // TPE's draws are made as the sweep runs: check random draws from the same space now.
+    auto probe = spec;
+    probe.options.strategy = "random";
+    probe.options.trials = std::min<std::int64_t>(spec.options.trials, 64);
+    plan_trials(probe);
+  }
   return spec;
 }
 
@@ -240,7 +252,7 @@ std::vector<Position> positions(const SweepSpec& spec) {
   const auto& axes = spec.axes;
   if (axes.empty()) return out;
   if (spec.options.strategy == "random") {
-    Draw draw(spec.options.seed);
+    Draw draw(static_cast<std::uint64_t>(spec.options.seed));
     for (std::int64_t t = 0; t < spec.options.trials; ++t) {
       Position p;
       for (const auto& axis : axes)
@@ -268,7 +280,7 @@ std::vector<Position> positions(const SweepSpec& spec) {
 
 nlohmann::json axis_value(const SweepSpec& spec, const SweepAxis& axis, double position, const ParamSpec& param) {
   if (!axis.min) return axis.values.at(static_cast<std::size_t>(position));
-  if (spec.options.strategy == "random") return typed_number(param, range_point(axis, position));
+  if (spec.options.strategy != "grid") return typed_number(param, range_point(axis, position));
   return grid_values(axis, param).at(static_cast<std::size_t>(position));
 }
 
@@ -282,7 +294,7 @@ bool section_has_name_axis(const SweepSpec& spec, const std::string& param) {
 
 std::int64_t count_trials(const SweepSpec& spec) {
   if (spec.axes.empty()) return 0;
-  if (spec.options.strategy == "random") return spec.options.trials;
+  if (spec.options.strategy != "grid") return spec.options.trials;
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   std::int64_t count = 1;
   for (const auto& axis : spec.axes) {
@@ -293,15 +305,70 @@ std::int64_t count_trials(const SweepSpec& spec) {
   return count;
 }
 
+PlannedTrial trial_at(const SweepSpec& spec, const std::vector<double>& position) {
+  auto raw = spec.base;
+  PlannedTrial trial;
+  for (std::size_t a = 0; a < spec.axes.size(); ++a) {
+    const auto& axis = spec.axes[a];
+    ParamSpec param;
+    try {
+      param = param_spec(raw, axis.param);
+    } catch (const ConfigError& e) {
+      if (section_has_name_axis(spec, axis.param)) continue;  // a parameter of another entry than this trial's
+      throw ConfigError("axes." + axis.param, e.problem());
+    }
+    const auto value = axis_value(spec, axis, position.at(a), param);
+    try {
+      set_param(raw, axis.param, value);
+    } catch (const ConfigError& e) {
+      throw ConfigError("axes." + axis.param, e.problem());
+    }
+    trial.overrides[axis.param] = value;
+    trial.label += (trial.label.empty() ? "" : " ") + short_name(axis.param) + "=" + value_text(value);
+  }
+  try {
+    trial.config = RunConfig::parse(raw);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.field(), "in trial '" + trial.label + "': " + e.problem());
+  }
+  return trial;
+}
+
+std::vector<double> position_of(const SweepSpec& spec, const nlohmann::json& config) {
+  std::vector<double> out;
+  for (const auto& axis : spec.axes) {
+    const nlohmann::json* value = &config;
+    std::string_view rest = axis.param;
+    while (value && !rest.empty()) {
+      const auto dot = std::min(rest.find('.'), rest.size());
+      const std::string key(rest.substr(0, dot));
+      value = value->is_object() && value->contains(key) ? &(*value)[key] : nullptr;
+      rest = dot < rest.size() ? rest.substr(dot + 1) : std::string_view();
+    }
+    double position = std::nan("");
+    if (value && !axis.min) {
+      const auto at = std::find(axis.values.begin(), axis.values.end(), *value);
+      if (at != axis.values.end()) position = static_cast<double>(at - axis.values.begin());
+    } else if (value && value->is_number()) {
+      const double v = value->get<double>();
+      const double lo = axis.log ? std::log(*axis.min) : *axis.min, hi = axis.log ? std::log(*axis.max) : *axis.max;
+      position = hi > lo ? std::clamp(((axis.log ? std::log(v) : v) - lo) / (hi - lo), 0.0, 1.0) : 0.5;
+    }
+    out.push_back(position);
+  }
+  return out;
+}
+
+std::vector<TpeDimension> tpe_dimensions(const SweepSpec& spec) {
+  std::vector<TpeDimension> out;
+  for (const auto& axis : spec.axes) out.push_back({axis.min ? 0 : axis.values.size()});
+  return out;
+}
+
 std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
   std::vector<PlannedTrial> trials;
   std::set<std::string> configs;
-  auto add = [&](PlannedTrial trial, const nlohmann::json& raw) {
-    try {
-      trial.config = RunConfig::parse(raw);
-    } catch (const ConfigError& e) {
-      throw ConfigError(e.field(), "in trial '" + trial.label + "': " + e.problem());
-    }
+  auto add = [&](PlannedTrial trial) {
     if (!configs.insert(trial.config.to_json().dump()).second) return;  // the same run twice
     trial.index = static_cast<std::int64_t>(trials.size());
     trials.push_back(std::move(trial));
@@ -313,31 +380,23 @@ std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
     PlannedTrial baseline;
     baseline.label = "baseline: allreduce";
     baseline.baseline = true;
-    add(std::move(baseline), raw);
+    baseline.config = RunConfig::parse(raw);
+    add(std::move(baseline));
   }
-  for (const auto& position : positions(spec)) {
-    auto raw = spec.base;
-    PlannedTrial trial;
-    for (std::size_t a = 0; a < spec.axes.size(); ++a) {
-      const auto& axis = spec.axes[a];
-      ParamSpec param;
-      try {
-        param = param_spec(raw, axis.param);
-      } catch (const ConfigError& e) {
-        if (section_has_name_axis(spec, axis.param)) continue;  // a parameter of another entry than this trial's
-        throw ConfigError("axes." + axis.param, e.problem());
-      }
-      const auto value = axis_value(spec, axis, position[a], param);
-      try {
-        set_param(raw, axis.param, value);
-      } catch (const ConfigError& e) {
-        throw ConfigError("axes." + axis.param, e.problem());
-      }
-      trial.overrides[axis.param] = value;
-      trial.label += (trial.label.empty() ? "" : " ") + short_name(axis.param) + "=" + value_text(value);
+  if (spec.options.strategy == "tpe" && !spec.axes.empty()) {
+    // Each trial's values are drawn when it starts, from the trials finished by then.
+    const auto base = RunConfig::parse(spec.base);
+    for (std::int64_t t = 0; t < spec.options.trials; ++t) {
+      PlannedTrial trial;
+      trial.index = static_cast<std::int64_t>(trials.size());
+      trial.label = "TPE draw " + std::to_string(t + 1) + " (made when it starts)";
+      trial.config = base;
+      trial.to_draw = true;
+      trials.push_back(std::move(trial));
     }
-    add(std::move(trial), raw);
+    return trials;
   }
+  for (const auto& position : positions(spec)) add(trial_at(spec, position));
   return trials;
 }
 

@@ -7,7 +7,7 @@
 //     "axes": { "hook.matrix_approximation_rank": [1, 2, 4],
 //               "hook.start_powerSGD_iter": [2, 10],
 //               "optimizer.lr": {"min": 0.01, "max": 0.1, "log": true, "points": 3} },
-//     "strategy": "grid",                    (or "random" with "trials" and "seed")
+//     "strategy": "grid",                    (or "random" / "tpe" with "trials" and "seed")
 //     "baseline": true,                      (plus one trial with the allreduce hook)
 //     "parallel": 1,
 //     "early_stopping": {"min_steps": 20, "reduction_factor": 3} }
@@ -24,6 +24,7 @@
 
 #include "core/config/run_config.h"
 #include "core/schema/param_schema.h"
+#include "core/sweep/tpe_sampler.h"
 
 namespace commtune {
 
@@ -46,6 +47,9 @@ struct SweepOptions {
   std::int64_t parallel = 1;
   std::int64_t checkpoint_every = 0;
   std::int64_t max_trials = 1000;
+  std::string objective = "tail_loss";  // TPE: tail_loss, step_time, or tail_loss,step_time
+  std::int64_t tpe_startup_trials = 10;
+  std::int64_t tpe_candidates = 24;
   static Schema<SweepOptions> schema();
 };
 
@@ -83,6 +87,7 @@ struct PlannedTrial {
   nlohmann::json overrides = nlohmann::json::object();  // axis values, by parameter path
   RunConfig config;
   bool baseline = false;
+  bool to_draw = false;  // TPE: the base configuration until the trial starts and its values are drawn
 };
 
 // How many trials the axes give (the grid's product, or random search's
@@ -91,5 +96,15 @@ std::int64_t count_trials(const SweepSpec& spec);
 
 // The trials of a sweep, in order; deterministic for a spec.
 std::vector<PlannedTrial> plan_trials(const SweepSpec& spec);
+
+// A trial at a position: per axis, an index into its listed values, or a
+// fraction of its range (log-scaled when the axis is). Throws ConfigError
+// when the values do not make a valid configuration.
+PlannedTrial trial_at(const SweepSpec& spec, const std::vector<double>& position);
+// Where a trial's configuration lies along each axis (NaN where it lacks
+// the parameter): trial_at's inverse, up to rounding of integers.
+std::vector<double> position_of(const SweepSpec& spec, const nlohmann::json& config);
+// The axes as TPE sees them.
+std::vector<TpeDimension> tpe_dimensions(const SweepSpec& spec);
 
 }  // namespace commtune

@@ -2,6 +2,7 @@
 baseline, successive halving that stops the worst trials early, a failed
 trial that does not stop the sweep, and a launcher killed mid-sweep that
 resumes without losing a metric or running a finished trial again."""
+import json
 import os
 import signal
 import sqlite3
@@ -165,6 +166,95 @@ class Sweeps(unittest.TestCase):
                 stored, rows = steps_stored(run_id)
                 self.assertTrue(kept[run_id] <= stored, f"run {run_id} lost metrics")
                 self.assertEqual((len(stored), rows), (2 * 80, 2 * 80), f"run {run_id}")
+
+
+class TpeSweeps(unittest.TestCase):
+    """Trials drawn by TPE as the sweep runs: stored with the drawn values, the
+    same again from the same seed, resumable, and usable with successive halving."""
+
+    def setUp(self):
+        ct.fresh_store()
+
+    def tpe_spec(self, directory, **options):
+        spec = {"axes": {"optimizer.lr": {"min": 0.0001, "max": 0.5, "log": True},
+                         "hook.matrix_approximation_rank": [1, 2, 4]},
+                "base": {"hook": {"name": "powersgd"}}, "strategy": "tpe", "baseline": False, **options}
+        path = os.path.join(directory, "tpe.json")
+        with open(path, "w") as f:
+            json.dump(spec, f)
+        return path
+
+    def drawn(self):
+        runs = ct.cli_json("compare", "--sweep", ct.cli_json("list", "--sweeps")[0]["id"])["runs"]
+        return [(r["params"]["optimizer.lr"], r["params"]["hook.matrix_approximation_rank"])
+                for r in sorted(runs, key=lambda r: r["id"])]
+
+    def test_each_trial_is_drawn_when_it_starts_and_the_seed_repeats_the_sweep(self):
+        with tempfile.TemporaryDirectory() as d:
+            spec = self.tpe_spec(d, trials=7, seed=11, tpe_startup_trials=3)
+            plan = ct.cli("sweep", "--spec", spec, *SMALL, "--plan").stdout
+            self.assertEqual(plan.count("made when it starts"), 7, plan)
+            proc = ct.cli("sweep", "--spec", spec, *SMALL, "--set", "steps=12")
+            self.assertIn("7 succeeded", proc.stderr)
+            first = self.drawn()
+            self.assertEqual(len(set(first)), 7, first)
+            for lr, rank in first:
+                self.assertTrue(0.0001 <= lr <= 0.5, lr)
+                self.assertIn(rank, (1, 2, 4))
+            names = [r["name"] for r in ct.cli_json("list")]
+            self.assertFalse(any("made when it starts" in n for n in names), names)
+            # Training is deterministic, so the model sees the same losses and draws the same trials.
+            ct.fresh_store()
+            ct.cli("sweep", "--spec", spec, *SMALL, "--set", "steps=12")
+            self.assertEqual(self.drawn(), first)
+            ct.fresh_store()
+            ct.cli("sweep", "--spec", spec, *SMALL, "--set", "steps=12", "--seed", "12")
+            self.assertNotEqual(self.drawn(), first)
+
+    def test_a_killed_tpe_sweep_keeps_its_draws_and_draws_the_rest_on_resume(self):
+        with tempfile.TemporaryDirectory() as work:
+            spec = self.tpe_spec(work, trials=4, seed=3, tpe_startup_trials=2)
+            proc = subprocess.Popen([ct.CLI, "sweep", "--spec", spec, *SMALL, "--set", "steps=60",
+                                     "--checkpoint-every", "10", "--work-dir", work],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+            def third_trial_training():
+                try:
+                    rows = ct.query("SELECT count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
+                                    "WHERE r.trial = 2 GROUP BY r.id")
+                except sqlite3.OperationalError:
+                    return False
+                return bool(rows) and rows[0][0] > 2 * 25
+
+            self.assertIsNotNone(ct.wait_for(third_trial_training, 120))
+            workers = ct.children_of(proc.pid)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            self.assertIsNotNone(ct.wait_for(lambda: not any(ct.is_running(p) for p in workers), 15))
+            before = ct.cli_json("list")
+            self.assertEqual([r["status"] for r in before], ["succeeded", "succeeded", "interrupted", "pending"])
+            self.assertIn("made when it starts", before[3]["name"])
+            resumed = ct.cli("sweep", "--resume", ct.cli_json("list", "--sweeps")[0]["id"], "--work-dir", work)
+            self.assertIn("continues from step", resumed.stderr)
+            after = ct.cli_json("list")
+            self.assertEqual([r["status"] for r in after], ["succeeded"] * 4)
+            self.assertEqual([r["name"] for r in after[:3]], [r["name"] for r in before[:3]])
+            self.assertEqual(after[0]["finished_at"], before[0]["finished_at"], "a finished trial ran again")
+            self.assertNotIn("made when it starts", after[3]["name"])
+            self.assertEqual(ct.query("SELECT count(*) FROM run_params WHERE run_id = ? AND name = 'optimizer.lr'",
+                                      (after[3]["id"],)), [(1,)])
+
+    def test_tpe_with_successive_halving_and_two_objectives(self):
+        with tempfile.TemporaryDirectory() as d:
+            spec = self.tpe_spec(d, trials=6, seed=5, tpe_startup_trials=3, objective="tail_loss,step_time")
+            proc = ct.cli("sweep", "--spec", spec, *SMALL, "--set", "steps=36", "--early-stop", "4:3")
+            runs = ct.cli_json("list")
+            self.assertEqual(len(runs), 6, proc.stderr)
+            for r in runs:
+                self.assertIn(r["steps_completed"], (4, 12, 36))
+                self.assertEqual(r["status"], "succeeded" if r["steps_completed"] == 36 else "stopped", r)
+            self.assertLess(sum(r["steps_completed"] == 36 for r in runs), 6)
+            self.assertEqual(len(set(self.drawn())), 6)
 
 
 if __name__ == "__main__":
