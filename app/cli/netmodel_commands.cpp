@@ -1,6 +1,7 @@
 // Will it pay off? `predict` a stored run's step time on other networks from
 // its measured profile; `recommend` the configuration to use on one, or say
 // to keep allreduce; `--export` writes it out for production.
+#include <cmath>
 #include <iostream>
 
 #include "app/cli/cli_common.h"
@@ -11,6 +12,22 @@
 
 namespace commtune::cli {
 namespace {
+
+// CLI11's own range checks print the whole double range; these say what is wanted.
+CLI::Validator number_above(double floor, bool or_equal) {
+  const std::string wanted = std::string("a number ") + (or_equal ? "of at least " : "above ") + format("%g", floor);
+  return CLI::Validator(
+      [=](std::string& text) {
+        try {
+          std::size_t used = 0;
+          const double v = std::stod(text, &used);
+          if (used == text.size() && std::isfinite(v) && (or_equal ? v >= floor : v > floor)) return std::string();
+        } catch (const std::logic_error&) {
+        }
+        return "wants " + wanted + ", got '" + text + "'";
+      },
+      wanted);
+}
 
 struct ClusterArgs {
   std::vector<std::string> networks;
@@ -27,12 +44,12 @@ void add_cluster_options(CLI::App& command, ClusterArgs& args, const std::string
           "link between nodes: 100mbit, 1gbit, 10gbit, 25gbit, 100gbit or nvlink (default " + default_networks + ")")
       ->delimiter(',');
   command.add_option("--bandwidth-gbit", args.bandwidth_gbit, "a custom link between nodes: bandwidth in Gbit/s")
-      ->check(CLI::PositiveNumber);
+      ->check(number_above(0, false));
   command.add_option("--latency-us", args.latency_us, "and its latency in microseconds (default 20)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_above(0, true));
   command.add_option("--nodes", args.nodes, "nodes in the target cluster (default: the run's ranks)")
-      ->check(CLI::PositiveNumber);
-  command.add_option("--gpus-per-node", args.gpus_per_node, "ranks per node (default 1)")->check(CLI::PositiveNumber);
+      ->check(number_above(0, false));
+  command.add_option("--gpus-per-node", args.gpus_per_node, "ranks per node (default 1)")->check(number_above(0, false));
   command.add_option("--intra", args.intra, "link between ranks of one node (default nvlink)");
 }
 
@@ -55,6 +72,45 @@ std::vector<net::Cluster> clusters(const ClusterArgs& args, int ranks, const std
     out.push_back(shape);
   }
   return out;
+}
+
+struct ComputeArgs {
+  std::optional<double> scale;
+  std::vector<double> forward_backward_ms;
+  std::optional<std::int64_t> from_run;
+};
+
+void add_compute_options(CLI::App& command, ComputeArgs& args) {
+  auto* scale = command
+                    .add_option("--compute-scale", args.scale,
+                                "the target computes this many times as long as the measured run (0.05: 20x faster)")
+                    ->check(number_above(0, false));
+  auto* given = command
+                    .add_option("--compute-ms", args.forward_backward_ms,
+                                "the target's forward and backward time per step in ms: FWD,BWD")
+                    ->delimiter(',')
+                    ->expected(2)
+                    ->check(number_above(0, false));
+  auto* from = command.add_option("--compute-from", args.from_run,
+                                  "take compute from this run, recorded on the target machine (same model and batch)");
+  scale->excludes(given)->excludes(from);
+  given->excludes(from);
+}
+
+TargetCompute target_compute(const ComputeArgs& args, const db::Store& store) {
+  TargetCompute compute;
+  if (args.scale) {
+    compute.kind = TargetCompute::Kind::Scaled;
+    compute.scale = *args.scale;
+  } else if (!args.forward_backward_ms.empty()) {
+    compute.kind = TargetCompute::Kind::Given;
+    compute.forward_s = args.forward_backward_ms.at(0) / 1e3;
+    compute.backward_s = args.forward_backward_ms.at(1) / 1e3;
+  } else if (args.from_run) {
+    compute.kind = TargetCompute::Kind::FromRun;
+    compute.target_run = RunProfile::from_store(store, *args.from_run);
+  }
+  return compute;
 }
 
 std::string network_name(const net::Cluster& c) { return c.nodes > 1 ? c.inter.name : c.intra.name; }
@@ -83,6 +139,7 @@ struct PredictArgs {
   std::vector<std::int64_t> runs;
   std::optional<std::int64_t> sweep, baseline;
   ClusterArgs cluster;
+  ComputeArgs compute;
   bool as_json = false;
 };
 
@@ -91,13 +148,14 @@ int predict_command(const PredictArgs& args, const Context& context) {
   auto ids = select_runs(*store, args.runs, args.sweep);
   if (ids.empty()) throw std::invalid_argument("nothing to predict: name runs, or a sweep with --sweep");
   const auto baseline = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
+  const auto compute = target_compute(args.compute, *store);
   std::vector<RunProfile> profiles;
   std::vector<std::string> labels;
   std::vector<db::RunRecord> runs;
   for (const auto id : ids) {
     auto run = store->run(id);
     if (run->status != db::status::kSucceeded && run->status != db::status::kStopped) continue;
-    profiles.push_back(RunProfile::from_store(*store, id));
+    profiles.push_back(on_target(RunProfile::from_store(*store, id), compute));
     labels.push_back(run->name.empty() ? describe_hook(run->config) : run->name);
     runs.push_back(std::move(*run));
   }
@@ -105,7 +163,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
   const auto targets =
       clusters(args.cluster, profiles.front().world_size, {"100mbit", "1gbit", "10gbit", "25gbit", "100gbit"});
   std::optional<RunProfile> baseline_profile;
-  if (baseline) baseline_profile = RunProfile::from_store(*store, *baseline);
+  if (baseline) baseline_profile = on_target(RunProfile::from_store(*store, *baseline), compute);
 
   auto out = nlohmann::json::array();
   std::vector<std::string> notes;
@@ -146,13 +204,15 @@ int predict_command(const PredictArgs& args, const Context& context) {
   }
   if (args.as_json) {
     std::cout << nlohmann::json{{"baseline_run", baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr)},
+                                {"compute", compute.describe()},
                                 {"runs", out}}
                      .dump(2)
               << "\n";
     return kExitOk;
   }
   std::cout << "predicted step time on " << targets.front().describe().substr(0, targets.front().describe().find(','))
-            << (baseline ? "; * is the allreduce baseline the speedups are over" : "") << "\n";
+            << "; " << compute.describe() << (baseline ? "; * is the allreduce baseline the speedups are over" : "")
+            << "\n";
   table.print(std::cout);
   for (const auto& note : notes) std::cout << note << "\n";
   return kExitOk;
@@ -162,6 +222,7 @@ struct RecommendArgs {
   std::vector<std::int64_t> runs;
   std::optional<std::int64_t> sweep, baseline;
   ClusterArgs cluster;
+  ComputeArgs compute;
   double tolerance = 0.01, min_speedup = 1.05;
   std::string export_dir;
   bool as_json = false;
@@ -175,6 +236,7 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   options.tolerance = args.tolerance;
   options.min_speedup = args.min_speedup;
   options.baseline_run = args.baseline;
+  options.compute = target_compute(args.compute, *store);
   const auto reference = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
   const int ranks = static_cast<int>(store->run(reference ? *reference : ids.front())->world_size);
   const auto targets = clusters(args.cluster, ranks, {"10gbit"});
@@ -192,7 +254,7 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << "on " << r.cluster.describe() << ", loss within " << format("%g%%", 100 * r.tolerance)
+  std::cout << "on " << r.cluster.describe() << " (" << r.compute << "), loss within " << format("%g%%", 100 * r.tolerance)
             << " of allreduce (run " << r.baseline_run << "):\n";
   Table table({"run", "label", "tail loss", "vs base", "predicted ms", "speedup", "excluded because"});
   for (const auto& c : r.candidates)
@@ -219,6 +281,7 @@ void add_netmodel_commands(CLI::App& app, Context& context) {
   predict_cmd->add_option("--sweep", predict_args->sweep, "the trials of this sweep");
   predict_cmd->add_option("--baseline", predict_args->baseline, "speedups over this run (default: the allreduce run)");
   add_cluster_options(*predict_cmd, predict_args->cluster, "100mbit,1gbit,10gbit,25gbit,100gbit");
+  add_compute_options(*predict_cmd, predict_args->compute);
   predict_cmd->add_flag("--json", predict_args->as_json, "machine-readable, with each run's measured profile");
   predict_cmd->callback([predict_args, &context] { context.exit_code = predict_command(*predict_args, context); });
 
@@ -231,6 +294,7 @@ void add_netmodel_commands(CLI::App& app, Context& context) {
   recommend_cmd->add_option("--sweep", recommend_args->sweep, "the trials of this sweep");
   recommend_cmd->add_option("--baseline", recommend_args->baseline, "the allreduce run to compare with");
   add_cluster_options(*recommend_cmd, recommend_args->cluster, "10gbit");
+  add_compute_options(*recommend_cmd, recommend_args->compute);
   recommend_cmd
       ->add_option("--tolerance", recommend_args->tolerance,
                    "how much worse a loss may be than the baseline's, relative (default 0.01: 1%)")

@@ -1,6 +1,7 @@
 #include "core/netmodel/cost_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -225,6 +226,53 @@ StepPrediction predict(const RunProfile& p, const net::Cluster& cluster) {
   out.exposed_s = std::max(0.0, last_end - p.backward_s) + step_comm;
   out.step_s = out.compute_s + out.exposed_s;
   return out;
+}
+
+std::string TargetCompute::describe() const {
+  char text[200];
+  switch (kind) {
+    case Kind::Measured:
+      return "compute: each run's own, as measured";
+    case Kind::Scaled:
+      std::snprintf(text, sizeof text, "compute: each run's measured x %g", scale);
+      return text;
+    case Kind::Given:
+      std::snprintf(text, sizeof text, "compute: forward %.3g ms, backward %.3g ms per step (given)",
+                    1e3 * forward_s, 1e3 * backward_s);
+      return text;
+    case Kind::FromRun:
+      std::snprintf(text, sizeof text, "compute: run %lld's (forward %.3g ms, backward %.3g ms per step)",
+                    static_cast<long long>(target_run->run_id), 1e3 * target_run->forward_s,
+                    1e3 * target_run->backward_s);
+      return text;
+  }
+  return "";
+}
+
+RunProfile on_target(const RunProfile& measured, const TargetCompute& compute) {
+  if (compute.kind == TargetCompute::Kind::Measured) return measured;
+  const double measured_fb = measured.forward_s + measured.backward_s;
+  double scale = compute.scale, forward = 0, backward = 0;
+  if (compute.kind == TargetCompute::Kind::Given) forward = compute.forward_s, backward = compute.backward_s;
+  if (compute.kind == TargetCompute::Kind::FromRun)
+    forward = compute.target_run->forward_s, backward = compute.target_run->backward_s;
+  if (compute.kind != TargetCompute::Kind::Scaled) scale = measured_fb > 0 ? (forward + backward) / measured_fb : 1;
+  const double ready_scale =
+      compute.kind == TargetCompute::Kind::Scaled || measured.backward_s <= 0 ? scale : backward / measured.backward_s;
+
+  auto p = measured;
+  for (double* t : {&p.data_s, &p.forward_s, &p.backward_s, &p.optimizer_s, &p.hook_s, &p.hook_inline_s}) *t *= scale;
+  for (auto& b : p.buckets) {
+    b.ready_s *= ready_scale;
+    for (auto& c : b.collectives) c.local_s *= scale;
+  }
+  for (auto& c : p.step_collectives) c.local_s *= scale;
+  if (compute.kind != TargetCompute::Kind::Scaled) p.forward_s = forward, p.backward_s = backward;
+  if (compute.kind == TargetCompute::Kind::FromRun) {
+    p.data_s = compute.target_run->data_s;
+    p.optimizer_s = compute.target_run->optimizer_s;
+  }
+  return p;
 }
 
 }  // namespace commtune

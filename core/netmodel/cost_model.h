@@ -70,4 +70,27 @@ struct StepPrediction {
 
 StepPrediction predict(const RunProfile& profile, const net::Cluster& cluster);
 
+// The compute a prediction assumes on the target. Communication always comes
+// from the profiled run's collectives (bytes and calls do not depend on the
+// device); compute is the run's own as measured here, scaled by a factor (a
+// faster or slower device), given as forward and backward times, or taken
+// from another run of the same model recorded on the target machine (and
+// imported into the store). Work that is not given (data loading, the
+// optimizer, the hook's own work, the software around each collective)
+// scales with forward + backward; gradients become ready at the same
+// fractions of backward.
+struct TargetCompute {
+  enum class Kind { Measured, Scaled, Given, FromRun };
+  Kind kind = Kind::Measured;
+  double scale = 1;                      // Scaled
+  double forward_s = 0, backward_s = 0;  // Given
+  std::optional<RunProfile> target_run;  // FromRun: its data, forward, backward and optimizer times
+
+  // "each run's own, as measured", "x0.05 of each run's", ...: every prediction says which it assumed.
+  std::string describe() const;
+};
+
+// `measured` with its compute replaced by the target's.
+RunProfile on_target(const RunProfile& measured, const TargetCompute& compute);
+
 }  // namespace commtune

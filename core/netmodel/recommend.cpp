@@ -61,6 +61,10 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
   Recommendation r;
   r.cluster = options.cluster;
   r.tolerance = options.tolerance;
+  r.compute = options.compute.describe();
+  const auto predict_on_target = [&](std::int64_t id) {
+    return predict(on_target(RunProfile::from_store(store, id), options.compute), options.cluster);
+  };
   const auto baseline_id = options.baseline_run ? options.baseline_run : find_allreduce_baseline(store, run_ids);
   if (!baseline_id)
     throw db::Error(
@@ -70,7 +74,7 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
   if (!baseline) throw db::Error("there is no run " + std::to_string(*baseline_id));
   r.baseline_run = *baseline_id;
   const auto baseline_loss = tail_loss(store.curve(*baseline_id));
-  const auto baseline_step = predict(RunProfile::from_store(store, *baseline_id), options.cluster).step_s;
+  const auto baseline_step = predict_on_target(*baseline_id).step_s;
 
   auto ids = run_ids;
   if (std::find(ids.begin(), ids.end(), *baseline_id) == ids.end()) ids.insert(ids.begin(), *baseline_id);
@@ -95,7 +99,7 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
           std::isfinite(*c.loss) && *c.loss <= *baseline_loss + options.tolerance * std::fabs(*baseline_loss);
     }
     try {
-      c.prediction = predict(RunProfile::from_store(store, id), options.cluster);
+      c.prediction = predict_on_target(id);
       c.speedup = baseline_step / c.prediction->step_s;
     } catch (const db::Error& e) {
       if (c.excluded.empty()) c.excluded = e.what();
@@ -115,10 +119,10 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
   for (const auto& c : r.candidates)
     if (c.excluded.empty() && c.run_id != r.baseline_run && c.speedup && (!best || *c.speedup > *best->speedup))
       best = &c;
-  const auto where = options.cluster.describe();
+  const auto where = options.cluster.describe() + " (" + r.compute + ")";
   if (best && *best->speedup >= options.min_speedup) {
     r.chosen_run = best->run_id;
-    char text[512];
+    char text[1024];
     std::snprintf(text, sizeof text,
                   "use %s (run %lld): predicted %s per step against %s for allreduce on %s (%.2fx), loss %s from "
                   "allreduce's",
@@ -129,7 +133,7 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
   } else {
     r.verdict = "keep allreduce: ";
     if (best) {
-      char text[256];
+      char text[1024];
       std::snprintf(text, sizeof text,
                     "the best configuration within %s of its loss, %s, is predicted only %.2fx as fast on %s",
                     percent(options.tolerance).substr(1).c_str(), best->label.c_str(), *best->speedup, where.c_str());
@@ -157,6 +161,7 @@ nlohmann::json Recommendation::to_json() const {
     list.push_back(std::move(j));
   }
   return {{"cluster", cluster.describe()},
+          {"compute", compute},
           {"tolerance", tolerance},
           {"baseline_run", baseline_run},
           {"chosen_run", chosen_run ? nlohmann::json(*chosen_run) : nlohmann::json(nullptr)},

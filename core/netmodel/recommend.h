@@ -19,6 +19,7 @@ namespace commtune {
 
 struct RecommendOptions {
   net::Cluster cluster;
+  TargetCompute compute;  // the target's compute (default: each run's own)
   double tolerance = 0.01;                   // relative: a loss at most (1 + tolerance) x the baseline's
   double min_speedup = 1.05;                 // predicted gains below 5% are within the model's error
   std::optional<std::int64_t> baseline_run;  // default: the allreduce run among the candidates
@@ -38,6 +39,7 @@ struct Candidate {
 
 struct Recommendation {
   net::Cluster cluster;
+  std::string compute;  // which compute the predictions assumed (TargetCompute::describe)
   double tolerance = 0;
   std::int64_t baseline_run = 0;
   std::vector<Candidate> candidates;       // fastest predicted first

@@ -184,5 +184,75 @@ class CostModel(unittest.TestCase):
         self.assertIn("beyond 1", excluded[diverged])
 
 
+class TargetCompute(unittest.TestCase):
+    """Predictions for another machine: compute scaled, given, or taken from a run recorded there;
+    communication stays the profiled run's, and every prediction names the compute it assumed."""
+
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_the_target_compute_replaces_the_measured_one_and_is_named(self):
+        baseline = stored_run("--set", "steps=30", "--name", "allreduce")
+        fp16 = stored_run("--set", "steps=30", "--set", "hook.name=fp16_compress", "--name", "fp16")
+        on_target = stored_run("--set", "steps=30", "--name", "recorded on the target")
+
+        def predict(*args):
+            out = ct.cli_json("predict", baseline, fp16, "--network", "1gbit", *args)
+            return out, {r["run_id"]: (r["profile"], r["predictions"][0]) for r in out["runs"]}
+
+        def compute_s(profile):
+            return profile["data_s"] + profile["forward_s"] + profile["backward_s"] + profile["optimizer_s"]
+
+        measured, here = predict()
+        self.assertIn("as measured", measured["compute"])
+        self.assertIn("as measured", ct.cli("predict", baseline).stdout)
+
+        scaled, there = predict("--compute-scale", "0.1")
+        self.assertEqual(scaled["compute"], "compute: each run's measured x 0.1")
+        for run in (baseline, fp16):
+            self.assertAlmostEqual(there[run][1]["compute_s"], 0.1 * here[run][1]["compute_s"], delta=1e-12)
+            self.assertAlmostEqual(there[run][1]["compute_s"], compute_s(there[run][0]), delta=1e-12)
+            # The bytes and calls are the run's: the link's time does not change.
+            self.assertAlmostEqual(there[run][1]["communication_s"], here[run][1]["communication_s"], delta=1e-12)
+
+        given, there = predict("--compute-ms", "3,6")
+        self.assertEqual(given["compute"], "compute: forward 3 ms, backward 6 ms per step (given)")
+        for run in (baseline, fp16):
+            self.assertAlmostEqual(there[run][0]["forward_s"], 0.003)
+            self.assertAlmostEqual(there[run][0]["backward_s"], 0.006)
+            self.assertLessEqual(max(b["ready_s"] for b in there[run][0]["buckets"]), 0.006 + 1e-12)
+
+        target_profile = ct.cli_json("predict", on_target)["runs"][0]["profile"]
+        from_run, there = predict("--compute-from", on_target)
+        self.assertIn(f"run {on_target}'s", from_run["compute"])
+        for key in ("data_s", "forward_s", "backward_s", "optimizer_s"):
+            self.assertAlmostEqual(there[fp16][0][key], target_profile[key], delta=1e-12)
+
+        # A target that computes 100x faster leaves more of the step to the link: compression pays more.
+        def speedup(*args):
+            r = ct.cli_json("recommend", baseline, fp16, "--network", "1gbit", *args)
+            return r, next(c["speedup"] for c in r["candidates"] if c["run_id"] == fp16)
+
+        _, speedup_here = speedup()
+        fast, speedup_fast = speedup("--compute-scale", "0.01")
+        self.assertGreater(speedup_fast, speedup_here)
+        self.assertEqual(fast["compute"], "compute: each run's measured x 0.01")
+        self.assertIn("x 0.01", fast["verdict"])
+        self.assertIn("x 0.01", ct.cli("recommend", baseline, fp16, "--network", "1gbit",
+                                        "--compute-scale", "0.01").stdout.splitlines()[0])
+
+    def test_bad_compute_options_get_one_clear_line(self):
+        run = stored_run("--set", "steps=8")
+        for args, words in ((["--compute-scale", "0"], "above 0"), (["--compute-ms", "3"], "--compute-ms"),
+                            (["--compute-ms", "3,-1"], "above 0"),
+                            (["--compute-scale", "2", "--compute-ms", "1,2"], "excludes"),
+                            (["--compute-from", "999"], "no run 999")):
+            with self.subTest(args=args):
+                proc = ct.cli("predict", run, *args, check=False)
+                self.assertNotEqual(proc.returncode, 0)
+                self.assertIn(words, proc.stderr)
+                self.assertNotIn("Traceback", proc.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
