@@ -1,6 +1,7 @@
-// `export`: runs and their metrics as CSV or JSON for analysis elsewhere, and
-// a tuned configuration for a production PyTorch job (`production` for any
-// hook, `powersgd` for PowerSGD's state file).
+// `export`: runs and their metrics as CSV or JSON for analysis elsewhere, a
+// tuned configuration for a production PyTorch job (`production` for any
+// hook, `powersgd` for PowerSGD's state file), and scripts that launch a
+// configuration on several nodes (`launch`).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -8,6 +9,8 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "core/config/run_config.h"
+#include "core/export/launch_scripts.h"
 #include "core/export/powersgd_export.h"
 #include "core/export/production_export.h"
 
@@ -194,6 +197,24 @@ void add_export_config_options(CLI::App& command, ExportConfigArgs& args) {
                    "run's last checkpoint, so the job continues where the run stopped");
 }
 
+struct ExportLaunchArgs {
+  ExportConfigArgs source;
+  std::vector<std::string> overrides;
+  LaunchPlan plan;
+};
+
+int export_launch_command(const ExportLaunchArgs& args, const Context& context) {
+  auto config = export_source(args.source, context).first;
+  for (const auto& o : args.overrides) apply_override(config, o);
+  auto plan = args.plan;
+  if (args.source.run && plan.name == LaunchPlan{}.name) plan.name = "commtune-run-" + std::to_string(*args.source.run);
+  for (const auto& file : write_launch_scripts(config, plan, args.source.out)) std::printf("%s\n", file.c_str());
+  std::printf("start: sh %s/launch_torchrun.sh on each node, or sbatch %s/launch.sbatch\n"
+              "follow: commtune-cli import --follow %s/events\n",
+              args.source.out.c_str(), args.source.out.c_str(), args.source.out.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_export_commands(CLI::App& app, Context& context) {
@@ -224,6 +245,21 @@ void add_export_commands(CLI::App& app, Context& context) {
   add_export_config_options(*powersgd, *powersgd_args);
   powersgd->callback(
       [powersgd_args, &context] { context.exit_code = export_config_command(*powersgd_args, context, true); });
+
+  auto launch_args = std::make_shared<ExportLaunchArgs>();
+  auto* launch = export_cmd->add_subcommand(
+      "launch", "scripts that start a run's configuration on several nodes: torchrun on each node, or SLURM's sbatch");
+  launch->add_option("--run", launch_args->source.run, "a stored run");
+  launch->add_option("--from", launch_args->source.from, "or a run summary (JSON) or a checkpoint folder")
+      ->check(CLI::ExistingPath);
+  launch->add_option("--out", launch_args->source.out, "folder to write into")->required();
+  launch->add_option("-s,--set", launch_args->overrides, "change a parameter for the job: path=value (repeatable)");
+  launch->add_option("--nodes", launch_args->plan.nodes, "nodes (default 2)");
+  launch->add_option("--ranks-per-node", launch_args->plan.ranks_per_node, "ranks per node, one per GPU (default 1)");
+  launch->add_option("--rendezvous", launch_args->plan.rendezvous,
+                     "torchrun's rendezvous HOST:PORT, a node every node reaches (default node0:29400)");
+  launch->add_option("--name", launch_args->plan.name, "the job's name");
+  launch->callback([launch_args, &context] { context.exit_code = export_launch_command(*launch_args, context); });
 }
 
 }  // namespace commtune::cli

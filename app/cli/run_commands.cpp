@@ -1,6 +1,7 @@
 // `run`: one training job on this machine, reported live and kept in the run
 // store. `summarize`: the same report from event files that workers wrote
-// under torchrun or srun.
+// under torchrun or srun; `import`: such a run into the store, live with
+// --follow.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -9,8 +10,10 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "core/config/run_config.h"
+#include "core/launch/event_files.h"
 #include "core/launch/job.h"
 #include "core/launch/run_report.h"
+#include "core/store/run_recorder.h"
 
 namespace commtune::cli {
 namespace {
@@ -90,65 +93,85 @@ int run_command(const RunArgs& args, const Context& context) {
   return code == kExitOk && !summary_written ? kExitFailed : code;
 }
 
-// Events of every rank, in file order; the world size from their hellos.
-std::pair<std::vector<events::Event>, int> read_event_files(const std::vector<std::string>& files) {
-  std::vector<events::Event> all;
-  int world_size = 0;
-  for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + file);
-    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    events::Decoder decoder;
-    auto events = decoder.feed(bytes);
-    if (events.empty()) throw std::runtime_error(file + " holds no events");
-    world_size =
-        std::max<int>(world_size, static_cast<int>(std::get<events::Hello>(events.front().payload).world_size));
-    for (auto& e : events) all.push_back(std::move(e));
-  }
-  return {std::move(all), world_size};
+// Prints the conclusion of a run read from event files; returns the exit code.
+int conclude_event_run(const EventFilesRun& run, const nlohmann::json& result, bool summary_written) {
+  print_conclusion(result);
+  const int code = exit_code_for(run.outcome);
+  return code == kExitOk && !summary_written ? kExitFailed : code;
 }
 
 int summarize_command(const std::vector<std::string>& files, const std::string& summary_path,
                       const std::string& metrics_path) {
-  const auto [all, world_size] = read_event_files(files);
-  RunSummary summary(world_size);
+  EventFilesOptions options;
+  options.paths = files;
   std::unique_ptr<MetricsFile> metrics;
   if (!metrics_path.empty()) metrics = std::make_unique<MetricsFile>(metrics_path);
-  RunOutcome outcome;
-  outcome.ranks.resize(world_size);
-  nlohmann::json config;
-  for (const auto& e : all) {
-    summary.on_event(e);
-    if (metrics) metrics->on_event(e);
-    auto& rank = outcome.ranks.at(e.rank);
-    rank.rank = e.rank;
-    if (const auto* hello = std::get_if<events::Hello>(&e.payload)) rank.pid = static_cast<int>(hello->pid);
-    const auto kind = e.kind();
-    if (kind == "run_start" && config.is_null()) config = e.message()->value("config", nlohmann::json::object());
-    note_rank_event(rank, e);
-    if (kind == "run_end") {
-      rank.exit_code = 0;
-      outcome.wall_s = std::max(outcome.wall_s, e.message()->value("wall_s", 0.0));
-    }
-  }
-  outcome.status = RunStatus::Succeeded;
-  for (const auto& r : outcome.ranks) {
-    if (r.reported_end) continue;
-    outcome.status = RunStatus::Failed;
-    const bool blame = !outcome.failed_rank || (!r.error.empty() && r.error_kind != "communication" &&
-                                                outcome.ranks[*outcome.failed_rank].error_kind == "communication");
-    if (blame) {
-      outcome.failed_rank = r.rank;
-      outcome.reason = "rank " + std::to_string(r.rank) +
-                       " failed: " + (r.error.empty() ? std::string("its events end before the run does") : r.error);
-    }
-  }
-  mark_divergence(outcome);
-  const auto result = summary.to_json(outcome, config);
-  const bool summary_written = write_summary(result, summary_path);
-  print_conclusion(result);
-  const int code = exit_code_for(outcome);
-  return code == kExitOk && !summary_written ? kExitFailed : code;
+  std::unique_ptr<RunSummary> summary;
+  const auto run = read_event_files(options, metrics ? std::vector<EventSubscriber*>{metrics.get()}
+                                                     : std::vector<EventSubscriber*>{},
+                                    [&](const nlohmann::json&, int world_size) -> std::vector<EventSubscriber*> {
+                                      summary = std::make_unique<RunSummary>(world_size);
+                                      return {summary.get()};
+                                    });
+  const auto result = summary->to_json(run.outcome, run.config);
+  return conclude_event_run(run, result, write_summary(result, summary_path));
+}
+
+struct ImportArgs {
+  std::vector<std::string> paths;
+  std::string name, summary_path;
+  bool follow = false, quiet = false;
+  double quiet_limit_s = 120;
+};
+
+// `import`: a run launched elsewhere (torchrun, srun) into the store, from
+// its event files; with --follow while it runs, so every view shows it live.
+int import_command(const ImportArgs& args, const Context& context) {
+  const auto writer = open_writer(context.db);
+  EventFilesOptions options;
+  options.paths = args.paths;
+  options.follow = args.follow;
+  options.quiet_limit = std::chrono::milliseconds(static_cast<std::int64_t>(1000 * args.quiet_limit_s));
+  watch_stop_signals();
+  options.cancel = &g_stop;
+
+  std::optional<std::int64_t> run_id;
+  std::unique_ptr<RunSummary> summary;
+  std::unique_ptr<RunRecorder> recorder;
+  std::unique_ptr<ProgressLine> progress;
+  const auto run = read_event_files(
+      options, {}, [&](const nlohmann::json& config, int world_size) -> std::vector<EventSubscriber*> {
+        db::NewRun stored;
+        stored.name = args.name.empty() ? "imported " + args.paths.front() : args.name;
+        stored.config = config;
+        stored.world_size = world_size;
+        try {
+          const auto parsed = RunConfig::parse(config);
+          stored.config = parsed.to_json();
+          stored.steps_requested = parsed.run.steps;
+          stored.fingerprint = run_fingerprint(parsed);
+        } catch (const ConfigError&) {  // a configuration from another version: kept as it is
+        }
+        run_id = writer->call([stored](db::Store& s) { return s.create_run(stored); }).get();
+        std::fprintf(stderr, "commtune: %s run %lld in %s\n", args.follow ? "streaming into" : "importing as",
+                     static_cast<long long>(*run_id), writer->path().c_str());
+        summary = std::make_unique<RunSummary>(world_size);
+        recorder = std::make_unique<RunRecorder>(*writer, *run_id, 0, RunRecorder::WallClock::StepTimes);
+        std::vector<EventSubscriber*> subscribers{summary.get(), recorder.get()};
+        if (args.follow && !args.quiet) {
+          progress = std::make_unique<ProgressLine>(world_size, stored.steps_requested);
+          subscribers.push_back(progress.get());
+        }
+        return subscribers;
+      });
+  if (progress) progress->finish();
+  const auto result = summary->to_json(run.outcome, run.config);
+  record_run_end(*writer, *run_id, run.outcome, *summary, result);
+  const int code =
+      conclude_event_run(run, result, args.summary_path.empty() || write_summary(result, args.summary_path));
+  std::fprintf(stderr, "commtune: stored as run %lld in %s\n", static_cast<long long>(*run_id),
+               writer->path().c_str());
+  return code;
 }
 
 }  // namespace
@@ -195,6 +218,23 @@ void add_run_commands(CLI::App& app, Context& context) {
   summarize->callback([sargs, &context] {
     context.exit_code = summarize_command(sargs->files, sargs->summary_path, sargs->metrics_path);
   });
+
+  auto iargs = std::make_shared<ImportArgs>();
+  auto* import = app.add_subcommand(
+      "import",
+      "store a run launched elsewhere (torchrun, srun) from its ranks' event files; --follow streams it while it runs");
+  import->add_option("paths", iargs->paths, "event files, one per rank, or the folder they are written to")
+      ->required();
+  import->add_flag("-f,--follow", iargs->follow,
+                   "keep reading as the ranks write, until every rank has ended (Ctrl-C stops reading, not the job)");
+  import->add_option("-n,--name", iargs->name, "a name for the stored run");
+  import->add_option("--quiet-after", iargs->quiet_limit_s,
+                     "following: give up on ranks whose events stopped this many seconds ago (default 120)")
+      ->check(CLI::Range(0.1, 86400.0));
+  import->add_option("--summary", iargs->summary_path, "also write the run summary (JSON) here")
+      ->check(output_file_problem, "FILE");
+  import->add_flag("-q,--quiet", iargs->quiet, "no live progress line");
+  import->callback([iargs, &context] { context.exit_code = import_command(*iargs, context); });
 }
 
 }  // namespace commtune::cli

@@ -100,19 +100,23 @@ JobResult run_job(const JobRequest& request) {
   result.summary = summary.to_json(result.outcome, options.config);
 
   if (request.store && result.run_id) {
-    db::RunEnd end;
-    end.status = stored_status(result.outcome.status);
-    end.reason = result.outcome.reason;
-    end.steps_completed = result.summary["steps"].value("completed", std::int64_t{0});
-    end.final_loss = summary.last_loss();
-    end.wall_s = prior_wall_s + result.outcome.wall_s;
-    end.summary = result.summary;
-    const auto id = *result.run_id;
-    request.store->call([id, end](db::Store& store) { store.finish_run(id, end); });
-    request.store->flush();
-    result.summary["run_id"] = id;
+    record_run_end(*request.store, *result.run_id, result.outcome, summary, result.summary, prior_wall_s);
+    result.summary["run_id"] = *result.run_id;
   }
   return result;
+}
+
+void record_run_end(db::Writer& store, std::int64_t run_id, const RunOutcome& outcome, const RunSummary& summary,
+                    const nlohmann::json& summary_json, double prior_wall_s) {
+  db::RunEnd end;
+  end.status = stored_status(outcome.status);
+  end.reason = outcome.reason;
+  end.steps_completed = summary_json["steps"].value("completed", std::int64_t{0});
+  end.final_loss = summary.last_loss();
+  end.wall_s = prior_wall_s + outcome.wall_s;
+  end.summary = summary_json;
+  store.call([run_id, end](db::Store& s) { s.finish_run(run_id, end); });
+  store.flush();
 }
 
 }  // namespace commtune

@@ -17,6 +17,7 @@
 
 #include "core/config/run_config.h"
 #include "core/launch/launcher.h"
+#include "core/launch/run_report.h"
 #include "db/writer.h"
 
 namespace commtune {
@@ -58,5 +59,11 @@ JobResult run_job(const JobRequest& request);
 
 // The store's status for a launch outcome.
 std::string stored_status(RunStatus status);
+
+// Stores how a run ended: its status, reason, counters and summary
+// (`summary_json`, from `summary`). `prior_wall_s`: the run's wall time
+// before this launch.
+void record_run_end(db::Writer& store, std::int64_t run_id, const RunOutcome& outcome, const RunSummary& summary,
+                    const nlohmann::json& summary_json, double prior_wall_s = 0);
 
 }  // namespace commtune

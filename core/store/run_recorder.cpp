@@ -30,8 +30,12 @@ bool keep_message(std::string_view kind, int rank) {
 
 }  // namespace
 
-RunRecorder::RunRecorder(db::Writer& writer, std::int64_t run_id, double wall_offset_s)
-    : writer_(writer), run_id_(run_id), wall_offset_s_(wall_offset_s), started_(std::chrono::steady_clock::now()) {}
+RunRecorder::RunRecorder(db::Writer& writer, std::int64_t run_id, double wall_offset_s, WallClock clock)
+    : writer_(writer),
+      run_id_(run_id),
+      wall_offset_s_(wall_offset_s),
+      clock_(clock),
+      started_(std::chrono::steady_clock::now()) {}
 
 std::int32_t RunRecorder::name_id(const std::string& name) {
   auto it = names_.find(name);
@@ -45,7 +49,9 @@ void RunRecorder::on_event(const events::Event& event) {
     row.run_id = run_id_;
     row.rank = event.rank;
     row.step = step->step;
-    row.wall_s = wall_offset_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    row.wall_s = wall_offset_s_ + (clock_ == WallClock::StepTimes
+                                       ? (rank_wall_s_[event.rank] += step->times.total)
+                                       : std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
     row.loss = step->loss;
     row.lr = step->lr;
     const auto& t = step->times;

@@ -17,9 +17,14 @@ namespace commtune {
 
 class RunRecorder final : public EventSubscriber {
  public:
+  // When a step happened: as it arrives (a run launched here), or the sum
+  // of the rank's step times so far (a run read from event files, which may
+  // arrive all at once).
+  enum class WallClock { Arrival, StepTimes };
   // `wall_offset_s`: the run's wall time before this launch (a resumed or
   // continued run), so its steps' wall times continue where they stopped.
-  RunRecorder(db::Writer& writer, std::int64_t run_id, double wall_offset_s = 0);
+  RunRecorder(db::Writer& writer, std::int64_t run_id, double wall_offset_s = 0,
+              WallClock clock = WallClock::Arrival);
   void on_event(const events::Event& event) override;
 
  private:
@@ -28,7 +33,9 @@ class RunRecorder final : public EventSubscriber {
   db::Writer& writer_;
   std::int64_t run_id_;
   double wall_offset_s_;
+  WallClock clock_;
   std::chrono::steady_clock::time_point started_;
+  std::unordered_map<int, double> rank_wall_s_;  // WallClock::StepTimes
   std::unordered_map<std::string, std::int32_t> names_;
 };
 

@@ -1,0 +1,80 @@
+"""TPE against random search on real sweeps: PowerSGD rank x start iteration x
+learning rate, 2 ranks on this machine, each strategy run with the same
+seeds. Reports, per strategy, the best tail loss after k trials and how many
+trials each needed to come within 1% of the best loss any trial reached
+(the reference: random search, measured in the same run).
+
+  /usr/bin/python3 bench/tpe_sweep_bench.py [--seeds 5] [--trials 24] [--steps 40]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI = os.path.join(os.environ.get("COMMTUNE_BUILD_DIR", os.path.join(REPO, "build")), "app", "commtune-cli")
+
+AXES = {
+    "hook.matrix_approximation_rank": [1, 2, 4, 8],
+    "hook.start_powerSGD_iter": [2, 10, 20],
+    "optimizer.lr": {"min": 0.001, "max": 0.5, "log": True},
+}
+
+
+def sweep(strategy, seed, trials, steps, workdir):
+    """Tail losses of the trials, in the order they ran."""
+    spec = {"base": {"steps": steps, "world_size": 2, "model": {"hidden": 128}, "data": {"features": 64},
+                     "hook": {"name": "powersgd"}},
+            "axes": AXES, "strategy": strategy, "trials": trials, "seed": seed, "baseline": False}
+    spec_path = os.path.join(workdir, f"{strategy}-{seed}.json")
+    db = os.path.join(workdir, f"{strategy}-{seed}.db")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    subprocess.run([CLI, "--db", db, "sweep", "--spec", spec_path], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    compared = json.loads(subprocess.run([CLI, "--db", db, "compare", "--sweep", "1", "--json"], check=True,
+                                         capture_output=True, text=True).stdout)
+    runs = sorted(compared["runs"], key=lambda r: r["trial"])
+    return [r["digest"].get("tail_loss", float("inf")) for r in runs]
+
+
+def trials_to(losses, target):
+    for k, loss in enumerate(losses):
+        if loss <= target:
+            return k + 1
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--trials", type=int, default=24)
+    parser.add_argument("--steps", type=int, default=40)
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        for strategy in ("random", "tpe"):
+            results[strategy] = [sweep(strategy, s, args.trials, args.steps, workdir) for s in range(args.seeds)]
+    best = min(min(losses) for runs in results.values() for losses in runs)
+    target = best * 1.01
+    print(f"PowerSGD rank {AXES['hook.matrix_approximation_rank']} x start {AXES['hook.start_powerSGD_iter']} x "
+          f"lr log-uniform [0.001, 0.5]; {args.steps} steps, 2 ranks; {args.seeds} seeds x {args.trials} trials")
+    print(f"best tail loss of any trial: {best:.5f}; target (within 1%): {target:.5f}")
+    checkpoints = [k for k in (4, 8, 12, 16, 24, 32, 48) if k <= args.trials]
+    print(f"{'strategy':10}" + "".join(f"  best@{k:<3}" for k in checkpoints) + "  trials to target (per seed)  median")
+    medians = {}
+    for strategy, runs in results.items():
+        best_at = [statistics.median(min(losses[:k]) for losses in runs) for k in checkpoints]
+        reached = [trials_to(losses, target) for losses in runs]
+        counted = [r if r is not None else args.trials + 1 for r in reached]
+        medians[strategy] = statistics.median(counted)
+        shown = " ".join(str(r) if r is not None else f">{args.trials}" for r in reached)
+        print(f"{strategy:10}" + "".join(f"  {b:8.5f}" for b in best_at) + f"  {shown:27}  {medians[strategy]}")
+    print(f"ratio tpe/random (median trials to target): {medians['tpe'] / medians['random']:.2f} "
+          f"(a miss counts as {args.trials + 1})")
+
+
+if __name__ == "__main__":
+    main()

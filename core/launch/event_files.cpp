@@ -1,0 +1,245 @@
+#include "core/launch/event_files.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "core/io/input_file.h"
+
+namespace commtune {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Ranks a job may have: a world size above this in a hello is a damaged or foreign file.
+constexpr std::uint32_t kMaxRanks = 1 << 20;
+// Read at most this much of one file per pass, so a huge file streams through a bounded buffer.
+constexpr std::size_t kChunkBytes = 4 << 20;
+
+struct RankFile {
+  std::string path;
+  std::ifstream in;
+  std::uint64_t offset = 0;
+  events::Decoder decoder;
+  int rank = -1;
+  Clock::time_point last_growth = Clock::now();
+};
+
+class EventFilesReader {
+ public:
+  EventFilesReader(const EventFilesOptions& options, std::vector<EventSubscriber*> subscribers,
+                   const OnRunStart& on_start)
+      : options_(options), subscribers_(std::move(subscribers)), on_start_(on_start) {}
+
+  EventFilesRun run() {
+    const auto started = Clock::now();
+    while (true) {
+      discover();
+      bool grew = false;
+      for (auto& file : files_) grew = read_more(*file) || grew;
+      if (cancelled()) return finish(RunStatus::Cancelled, "stopped reading the event files; the job may go on");
+      if (!options_.follow) {
+        if (!grew) break;
+        continue;
+      }
+      if (all_ended()) break;
+      if (grew) continue;
+      if (const auto idle = quiet_ranks(started); !idle.empty()) {
+        give_up(idle);
+        break;
+      }
+      std::this_thread::sleep_for(options_.poll);
+    }
+    return finish(std::nullopt, "");
+  }
+
+ private:
+  bool cancelled() const { return options_.cancel && options_.cancel->load(); }
+
+  // Files named, and the *.ctev files of folders named, not seen before.
+  void discover() {
+    for (const auto& path : options_.paths) {
+      std::error_code error;
+      if (fs::is_directory(path, error)) {
+        std::vector<std::string> found;
+        for (const auto& entry : fs::directory_iterator(path, error))
+          if (entry.path().extension() == ".ctev" && entry.is_regular_file(error)) found.push_back(entry.path());
+        std::sort(found.begin(), found.end());
+        for (const auto& f : found) add(f);
+      } else if (!options_.follow || fs::exists(path, error)) {
+        add(path);
+      }
+    }
+  }
+
+  void add(const std::string& path) {
+    if (!seen_paths_.insert(path).second) return;
+    if (const auto problem = input_file_problem(path); !problem.empty()) throw std::runtime_error(problem);
+    auto file = std::make_unique<RankFile>();
+    file->path = path;
+    file->in.open(path, std::ios::binary);
+    if (!file->in) throw std::runtime_error("cannot read " + path);
+    files_.push_back(std::move(file));
+  }
+
+  // Feeds what was appended to `file` since the last pass; returns whether anything was.
+  bool read_more(RankFile& file) {
+    std::string chunk(kChunkBytes, '\0');
+    file.in.clear();
+    file.in.seekg(static_cast<std::streamoff>(file.offset));
+    file.in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    chunk.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, file.in.gcount())));
+    if (chunk.empty()) return false;
+    file.offset += chunk.size();
+    file.last_growth = Clock::now();
+    std::vector<events::Event> decoded;
+    try {
+      decoded = file.decoder.feed(chunk);
+    } catch (const events::ProtocolError& e) {
+      throw std::runtime_error(file.path + " is not a commtune event file: " + e.what());
+    }
+    for (auto& event : decoded) dispatch(file, std::move(event));
+    return true;
+  }
+
+  void dispatch(RankFile& file, events::Event event) {
+    if (const auto* hello = std::get_if<events::Hello>(&event.payload)) {
+      if (hello->world_size == 0 || hello->world_size > kMaxRanks || hello->rank >= hello->world_size)
+        throw std::runtime_error(file.path + " says rank " + std::to_string(hello->rank) + " of " +
+                                 std::to_string(hello->world_size) + ": not a rank of a job");
+      if (world_size_ != 0 && static_cast<int>(hello->world_size) != world_size_)
+        throw std::runtime_error(file.path + " is from a job of " + std::to_string(hello->world_size) +
+                                 " ranks, the other files from one of " + std::to_string(world_size_));
+      world_size_ = static_cast<int>(hello->world_size);
+      file.rank = static_cast<int>(hello->rank);
+      if (!ranks_seen_.insert(file.rank).second)
+        throw std::runtime_error(file.path + " is rank " + std::to_string(file.rank) +
+                                 "'s event file, and so is another one named");
+      outcome_.ranks.resize(static_cast<std::size_t>(world_size_));
+      for (int r = 0; r < world_size_; ++r) outcome_.ranks[static_cast<std::size_t>(r)].rank = r;
+      outcome_.ranks[static_cast<std::size_t>(file.rank)].pid = static_cast<int>(hello->pid);
+    }
+    auto& rank = outcome_.ranks.at(static_cast<std::size_t>(event.rank));
+    note_rank_event(rank, event);
+    const auto kind = event.kind();
+    if (kind == "run_end") {
+      rank.exit_code = 0;
+      outcome_.wall_s = std::max(outcome_.wall_s, event.message()->value("wall_s", 0.0));
+    }
+    if (kind == "run_start" && event.rank == 0 && !started_) start(event.message()->value("config", config_));
+    for (auto* s : subscribers_) s->on_event(event);
+    if (!started_) early_.push_back(std::move(event));
+  }
+
+  void start(const nlohmann::json& config) {
+    started_ = true;
+    config_ = config.is_object() ? config : nlohmann::json::object();
+    if (!on_start_) return;
+    for (auto* s : on_start_(config_, world_size_)) {
+      for (const auto& e : early_) s->on_event(e);
+      subscribers_.push_back(s);
+    }
+    early_.clear();
+  }
+
+  bool ended(const RankOutcome& r) const { return r.reported_end || !r.error.empty(); }
+
+  bool all_ended() const {
+    if (world_size_ == 0 || static_cast<int>(ranks_seen_.size()) < world_size_) return false;
+    return std::all_of(outcome_.ranks.begin(), outcome_.ranks.end(), [&](const auto& r) { return ended(r); });
+  }
+
+  // Ranks that have not ended and whose events stopped (or never came) longer than the limit ago.
+  std::vector<int> quiet_ranks(Clock::time_point started) const {
+    const auto now = Clock::now();
+    std::vector<int> out;
+    if (world_size_ == 0) {
+      if (now - started > options_.quiet_limit) out.push_back(0);
+      return out;
+    }
+    for (int r = 0; r < world_size_; ++r) {
+      const auto& rank = outcome_.ranks[static_cast<std::size_t>(r)];
+      if (ended(rank)) continue;
+      auto last = started;
+      for (const auto& f : files_)
+        if (f->rank == r) last = f->last_growth;
+      if (now - last > options_.quiet_limit) out.push_back(r);
+    }
+    return out;
+  }
+
+  void give_up(const std::vector<int>& ranks) {
+    const auto seconds = std::to_string(options_.quiet_limit.count() / 1000);
+    for (const int r : ranks) {
+      if (world_size_ == 0) break;
+      auto& rank = outcome_.ranks[static_cast<std::size_t>(r)];
+      if (rank.error.empty())
+        rank.error = ranks_seen_.count(r) ? "its events stopped " + seconds + " s ago without an end (its node may be gone)"
+                                          : "no event file appeared for it in " + seconds + " s";
+    }
+    if (world_size_ == 0) no_files_reason_ = "no event file appeared in " + seconds + " s";
+  }
+
+  EventFilesRun finish(std::optional<RunStatus> forced, const std::string& reason) {
+    if (!started_) start(config_);
+    EventFilesRun out;
+    out.world_size = world_size_;
+    out.config = config_;
+    outcome_.status = RunStatus::Succeeded;
+    if (forced) {
+      outcome_.status = *forced;
+      outcome_.reason = reason;
+    } else if (world_size_ == 0) {
+      outcome_.status = RunStatus::Failed;
+      outcome_.reason = no_files_reason_.empty() ? "the event files hold no events" : no_files_reason_;
+    } else {
+      for (const auto& r : outcome_.ranks) {
+        if (r.reported_end) continue;
+        outcome_.status = RunStatus::Failed;
+        const bool blame = !outcome_.failed_rank ||
+                           (!r.error.empty() && r.error_kind != "communication" &&
+                            outcome_.ranks[static_cast<std::size_t>(*outcome_.failed_rank)].error_kind == "communication");
+        if (blame) {
+          outcome_.failed_rank = r.rank;
+          outcome_.reason = "rank " + std::to_string(r.rank) + " failed: " +
+                            (r.error.empty() ? (ranks_seen_.count(r.rank) ? "its events end before the run does"
+                                                                           : "no event file was given for it")
+                                             : r.error);
+        }
+      }
+      mark_divergence(outcome_);
+    }
+    out.outcome = outcome_;
+    return out;
+  }
+
+  const EventFilesOptions& options_;
+  std::vector<EventSubscriber*> subscribers_;
+  const OnRunStart& on_start_;
+  std::vector<std::unique_ptr<RankFile>> files_;
+  std::set<std::string> seen_paths_;
+  std::set<int> ranks_seen_;
+  int world_size_ = 0;
+  RunOutcome outcome_;
+  nlohmann::json config_ = nlohmann::json::object();
+  bool started_ = false;
+  std::vector<events::Event> early_;  // before the run's start, for subscribers added then
+  std::string no_files_reason_;
+};
+
+}  // namespace
+
+EventFilesRun read_event_files(const EventFilesOptions& options, std::vector<EventSubscriber*> subscribers,
+                               const OnRunStart& on_start) {
+  EventFilesReader reader(options, std::move(subscribers), on_start);
+  return reader.run();
+}
+
+}  // namespace commtune

@@ -1,0 +1,190 @@
+"""Runs launched elsewhere, first-class in the store: the launch scripts that
+`export launch` writes start a job as two "nodes" on this machine (two
+torchrun invocations, --nnodes 2, rendezvous on loopback; and the sbatch file
+under a stand-in srun, since no SLURM is here), and `import --follow`
+streams its event files into the run store while it runs, so the store (and
+every view reading it) has its steps before the job ends; compare and
+recommend then use it like a local run. A node that dies is given up within
+the quiet limit, naming its rank."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import commtune_testing as ct  # noqa: E402
+
+SMALL = ["--set", "model.hidden=128", "--set", "data.features=64"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_env(job):
+    env = dict(os.environ, COMMTUNE_WORKER=ct.WORKER, PYTHON=ct.ORACLE_PYTHON,
+               EVENT_DIR=os.path.join(job, "events"),
+               # Debian's torchrun 1.13 cannot parse its default "0" under Python 3.11.
+               TORCHRUN_ARGS=f"--redirects 1 --tee 1 --log_dir {job}/logs")
+    return env
+
+
+def start_nodes(job, count=2):
+    """`count` torchrun invocations of the exported script, each in its own process group."""
+    return [subprocess.Popen(["sh", os.path.join(job, "launch_torchrun.sh")], env=node_env(job),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            for _ in range(count)]
+
+
+def stop(procs):
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+def export_job(job, steps, local_steps=None):
+    """Runs the configuration here for `local_steps` (default: `steps`) and exports it for a job of `steps`;
+    returns the local run's id."""
+    base = ct.cli("run", "--quiet", "--summary", os.path.join(job, "base.json"), *SMALL, "--set", "world_size=2",
+                  "--set", f"steps={local_steps or steps}")
+    run_id = int(base.stderr.rsplit("stored as run ", 1)[1].split()[0])
+    ct.cli("export", "launch", "--run", run_id, "--set", f"steps={steps}", "--nodes", 2, "--ranks-per-node", 1,
+           "--rendezvous", f"127.0.0.1:{free_port()}", "--out", job)
+    return run_id
+
+
+class MultiNode(unittest.TestCase):
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_two_torchrun_nodes_stream_into_the_store_while_they_run(self):
+        with tempfile.TemporaryDirectory() as job:
+            baseline = export_job(job, 150)
+            with open(os.path.join(job, "run.json")) as f:
+                self.assertEqual(json.load(f)["world_size"], 2)
+            nodes = start_nodes(job)
+            try:
+                importer = subprocess.Popen([ct.CLI, "import", "--follow", os.path.join(job, "events"), "--quiet",
+                                             "--name", "two nodes", "--quiet-after", "60"],
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                seen = []
+                while importer.poll() is None:
+                    try:
+                        rows = ct.query("SELECT count(*) FROM step_metrics m JOIN runs r ON r.id = m.run_id "
+                                        "WHERE r.name = 'two nodes' AND r.status = 'running'")[0][0]
+                    except Exception:  # the run is not created yet
+                        rows = 0
+                    seen.append(rows)
+                    time.sleep(0.05)
+                out, err = importer.communicate()
+                for node in nodes:
+                    self.assertEqual(node.wait(timeout=120), 0, node.stderr.read()[-2000:])
+            finally:
+                stop(nodes)
+            self.assertEqual(importer.returncode, 0, err)
+            # Live: the store had some of its steps, not all, while the job ran.
+            self.assertTrue(any(0 < n < 2 * 150 for n in seen), seen[-20:])
+            run = next(r for r in ct.cli_json("list") if r["name"] == "two nodes")
+            self.assertEqual((run["status"], run["world_size"], run["steps_completed"]), ("succeeded", 2, 150))
+            self.assertEqual(ct.query("SELECT count(DISTINCT rank), count(*) FROM step_metrics WHERE run_id = ?",
+                                      (run["id"],)), [(2, 300)])
+            # Wall times come from the ranks' step times, so they grow with the steps even when read at once.
+            walls = [w for (w,) in ct.query("SELECT wall_s FROM step_metrics WHERE run_id = ? AND rank = 0 "
+                                            "ORDER BY step", (run["id"],))]
+            self.assertEqual(walls, sorted(walls))
+            self.assertGreater(walls[-1], 0)
+            # compare and recommend take it as a run of the same model and data as the local one.
+            compared = {r["id"]: r for r in ct.cli_json("compare", baseline, run["id"])["runs"]}
+            self.assertEqual(compared[run["id"]]["digest"]["steps"], 150)
+            self.assertEqual(compared[run["id"]]["fingerprint"], compared[baseline]["fingerprint"])
+            advice = ct.cli_json("recommend", baseline, run["id"], "--network", "10gbit", "--baseline", baseline)
+            imported = next(c for c in advice["candidates"] if c["run_id"] == run["id"])
+            self.assertNotIn("excluded", imported)
+            self.assertGreater(imported["prediction"]["step_s"], 0)
+
+    def test_the_sbatch_script_runs_its_ranks_under_a_stand_in_srun(self):
+        with tempfile.TemporaryDirectory() as job:
+            export_job(job, 20, local_steps=2)
+            # No SLURM here: srun and scontrol stand-ins start the tasks as srun would (SLURM_PROCID, ...).
+            bin_dir = os.path.join(job, "bin")
+            os.makedirs(bin_dir)
+            with open(os.path.join(bin_dir, "srun"), "w") as f:
+                f.write(textwrap.dedent("""\
+                    #!/bin/bash
+                    while [[ "$1" == --* ]]; do shift; done
+                    pids=()
+                    for ((i = 0; i < SLURM_NTASKS; i++)); do
+                      SLURM_PROCID=$i SLURM_LOCALID=$((i % SLURM_NTASKS_PER_NODE)) "$@" &
+                      pids+=($!)
+                    done
+                    status=0
+                    for p in "${pids[@]}"; do wait "$p" || status=1; done
+                    exit $status
+                    """))
+            with open(os.path.join(bin_dir, "scontrol"), "w") as f:
+                f.write("#!/bin/sh\necho 127.0.0.1\n")
+            for name in ("srun", "scontrol"):
+                os.chmod(os.path.join(bin_dir, name), 0o755)
+            env = dict(node_env(job), PATH=bin_dir + os.pathsep + os.environ["PATH"], SLURM_SUBMIT_DIR=job,
+                       SLURM_JOB_NODELIST="node[0-1]", SLURM_NTASKS="2", SLURM_NTASKS_PER_NODE="1",
+                       MASTER_PORT=str(free_port()))
+            proc = subprocess.run(["bash", os.path.join(job, "launch.sbatch")], env=env, capture_output=True,
+                                  text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            ct.cli("import", os.path.join(job, "events"), "--name", "slurm")
+            run = next(r for r in ct.cli_json("list") if r["name"] == "slurm")
+            self.assertEqual((run["status"], run["world_size"], run["steps_completed"]), ("succeeded", 2, 20))
+
+    def test_a_node_that_dies_is_given_up_within_the_quiet_limit(self):
+        with tempfile.TemporaryDirectory() as job:
+            export_job(job, 100000, local_steps=2)
+            nodes = start_nodes(job)
+            try:
+                events = os.path.join(job, "events")
+                self.assertIsNotNone(ct.wait_for(
+                    lambda: all(os.path.exists(os.path.join(events, f"events-{r}.ctev")) and
+                                os.path.getsize(os.path.join(events, f"events-{r}.ctev")) > 4096 for r in (0, 1)),
+                    120))
+                importer = subprocess.Popen([ct.CLI, "import", "--follow", events, "--quiet", "--name", "dies",
+                                             "--quiet-after", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True)
+                time.sleep(1)
+                os.killpg(nodes[1].pid, signal.SIGKILL)  # the node is gone: no error event, its file just stops
+                started = time.monotonic()
+                out, err = importer.communicate(timeout=120)
+                waited = time.monotonic() - started
+            finally:
+                stop(nodes)
+            self.assertEqual(importer.returncode, 1, err)
+            run = next(r for r in ct.cli_json("list") if r["name"] == "dies")
+            self.assertEqual(run["status"], "failed")
+            self.assertIn("stopped 3 s ago without an end", run["reason"])
+            # Given up about the quiet limit after its last event, not at Gloo's timeout or never.
+            self.assertLess(waited, 60)
+            self.assertGreater(run["steps_completed"], 0)
+
+    def test_bad_event_files_get_one_clear_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            junk = os.path.join(d, "junk.ctev")
+            with open(junk, "wb") as f:
+                f.write(b"\x05\x00\x00\x00\x01hello, not a commtune event stream")
+            proc = ct.cli("import", junk, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("not a commtune event file", proc.stderr)
+            self.assertNotIn("Traceback", proc.stderr)
+            proc = ct.cli("import", d + "/missing.ctev", check=False)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertEqual(ct.cli_json("list"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
