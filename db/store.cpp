@@ -196,6 +196,13 @@ void Store::plan_pending_run(std::int64_t run_id, const NewRun& run) {
   transaction.commit();
 }
 
+std::string Store::runs_signature() const {
+  auto s = connection_.prepare(
+      "SELECT coalesce(group_concat(id || ':' || status || ':' || steps_completed || ':' || name, char(10)), '') "
+      "FROM (SELECT id, status, steps_completed, name FROM runs ORDER BY id)");
+  return s.next() ? s.text(0) : std::string();
+}
+
 void Store::start_run(std::int64_t run_id) {
   connection_
       .prepare(
@@ -331,12 +338,12 @@ void Store::add_artifact(std::int64_t run_id, const std::string& kind, const std
       .run(run_id, kind, path, unix_now());
 }
 
-std::vector<StepRow> Store::steps(std::int64_t run_id, std::optional<std::int32_t> rank) const {
+std::vector<StepRow> Store::steps(std::int64_t run_id, std::optional<std::int32_t> rank, std::int64_t from_step) const {
   auto s = connection_.prepare(
       "SELECT run_id, rank, step, wall_s, loss, lr, t_data, t_forward, t_backward, t_comm_wait, t_hook, t_optimizer, "
       "t_step, wire_bytes, uncompressed_bytes FROM step_metrics WHERE run_id = ?1 AND (?2 IS NULL OR rank = ?2) "
-      "ORDER BY rank, step");
-  s.bind_all(run_id, rank);
+      "AND step >= ?3 ORDER BY rank, step");
+  s.bind_all(run_id, rank, from_step);
   std::vector<StepRow> out;
   while (s.next()) {
     StepRow r;

@@ -186,6 +186,9 @@ class Store {
   void set_run_status(std::int64_t run_id, const std::string& status, const std::string& reason = "");
   std::optional<RunRecord> run(std::int64_t run_id) const;
   std::vector<RunRecord> runs(const RunFilter& filter = {}) const;
+  // Changes when a run is added, renamed or removed or its status changes
+  // (not with every step): a list view polls it to know when to read again.
+  std::string runs_signature() const;
   std::vector<std::pair<std::string, nlohmann::json>> params(std::int64_t run_id) const;
 
   // Metrics
@@ -195,7 +198,9 @@ class Store {
   void insert(const EventRow& row);
   void add_artifact(std::int64_t run_id, const std::string& kind, const std::string& path);
 
-  std::vector<StepRow> steps(std::int64_t run_id, std::optional<std::int32_t> rank = std::nullopt) const;
+  // Rows of every rank (or one), from `from_step` on (a live view reads only what is new).
+  std::vector<StepRow> steps(std::int64_t run_id, std::optional<std::int32_t> rank = std::nullopt,
+                             std::int64_t from_step = 0) const;
   std::vector<CurvePoint> curve(std::int64_t run_id) const;
   std::vector<StatPoint> stat(std::int64_t run_id, const std::string& name) const;
   std::vector<std::string> stat_names(std::int64_t run_id) const;

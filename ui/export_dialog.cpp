@@ -14,12 +14,14 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QSvgGenerator>
 #include <QTextStream>
 #include <QVBoxLayout>
 #include <filesystem>
 #include "ui/plot/qcustomplot.h"
 
+#include "core/export/launch_scripts.h"
 #include "core/export/production_export.h"
 #include "core/netmodel/recommend.h"
 #include "db/store.h"
@@ -76,6 +78,23 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
   snippet_->setPlaceholderText("The Python that uses the export appears here.");
   snippet_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
 
+  nodes_ = new QSpinBox(this);
+  nodes_->setRange(1, 65536);
+  nodes_->setValue(2);
+  ranks_per_node_ = new QSpinBox(this);
+  ranks_per_node_->setRange(1, 1024);
+  ranks_per_node_->setValue(1);
+  ranks_per_node_->setToolTip("One per GPU on GPU nodes");
+  rendezvous_ = new QLineEdit(LaunchPlan{}.rendezvous.c_str(), this);
+  rendezvous_->setToolTip("torchrun's rendezvous HOST:PORT: a node every node reaches");
+  launch_ = new QPushButton("Write launch scripts", this);
+  launch_->setObjectName("export:launch");
+  launch_->setEnabled(false);
+  launch_->setToolTip("run.json, launch_torchrun.sh (run on every node) and launch.sbatch (SLURM); follow the job "
+                      "with: commtune-cli import --follow FOLDER/events");
+  connect(launch_, &QPushButton::clicked, this,
+          [this] { export_launch(nodes_->value(), ranks_per_node_->value(), rendezvous_->text()); });
+
   plot_format_ = new QComboBox(this);
   plot_format_->addItems({"png", "svg", "pdf"});
   auto* save_plots_button = new QPushButton("Save plots", this);
@@ -101,6 +120,15 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
   production_buttons->addStretch();
   production_layout->addLayout(production_buttons);
   production_layout->addWidget(snippet_, 1);
+  auto* launch_box = new QGroupBox("Several nodes", this);
+  auto* launch_layout = new QHBoxLayout(launch_box);
+  launch_layout->addWidget(new QLabel("nodes", this));
+  launch_layout->addWidget(nodes_);
+  launch_layout->addWidget(new QLabel("ranks per node", this));
+  launch_layout->addWidget(ranks_per_node_);
+  launch_layout->addWidget(new QLabel("rendezvous", this));
+  launch_layout->addWidget(rendezvous_, 1);
+  launch_layout->addWidget(launch_);
   auto* data_box = new QGroupBox("Plots and data (the runs shown under Runs)", this);
   auto* data_layout = new QHBoxLayout(data_box);
   data_layout->addWidget(plot_format_);
@@ -116,6 +144,7 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
   form->addRow("Folder", where);
   layout->addLayout(form);
   layout->addWidget(production_box, 1);
+  layout->addWidget(launch_box);
   layout->addWidget(data_box);
   layout->addWidget(status_);
   layout->addWidget(close, 0, Qt::AlignRight);
@@ -150,6 +179,7 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
         title_->setText(out.value->title);
         runtime_state_->setEnabled(!checkpoint_.isEmpty());
         production_->setEnabled(true);
+        launch_->setEnabled(true);
         Q_EMIT loaded();
       });
 }
@@ -181,6 +211,29 @@ void ExportDialog::export_production() {
             QFile file(f);
             if (file.open(QIODevice::ReadOnly)) snippet_->setPlainText(QString::fromUtf8(file.readAll()));
           }
+        report(*out.value, {});
+      });
+}
+
+void ExportDialog::export_launch(int nodes, int ranks_per_node, const QString& rendezvous) {
+  LaunchPlan plan;
+  plan.nodes = nodes;
+  plan.ranks_per_node = ranks_per_node;
+  plan.rendezvous = rendezvous.trimmed().toStdString();
+  plan.name = "commtune-run-" + std::to_string(run_id_);
+  run_async(
+      this,
+      [config = config_, plan, folder = folder_->text().toStdString()] {
+        QStringList written;
+        for (const auto& f : write_launch_scripts(config, plan, folder)) written << QString::fromStdString(f);
+        return written;
+      },
+      [this](const Outcome<QStringList>& out) {
+        if (!out.value) return report({}, out.error);
+        snippet_->setPlainText(QString("# on every node:\nsh %1/launch_torchrun.sh\n# or: sbatch %1/launch.sbatch\n"
+                                       "# then, to watch it here (Runs > Watch live):\n"
+                                       "commtune-cli import --follow %1/events\n")
+                                   .arg(folder_->text()));
         report(*out.value, {});
       });
 }

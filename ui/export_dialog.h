@@ -1,7 +1,8 @@
 // Export of a stored run: the production form of its configuration
 // (PowerSGDState file, hook registration or BytePS parameters, with a Python
-// snippet to paste and copy), its plots as PNG, SVG or PDF, and its curves as
-// CSV. Files are written off the UI thread.
+// snippet to paste and copy), scripts that launch it on several nodes
+// (torchrun, SLURM), its plots as PNG, SVG or PDF, and its curves as CSV.
+// Files are written off the UI thread.
 #pragma once
 
 #include <QDialog>
@@ -14,6 +15,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
+class QSpinBox;
 class QPushButton;
 class QCustomPlot;
 
@@ -28,6 +30,8 @@ class ExportDialog : public QDialog {
 
   void set_folder(const QString& folder);
   void export_production();                // result: finished() with the files
+  // torchrun and sbatch scripts for nodes x ranks_per_node ranks (result: finished()).
+  void export_launch(int nodes, int ranks_per_node, const QString& rendezvous);
   void save_plots(const QString& format);  // png, svg or pdf
   void save_csv();
   QString snippet() const;
@@ -53,6 +57,10 @@ class ExportDialog : public QDialog {
   QPlainTextEdit* snippet_;
   QLabel* status_;
   QPushButton* production_;
+  QSpinBox* nodes_;
+  QSpinBox* ranks_per_node_;
+  QLineEdit* rendezvous_;
+  QPushButton* launch_;
 };
 
 // Writes one plot to `path` as png, svg or pdf (by `format`).

@@ -51,6 +51,10 @@ MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow
     launch_job(QString("sweep %1 again").arg(sweep_id), [this, sweep_id] { engine_->resume_sweep(sweep_id); });
   });
   connect(engine_, &EngineSession::run_finished, this, [this] { runs_->refresh(); });
+  connect(runs_, &RunsPage::watch_live, this, [this](qint64 run_id) {
+    dashboard_->follow_stored_run(run_id);
+    show_page(kDashboard);
+  });
   connect(engine_, &EngineSession::job_finished, this, [this](const QString& message, bool ok) {
     launch_->set_engine_busy(false);
     report(message, !ok);

@@ -8,6 +8,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
@@ -141,6 +142,18 @@ class GuiTest : public QObject {
     QVERIFY2(launch->sweep()->problem().contains("no_such_knob"), qPrintable(launch->sweep()->problem()));
     launch->sweep()->set_option("parallel", "0");
     QVERIFY2(launch->sweep()->problem().startsWith("parallel"), qPrintable(launch->sweep()->problem()));
+
+    // TPE, as the schema offers it: its trials are planned, their values drawn as they start.
+    MainWindow other(store());
+    auto* tpe = other.launch();
+    tpe->form()->set_text("hook.name", "powersgd");
+    tpe->sweep()->add_axis("hook.matrix_approximation_rank", "1, 2, 4");
+    tpe->sweep()->add_axis("optimizer.lr", "0.001 .. 0.1", 0, true);
+    tpe->sweep()->set_option("strategy", "tpe");
+    tpe->sweep()->set_option("trials", "12");
+    tpe->sweep()->set_option("objective", "tail_loss,step_time");
+    QVERIFY2(tpe->sweep()->problem().isEmpty(), qPrintable(tpe->sweep()->problem()));
+    QCOMPARE(tpe->sweep()->trials(), 13);
   }
 
   void a_run_streams_stops_and_exports() {
@@ -331,6 +344,64 @@ class GuiTest : public QObject {
     for (int i = 2; i < started.count(); ++i) QVERIFY(started.at(i).at(0).value<RunStart>().run_id != first);
     commtune::db::Store after(store().toStdString(), commtune::db::Store::Access::ReadOnly);
     QCOMPARE(QString::fromStdString(after.run(first)->status), QString("stopped"));
+  }
+
+  void a_run_recorded_by_another_process_is_watched_live() {
+    MainWindow window(store());
+    window.show();
+    window.show_page(MainWindow::kRuns);
+    auto* runs = window.runs();
+    QTRY_VERIFY(!runs->loading());
+    const int before = runs->visible_runs();
+    // The CLI records a run into the same store, as a user's terminal (or `import --follow`) would.
+    const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
+    QProcess other;
+    other.start(cli, {"--db", store(), "run", "-q", "--summary", dir_.filePath("other.json"), "--name",
+                      "from the terminal", "--set", "steps=4000", "--set", "world_size=2", "--set", "model.hidden=64",
+                      "--set", "data.features=32"});
+    QVERIFY(other.waitForStarted());
+    // The list follows the store without a refresh: the run appears, running.
+    QTRY_VERIFY_WITH_TIMEOUT(runs->visible_runs() == before + 1, 30000);
+    std::int64_t run_id = 0;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+          commtune::db::Store s(store().toStdString(), commtune::db::Store::Access::ReadOnly);
+          for (const auto& r : s.runs())
+            if (r.name == "from the terminal" && r.status == "running") run_id = r.id;
+          return run_id > 0;
+        }(),
+        30000);
+    QTRY_VERIFY(!runs->loading());
+    runs->open_runs({run_id});
+    QTRY_VERIFY(runs->watch_button()->isEnabled());
+    runs->watch_button()->click();
+    QCOMPARE(window.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kDashboard));
+    auto* plots = window.dashboard()->plots();
+    QTRY_VERIFY_WITH_TIMEOUT(plots->points(run_id) >= 5, 60000);
+    const auto seen_while_running = plots->points(run_id);
+    QVERIFY2(other.state() == QProcess::Running, "the run ended before the dashboard showed it live");
+    QVERIFY(other.waitForFinished(300000));
+    QCOMPARE(other.exitCode(), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(window.dashboard()->status_of(run_id), QString("succeeded"), 30000);
+    QCOMPARE(plots->points(run_id), std::size_t{4000});
+    QVERIFY(seen_while_running < 4000);
+
+    // Its launch scripts from the export dialog.
+    ExportDialog dialog(store(), run_id, runs->plots());
+    QTRY_VERIFY(dialog.ready());
+    dialog.set_folder(dir_.filePath("launch"));
+    QSignalSpy written(&dialog, &ExportDialog::finished_writing);
+    dialog.export_launch(3, 2, "10.0.0.1:29400");
+    QTRY_COMPARE_WITH_TIMEOUT(written.count(), 1, 30000);
+    QVERIFY2(written.at(0).at(1).toString().isEmpty(), qPrintable(written.at(0).at(1).toString()));
+    QFile script(dir_.filePath("launch/launch_torchrun.sh"));
+    QVERIFY(script.open(QIODevice::ReadOnly));
+    const auto text = QString::fromUtf8(script.readAll());
+    QVERIFY(text.contains("--nnodes 3 --nproc_per_node 2"));
+    QVERIFY(text.contains("10.0.0.1:29400"));
+    dialog.export_launch(2, 1, "no port here");
+    QTRY_COMPARE_WITH_TIMEOUT(written.count(), 2, 30000);
+    QVERIFY(written.at(1).at(1).toString().contains("rendezvous"));
   }
 
   void themes_and_layout_are_remembered() {

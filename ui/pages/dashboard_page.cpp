@@ -12,7 +12,9 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "core/netmodel/recommend.h"
 #include "db/store.h"
+#include "ui/async.h"
 #include "ui/plot/run_plots.h"
 
 namespace commtune::ui {
@@ -88,6 +90,88 @@ DashboardPage::DashboardPage(EngineSession& engine, QWidget* parent) : QWidget(p
   frame_->setInterval(16);
   connect(frame_, &QTimer::timeout, this, &DashboardPage::on_frame);
   frame_->start();
+  poll_ = new QTimer(this);
+  poll_->setInterval(500);
+  connect(poll_, &QTimer::timeout, this, &DashboardPage::poll_followed);
+}
+
+void DashboardPage::follow_stored_run(qint64 run_id) {
+  if (followed_.count(run_id)) return;
+  struct Found {
+    QString label;
+    qint64 steps = 0;
+    bool running = false;
+  };
+  run_async(
+      this,
+      [path = engine_.store_path().toStdString(), run_id] {
+        db::Store store(path, db::Store::Access::ReadOnly);
+        const auto run = store.run(run_id);
+        if (!run) throw db::Error("there is no run " + std::to_string(run_id));
+        return Found{QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name),
+                     run->steps_requested, run->status == db::status::kRunning};
+      },
+      [this, run_id](const Outcome<Found>& found) {
+        if (!found.value) {
+          log_->appendPlainText(QString("run %1: %2").arg(run_id).arg(found.error));
+          return;
+        }
+        RunStart start;
+        start.run_id = run_id;
+        start.label = found.value->label;
+        start.to_step = found.value->steps;
+        on_started(start);
+        sweep_label_->setText(QString("Run %1, followed from the store").arg(run_id));
+        if (auto* stop = trials_->cellWidget(row_of(run_id), kStop)) {
+          stop->setEnabled(false);
+          stop->setToolTip("Recorded by another process: stop it where it runs");
+        }
+        stop_all_->setEnabled(false);
+        followed_[run_id] = 0;
+        poll_->start();
+        poll_followed();
+      });
+}
+
+void DashboardPage::poll_followed() {
+  if (polling_) return;
+  if (followed_.empty()) {
+    poll_->stop();
+    return;
+  }
+  struct Read {
+    qint64 run_id;
+    QString status, reason;
+    std::vector<LivePoint> points;
+  };
+  polling_ = true;
+  run_async(
+      this,
+      [path = engine_.store_path().toStdString(), followed = followed_] {
+        db::Store store(path, db::Store::Access::ReadOnly);
+        std::vector<Read> out;
+        for (const auto& [id, from] : followed) {
+          const auto run = store.run(id);
+          if (!run) continue;
+          out.push_back({id, QString::fromStdString(run->status), QString::fromStdString(run->reason),
+                         stored_points(id, store.steps(id, std::nullopt, from))});
+        }
+        return out;
+      },
+      [this](const Outcome<std::vector<Read>>& out) {
+        polling_ = false;
+        if (!out.value) return;
+        for (const auto& r : *out.value) {
+          if (!followed_.count(r.run_id)) continue;
+          if (!r.points.empty()) followed_[r.run_id] = r.points.back().step + 1;
+          show_points(r.points);
+          if (r.status != db::status::kRunning) {
+            followed_.erase(r.run_id);
+            on_finished(r.run_id, r.status, r.reason);
+            sweep_label_->setText(QString("Run %1 %2").arg(r.run_id).arg(r.status));
+          }
+        }
+      });
 }
 
 int DashboardPage::row_of(qint64 run_id) const {
@@ -105,6 +189,7 @@ void DashboardPage::on_started(const RunStart& start) {
   if (new_job) {
     plots_->clear();
     tracks_.clear();
+    followed_.clear();
     trials_->setRowCount(0);
     sweep_id_ = start.sweep_id;
     trials_total_ = std::max<qint64>(1, start.trials);
@@ -165,14 +250,18 @@ double DashboardPage::seconds_left(const Track& t) const {
 void DashboardPage::on_frame() {
   auto batch = engine_.live().take();
   if (batch.empty()) return;
-  std::map<qint64, const LivePoint*> newest;
-  for (const auto& p : batch.points) {
-    plots_->append(p);
-    newest[p.run_id] = &p;
-  }
   for (const auto& b : batch.buckets) plots_->set_bucket_stats(b);
   for (const auto& [run, line] : batch.messages)
     log_->appendPlainText(QString("run %1, %2").arg(run).arg(QString::fromStdString(line)));
+  show_points(batch.points);
+}
+
+void DashboardPage::show_points(const std::vector<LivePoint>& points) {
+  std::map<qint64, const LivePoint*> newest;
+  for (const auto& p : points) {
+    plots_->append(p);
+    newest[p.run_id] = &p;
+  }
   for (const auto& [run_id, p] : newest) {
     auto it = tracks_.find(run_id);
     if (it == tracks_.end()) continue;

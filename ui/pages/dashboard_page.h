@@ -2,7 +2,9 @@
 // trials) overlaid on the same plots, a progress bar per trial and for the
 // sweep with the time left, and buttons to stop one trial or everything.
 // A frame timer drains the engine's live queue, so however fast events
-// arrive the plots are redrawn at most once per frame.
+// arrive the plots are redrawn at most once per frame. A run that another
+// process records (a CLI run, an imported multi-node job) is followed from
+// the store instead, read twice a second.
 #pragma once
 
 #include <QElapsedTimer>
@@ -31,6 +33,8 @@ class DashboardPage : public QWidget {
   // The row of a run in the trial table (-1 when not shown).
   int row_of(qint64 run_id) const;
   QString status_of(qint64 run_id) const;
+  // Shows a running run from the store, as it is recorded, until it ends.
+  void follow_stored_run(qint64 run_id);
 
  private:
   struct Track {
@@ -44,6 +48,8 @@ class DashboardPage : public QWidget {
   void on_started(const RunStart& start);
   void on_finished(qint64 run_id, const QString& status, const QString& reason);
   void on_frame();
+  void show_points(const std::vector<LivePoint>& points);
+  void poll_followed();
   void update_sweep_progress();
   double seconds_left(const Track& t) const;
 
@@ -55,6 +61,9 @@ class DashboardPage : public QWidget {
   QPushButton* stop_all_;
   QPlainTextEdit* log_;
   QTimer* frame_;
+  QTimer* poll_;
+  std::map<qint64, qint64> followed_;  // run -> the first step not shown yet
+  bool polling_ = false;
   std::map<qint64, Track> tracks_;
   qint64 sweep_id_ = -1;
   qint64 trials_total_ = 0;

@@ -16,6 +16,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <map>
 #include <set>
@@ -112,6 +113,10 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   open_->setToolTip("Show the selected runs' curves and parameters (Enter)");
   compare_ = new QPushButton("Compare", this);
   compare_->setToolTip("Overlay the selected runs and list the parameters in which they differ");
+  watch_ = new QPushButton("Watch live", this);
+  watch_->setObjectName("runs:watch");
+  watch_->setToolTip("Follow the selected running run on the dashboard, also when another process records it");
+  watch_->setEnabled(false);
   export_ = new QPushButton("Export…", this);
   export_->setObjectName("runs:export");
   export_->setToolTip("Export the selected run for production, its plots or its data (Ctrl+E)");
@@ -119,6 +124,11 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   connect(open_, &QPushButton::clicked, this, [this] { open_runs(selected_runs()); });
   connect(compare_, &QPushButton::clicked, this, [this] { open_runs(selected_runs()); });
   connect(export_, &QPushButton::clicked, this, &RunsPage::export_selected);
+  connect(watch_, &QPushButton::clicked, this, [this] {
+    for (const auto& index : table_->selectionModel()->selectedRows(kStatus))
+      if (index.data().toString() == db::status::kRunning)
+        Q_EMIT watch_live(index.siblingAtColumn(kId).data().toLongLong());
+  });
   connect(table_, &QTableView::doubleClicked, this, [this] { open_runs(selected_runs()); });
   connect(table_, &QTableView::activated, this, [this] { open_runs(selected_runs()); });
 
@@ -133,6 +143,7 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   bar->addWidget(refresh_button);
   bar->addWidget(open_);
   bar->addWidget(compare_);
+  bar->addWidget(watch_);
   bar->addWidget(export_);
 
   plots_ = new RunPlots(this);
@@ -165,7 +176,39 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   splitter->setStretchFactor(1, 3);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(splitter);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+    bool running = false;
+    for (const auto& index : table_->selectionModel()->selectedRows(kStatus))
+      running = running || index.data().toString() == db::status::kRunning;
+    watch_->setEnabled(running);
+  });
+  auto* follow_store = new QTimer(this);
+  follow_store->setInterval(1000);
+  connect(follow_store, &QTimer::timeout, this, &RunsPage::refresh_if_changed);
+  follow_store->start();
   refresh();
+}
+
+QString RunsPage::store_stamp() const {
+  QString stamp;
+  for (const auto& path : {store_path_, store_path_ + "-wal"}) {
+    const QFileInfo info(path);
+    stamp += QString("%1:%2;").arg(info.size()).arg(info.lastModified().toMSecsSinceEpoch());
+  }
+  return stamp;
+}
+
+void RunsPage::refresh_if_changed() {
+  if (loading() || checking_ || store_stamp() == read_stamp_) return;
+  read_stamp_ = store_stamp();
+  // Every committed step touches the files; the list changes only with the runs themselves.
+  checking_ = true;
+  run_async(
+      this, [path = store_path_.toStdString()] { return db::Store(path, db::Store::Access::ReadOnly).runs_signature(); },
+      [this](const Outcome<std::string>& out) {
+        checking_ = false;
+        if (out.value && *out.value != signature_) refresh();
+      });
 }
 
 int RunsPage::visible_runs() const { return proxy_->rowCount(); }
@@ -178,6 +221,7 @@ std::vector<std::int64_t> RunsPage::selected_runs() const {
 }
 
 void RunsPage::refresh() {
+  read_stamp_ = store_stamp();
   struct Row {
     db::RunRecord run;
     std::string hook;
@@ -194,12 +238,19 @@ void RunsPage::refresh() {
       this,
       [path = store_path_.toStdString()] {
         db::Store store(path, db::Store::Access::ReadOnly);
-        std::vector<Row> rows;
-        for (auto& r : store.runs()) rows.push_back({r, describe_hook(r.config)});
-        return rows;
+        std::pair<std::vector<Row>, std::string> out;
+        out.second = store.runs_signature();
+        for (auto& r : store.runs()) out.first.push_back({r, describe_hook(r.config)});
+        return out;
       },
-      [this](const Outcome<std::vector<Row>>& out) {
+      [this](const Outcome<std::pair<std::vector<Row>, std::string>>& loaded_rows) {
         --pending_;
+        Outcome<std::vector<Row>> out;
+        out.error = loaded_rows.error;
+        if (loaded_rows.value) {
+          out.value = loaded_rows.value->first;
+          signature_ = loaded_rows.value->second;
+        }
         const auto keep = selected_runs();
         model_->removeRows(0, model_->rowCount());
         if (!out.value) {
