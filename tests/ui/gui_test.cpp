@@ -7,6 +7,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
 #include <QLineEdit>
@@ -292,6 +293,16 @@ class GuiTest : public QObject {
       if (!p.baseline) QCOMPARE(p.axis_values.size(), std::size_t{2});
     }
     QCOMPARE(baselines, 1);
+
+    // A faster target device: the predictions shrink and every verdict says which compute it assumed.
+    std::map<std::int64_t, double> here;
+    for (const auto& p : analysis->data().points) here[p.run_id] = *p.predicted_ms;
+    QVERIFY(analysis->data().what_if.front().verdict.contains("as measured"));
+    const int before = analysed.count();
+    analysis->findChild<QDoubleSpinBox*>("analysis:compute_scale")->setValue(0.01);
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before && analysis->data().points.size() == 5, 60000);
+    for (const auto& p : analysis->data().points) QVERIFY(*p.predicted_ms < here[p.run_id]);
+    for (const auto& row : analysis->data().what_if) QVERIFY2(row.verdict.contains("x 0.01"), qPrintable(row.verdict));
   }
 
   void stopping_a_trial_lets_the_sweep_go_on_and_stop_all_ends_it() {

@@ -1,6 +1,7 @@
 #include "ui/pages/analysis_page.h"
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -36,7 +37,17 @@ struct Query {
   std::string link;
   int nodes = 0;  // 0: one per rank of the run
   int ranks_per_node = 1;
+  double compute_scale = 1;  // the target's compute time as a multiple of the measured
 };
+
+TargetCompute target_compute(const Query& q) {
+  TargetCompute compute;
+  if (q.compute_scale != 1) {
+    compute.kind = TargetCompute::Kind::Scaled;
+    compute.scale = q.compute_scale;
+  }
+  return compute;
+}
 
 net::Cluster cluster_for(const Query& q, const std::string& link, int world_size) {
   net::Cluster c;
@@ -75,7 +86,8 @@ AnalysisData compute(const Query& q) {
     world_size = static_cast<int>(run.world_size);
     try {
       p.predicted_ms =
-          predict(RunProfile::from_store(store, run.id), cluster_for(q, q.link, static_cast<int>(run.world_size)))
+          predict(on_target(RunProfile::from_store(store, run.id), target_compute(q)),
+                  cluster_for(q, q.link, static_cast<int>(run.world_size)))
               .step_s *
           1e3;
     } catch (const std::exception&) {  // too few steps to profile: no prediction for it
@@ -106,6 +118,7 @@ AnalysisData compute(const Query& q) {
     try {
       RecommendOptions options;
       options.cluster = cluster_for(q, link.name, world_size);
+      options.compute = target_compute(q);
       row.network = QString::fromStdString(options.cluster.describe());
       const auto r = recommend(store, ids, options);
       row.verdict = QString::fromStdString(r.verdict);
@@ -146,6 +159,15 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   nodes_->setSpecialValueText("as many as ranks");
   ranks_per_node_ = new QSpinBox(this);
   ranks_per_node_->setRange(1, 64);
+  compute_scale_ = new QDoubleSpinBox(this);
+  compute_scale_->setObjectName("analysis:compute_scale");
+  compute_scale_->setDecimals(3);
+  compute_scale_->setRange(0.001, 100);
+  compute_scale_->setValue(1);
+  compute_scale_->setPrefix("x ");
+  compute_scale_->setToolTip(
+      "The target's compute time as a multiple of this machine's (0.02: a device 50x faster); communication stays "
+      "the runs' bytes. For a measured target, use commtune-cli predict --compute-from RUN");
   heat_x_ = new QComboBox(this);
   heat_y_ = new QComboBox(this);
   auto* refresh_button = new QPushButton("Refresh", this);
@@ -164,6 +186,8 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   cluster->addWidget(nodes_);
   cluster->addWidget(new QLabel("ranks per node", this));
   cluster->addWidget(ranks_per_node_);
+  cluster->addWidget(new QLabel("compute", this));
+  cluster->addWidget(compute_scale_);
   cluster->addStretch();
   cluster->addWidget(refresh_button);
   cluster->addWidget(resume_);
@@ -221,6 +245,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   connect(link_, &QComboBox::currentIndexChanged, this, &AnalysisPage::analyse);
   connect(nodes_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(ranks_per_node_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
+  connect(compute_scale_, &QDoubleSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(x_metric_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_pareto);
   connect(heat_x_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
   connect(heat_y_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
@@ -269,7 +294,7 @@ void AnalysisPage::analyse() {
   resume_->setEnabled(status == db::status::kCancelled || status == db::status::kInterrupted ||
                       status == db::status::kFailed);
   Query q{store_path_.toStdString(), scope_->currentData().toLongLong(), link_->currentText().toStdString(),
-          nodes_->value(), ranks_per_node_->value()};
+          nodes_->value(), ranks_per_node_->value(), compute_scale_->value()};
   const int generation = ++generation_;
   note_->setText("Analysing…");
   run_async(

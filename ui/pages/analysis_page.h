@@ -20,6 +20,7 @@ class QCustomPlot;
 class QLabel;
 class QPushButton;
 class QSpinBox;
+class QDoubleSpinBox;
 class QTableWidget;
 
 namespace commtune::ui {
@@ -77,6 +78,7 @@ class AnalysisPage : public QWidget {
   QComboBox* link_;
   QSpinBox* nodes_;
   QSpinBox* ranks_per_node_;
+  QDoubleSpinBox* compute_scale_;
   QComboBox* heat_x_;
   QComboBox* heat_y_;
   QCustomPlot* pareto_;
