@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/dist/devices.h"
+#include "core/netmodel/cost_model.h"
 #include "core/launch/job.h"
 #include "core/store/run_metrics.h"
 #include "core/store/run_recorder.h"
@@ -109,6 +110,8 @@ class SweepExecution {
   void notify(const TrialEvent& event);
   // TPE: what the trial scored at `rung` (lower is better, inf when it diverged).
   std::vector<double> objective_values(std::int64_t run_id, std::size_t rung, bool diverged);
+  // TPE's step_time: measured here, or predicted on the spec's objective_network.
+  double step_ms_objective(std::int64_t run_id);
   // TPE: draws trial t's values from the trials finished so far and stores its configuration.
   void draw_trial(std::size_t t);
   bool cancelled() const { return options_.cancel && options_.cancel->load(); }
@@ -289,11 +292,28 @@ std::vector<double> SweepExecution::objective_values(std::int64_t run_id, std::s
   const auto& objective = spec_.options.objective;
   if (objective != "step_time")
     values.push_back(diverged ? INFINITY : loss_at(run_id, rung_steps_[rung]).value_or(INFINITY));
-  if (objective != "tail_loss") {
-    const auto digest = store().call([run_id](db::Store& s) { return digest_run(s, run_id); }).get();
-    values.push_back(diverged ? INFINITY : digest.step_ms.value_or(INFINITY));
-  }
+  if (objective != "tail_loss") values.push_back(diverged ? INFINITY : step_ms_objective(run_id));
   return values;
+}
+
+double SweepExecution::step_ms_objective(std::int64_t run_id) {
+  const auto& network = spec_.options.objective_network;
+  return store()
+      .call([run_id, network](db::Store& s) {
+        if (!network.empty()) {
+          try {
+            const auto profile = RunProfile::from_store(s, run_id);
+            net::Cluster cluster;
+            cluster.nodes = profile.world_size;
+            cluster.inter = net::link_preset(network, "objective_network");
+            cluster.intra = net::link_preset("nvlink", "intra");
+            return 1e3 * predict(profile, cluster).step_s;
+          } catch (const db::Error&) {  // too few steps to profile: what was measured
+          }
+        }
+        return digest_run(s, run_id).step_ms.value_or(INFINITY);
+      })
+      .get();
 }
 
 void SweepExecution::draw_trial(std::size_t t) {

@@ -1,5 +1,6 @@
 #include "core/sweep/sweep_spec.h"
 
+#include "core/netmodel/network.h"
 #include "core/sweep/draw.h"
 
 #include <limits>
@@ -22,6 +23,9 @@ Schema<SweepOptions> SweepOptions::schema() {
       .integer("seed", &SweepOptions::seed, {0, (1LL << 53)}, "", "seed of random search and TPE")
       .choice("objective", &SweepOptions::objective, {"tail_loss", "step_time", "tail_loss,step_time"},
               "what TPE minimises: the tail loss, the median step time, or both (multi-objective TPE)")
+      .text("objective_network", &SweepOptions::objective_network,
+            "TPE's step_time objective: \"\" for the median measured here, or a network preset (100mbit, 1gbit, "
+            "10gbit, 25gbit, 100gbit, nvlink) to minimise the step time predicted there, one rank per node")
       .integer("tpe_startup_trials", &SweepOptions::tpe_startup_trials, {0, 100000}, "trials",
                "TPE: trials drawn uniformly before the model is used")
       .integer("tpe_candidates", &SweepOptions::tpe_candidates, {1, 10000}, "",
@@ -205,6 +209,7 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
                                         "), more than max_trials=" + std::to_string(spec.options.max_trials) +
                                         ": narrow the axes, or raise max_trials (up to 1000000)");
   }
+  if (!spec.options.objective_network.empty()) net::link_preset(spec.options.objective_network, "objective_network");
   plan_trials(spec);  // every trial's configuration must be valid
   if (spec.options.strategy == "tpe") {
     // TPE's draws are made as the sweep runs: check random draws from the same space now.

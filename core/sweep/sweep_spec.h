@@ -48,6 +48,7 @@ struct SweepOptions {
   std::int64_t checkpoint_every = 0;
   std::int64_t max_trials = 1000;
   std::string objective = "tail_loss";  // TPE: tail_loss, step_time, or tail_loss,step_time
+  std::string objective_network;        // step_time: "" measured here, or predicted on this network preset
   std::int64_t tpe_startup_trials = 10;
   std::int64_t tpe_candidates = 24;
   static Schema<SweepOptions> schema();

@@ -246,7 +246,8 @@ class TpeSweeps(unittest.TestCase):
 
     def test_tpe_with_successive_halving_and_two_objectives(self):
         with tempfile.TemporaryDirectory() as d:
-            spec = self.tpe_spec(d, trials=6, seed=5, tpe_startup_trials=3, objective="tail_loss,step_time")
+            spec = self.tpe_spec(d, trials=6, seed=5, tpe_startup_trials=3, objective="tail_loss,step_time",
+                                 objective_network="1gbit")
             proc = ct.cli("sweep", "--spec", spec, *SMALL, "--set", "steps=36", "--early-stop", "4:3")
             runs = ct.cli_json("list")
             self.assertEqual(len(runs), 6, proc.stderr)
@@ -255,6 +256,10 @@ class TpeSweeps(unittest.TestCase):
                 self.assertEqual(r["status"], "succeeded" if r["steps_completed"] == 36 else "stopped", r)
             self.assertLess(sum(r["steps_completed"] == 36 for r in runs), 6)
             self.assertEqual(len(set(self.drawn())), 6)
+            bad = ct.cli("sweep", "--spec", self.tpe_spec(d, objective_network="5gbit"), *SMALL, check=False)
+            self.assertEqual(bad.returncode, 2, bad.stderr)
+            self.assertIn("objective_network", bad.stderr)
+            self.assertIn("100mbit", bad.stderr)
 
 
 if __name__ == "__main__":
