@@ -27,6 +27,24 @@ def steps_stored(run_id):
     return set(rows), len(rows)
 
 
+def kill_while_training(test, proc, trial, rows):
+    """Kills the sweep process `proc` once trial number `trial` has stored more than `rows` step rows; waits
+    until its workers are gone."""
+    def training():
+        try:  # the sweep creates the store: until its schema is committed, there is nothing to read
+            stored = ct.query("SELECT count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
+                              "WHERE r.trial = ? GROUP BY r.id", (trial,))
+        except sqlite3.OperationalError:  # no file yet, or no tables yet
+            return False
+        return bool(stored) and stored[0][0] > rows
+
+    test.assertIsNotNone(ct.wait_for(training, 120))
+    workers = ct.children_of(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    test.assertIsNotNone(ct.wait_for(lambda: not any(ct.is_running(p) for p in workers), 15))
+
+
 class Sweeps(unittest.TestCase):
     def setUp(self):
         ct.fresh_store()
@@ -137,20 +155,7 @@ class Sweeps(unittest.TestCase):
             args = [ct.CLI, "sweep", *SMALL, "--set", "steps=80", "--no-baseline", "--checkpoint-every", "10",
                     "--work-dir", work, "--axis", "optimizer.lr=0.01,0.02,0.03,0.04"]
             proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-            def second_trial_training():
-                try:  # the sweep creates the store: until its schema is committed, there is nothing to read
-                    rows = ct.query("SELECT r.trial, count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
-                                    "WHERE r.trial = 1 GROUP BY r.id")
-                except sqlite3.OperationalError:  # no file yet, or no tables yet
-                    return False
-                return bool(rows) and rows[0][1] > 2 * 35
-
-            self.assertIsNotNone(ct.wait_for(second_trial_training, 120))
-            workers = ct.children_of(proc.pid)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            self.assertIsNotNone(ct.wait_for(lambda: not any(ct.is_running(p) for p in workers), 15))
+            kill_while_training(self, proc, trial=1, rows=2 * 35)
             before = {r["id"]: r for r in ct.cli_json("list")}
             kept = {i: steps_stored(i)[0] for i in before}
             self.assertEqual([r["status"] for r in before.values()], ["succeeded", "interrupted", "pending", "pending"])
@@ -217,20 +222,7 @@ class TpeSweeps(unittest.TestCase):
             proc = subprocess.Popen([ct.CLI, "sweep", "--spec", spec, *SMALL, "--set", "steps=60",
                                      "--checkpoint-every", "10", "--work-dir", work],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-            def third_trial_training():
-                try:
-                    rows = ct.query("SELECT count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
-                                    "WHERE r.trial = 2 GROUP BY r.id")
-                except sqlite3.OperationalError:
-                    return False
-                return bool(rows) and rows[0][0] > 2 * 25
-
-            self.assertIsNotNone(ct.wait_for(third_trial_training, 120))
-            workers = ct.children_of(proc.pid)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            self.assertIsNotNone(ct.wait_for(lambda: not any(ct.is_running(p) for p in workers), 15))
+            kill_while_training(self, proc, trial=2, rows=2 * 25)
             before = ct.cli_json("list")
             self.assertEqual([r["status"] for r in before], ["succeeded", "succeeded", "interrupted", "pending"])
             self.assertIn("made when it starts", before[3]["name"])
