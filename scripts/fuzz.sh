@@ -21,12 +21,15 @@ fi
 cmake --build "$fuzz_build" --parallel "${COMMTUNE_JOBS:-$(nproc)}" >&2
 # libtorch keeps objects alive until exit: leaks are not findings here.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-for target in fuzz_event_stream fuzz_data_headers fuzz_config; do
+for target in fuzz_event_stream fuzz_event_files fuzz_data_headers fuzz_config; do
   scratch=$(mktemp -d)
   echo "== $target: ${seconds}s from tests/fuzz/corpus/$target" >&2
   status=0
+  corpora=("$root/tests/fuzz/corpus/$target")
+  # An event file is an event stream: the stream target's corpus seeds the file target.
+  [[ $target == fuzz_event_files ]] && corpora+=("$root/tests/fuzz/corpus/fuzz_event_stream")
   "$fuzz_build/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=3072 -print_final_stats=1 \
-    -artifact_prefix="$fuzz_build/$target-" "$scratch" "$root/tests/fuzz/corpus/$target" >"$fuzz_build/$target.log" 2>&1 ||
+    -artifact_prefix="$fuzz_build/$target-" "$scratch" "${corpora[@]}" >"$fuzz_build/$target.log" 2>&1 ||
     status=$?
   grep -E '(DONE|ERROR|SUMMARY|stat::number_of_executed_units|stat::new_units_added)' "$fuzz_build/$target.log" >&2 || true
   if [[ -n "$keep" ]]; then echo "   new inputs kept in $scratch" >&2; else rm -rf "$scratch"; fi

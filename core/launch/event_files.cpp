@@ -18,8 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// Ranks a job may have: a world size above this in a hello is a damaged or foreign file.
-constexpr std::uint32_t kMaxRanks = 1 << 20;
+// Ranks a job read from event files may have: a world size above this in a
+// hello is a damaged or foreign file (the outcome keeps a record per rank).
+constexpr std::uint32_t kMaxRanks = 1 << 16;
 // Read at most this much of one file per pass, so a huge file streams through a bounded buffer.
 constexpr std::size_t kChunkBytes = 4 << 20;
 
@@ -105,7 +106,11 @@ class EventFilesReader {
     } catch (const events::ProtocolError& e) {
       throw std::runtime_error(file.path + " is not a commtune event file: " + e.what());
     }
-    for (auto& event : decoded) dispatch(file, std::move(event));
+    try {
+      for (auto& event : decoded) dispatch(file, std::move(event));
+    } catch (const nlohmann::json::exception& e) {  // a message whose fields have the wrong types
+      throw std::runtime_error(file.path + " holds a malformed message: " + e.what());
+    }
     return true;
   }
 
