@@ -116,7 +116,10 @@ class EventFilesReader {
 
   void dispatch(RankFile& file, events::Event event) {
     if (const auto* hello = std::get_if<events::Hello>(&event.payload)) {
-      if (hello->world_size == 0 || hello->world_size > kMaxRanks || hello->rank >= hello->world_size)
+      if (hello->world_size > kMaxRanks)
+        throw std::runtime_error(file.path + " says its job has " + std::to_string(hello->world_size) +
+                                 " ranks, more than " + std::to_string(kMaxRanks) + ": a damaged or foreign file");
+      if (hello->world_size == 0 || hello->rank >= hello->world_size)
         throw std::runtime_error(file.path + " says rank " + std::to_string(hello->rank) + " of " +
                                  std::to_string(hello->world_size) + ": not a rank of a job");
       if (world_size_ != 0 && static_cast<int>(hello->world_size) != world_size_)

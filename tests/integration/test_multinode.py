@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -181,6 +182,20 @@ class MultiNode(unittest.TestCase):
             self.assertEqual(proc.returncode, 1, proc.stderr)
             self.assertIn("not a commtune event file", proc.stderr)
             self.assertNotIn("Traceback", proc.stderr)
+            def hello(rank, world):  # a frame: u32 length, u8 type (1: hello), then magic, version, rank, world, pid
+                body = struct.pack("<IHIII", 0x56455443, 1, rank, world, 1234)
+                return struct.pack("<IB", len(body), 1) + body
+
+            def message(text):  # type 4: a JSON message
+                return struct.pack("<IB", len(text), 4) + text
+
+            for frames, words in ((hello(0, 1 << 20), "more than 65536"), (hello(3, 2), "rank 3 of 2"),
+                                  (hello(0, 1) + message(b'{"kind":"run_end","wall_s":[]}'), "malformed")):
+                with open(junk, "wb") as f:
+                    f.write(frames)
+                proc = ct.cli("import", junk, check=False)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                self.assertIn(words, proc.stderr)
             proc = ct.cli("import", d + "/missing.ctev", check=False)
             self.assertNotEqual(proc.returncode, 0)
             self.assertEqual(ct.cli_json("list"), [])
