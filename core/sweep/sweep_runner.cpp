@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "core/dist/devices.h"
-#include "core/netmodel/cost_model.h"
 #include "core/launch/job.h"
+#include "core/netmodel/cost_model.h"
 #include "core/store/run_metrics.h"
 #include "core/store/run_recorder.h"
 #include "core/sweep/successive_halving.h"
