@@ -92,17 +92,17 @@ class EventFilesReader {
 
   // Feeds what was appended to `file` since the last pass; returns whether anything was.
   bool read_more(RankFile& file) {
-    std::string chunk(kChunkBytes, '\0');
+    chunk_.resize(kChunkBytes);  // allocated once, reused by every file and pass
     file.in.clear();
     file.in.seekg(static_cast<std::streamoff>(file.offset));
-    file.in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    chunk.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, file.in.gcount())));
-    if (chunk.empty()) return false;
-    file.offset += chunk.size();
+    file.in.read(chunk_.data(), static_cast<std::streamsize>(chunk_.size()));
+    const auto got = static_cast<std::size_t>(std::max<std::streamsize>(0, file.in.gcount()));
+    if (got == 0) return false;
+    file.offset += got;
     file.last_growth = Clock::now();
     std::vector<events::Event> decoded;
     try {
-      decoded = file.decoder.feed(chunk);
+      decoded = file.decoder.feed(std::string_view(chunk_.data(), got));
     } catch (const events::ProtocolError& e) {
       throw std::runtime_error(file.path + " is not a commtune event file: " + e.what());
     }
@@ -239,6 +239,7 @@ class EventFilesReader {
   nlohmann::json config_ = nlohmann::json::object();
   bool started_ = false;
   std::vector<events::Event> early_;  // before the run's start, for subscribers added then
+  std::string chunk_;
   std::string no_files_reason_;
 };
 
