@@ -27,6 +27,11 @@ namespace {
 using steady = std::chrono::steady_clock;
 constexpr std::size_t kTailLines = 40;
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
+// A rank that diverged stops on its own after recording that step; its peers
+// took part in the step's collectives and record it too, then fail at the
+// next one for want of it. They get this long to do so before being stopped,
+// so every rank's record of the diverged step is kept.
+constexpr auto kDivergedPeerGrace = std::chrono::seconds(2);
 
 struct Worker {
   RankOutcome outcome;
@@ -348,7 +353,8 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
   }
 
   bool stopping = false, cancelled = false;
-  steady::time_point kill_at;
+  bool term_pending = false;  // a SIGTERM to the ranks still running, due at term_at
+  steady::time_point term_at{}, kill_at{};
   while (true) {
     std::vector<pollfd> fds;
     std::vector<std::pair<Worker*, bool>> owners;
@@ -375,9 +381,17 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
       for (auto& w : workers_)
         if (!w.exited) w.state_at_failure = process_state(w.outcome.pid);
       stopping = true;
+      const bool diverged =
+          !cancelled && workers_[static_cast<std::size_t>(failure_order_.front())].outcome.error_kind == "diverged";
+      term_pending = true;
+      term_at = steady::now() + (diverged ? std::chrono::duration_cast<steady::duration>(kDivergedPeerGrace)
+                                          : steady::duration::zero());
+    }
+    if (term_pending && steady::now() >= term_at) {
+      term_pending = false;
       stop_all(SIGTERM);
       kill_at = steady::now() + options_.kill_grace;
-    } else if (stopping && steady::now() >= kill_at) {
+    } else if (stopping && !term_pending && steady::now() >= kill_at) {
       stop_all(SIGKILL);
       kill_at = steady::now() + std::chrono::hours(1);
     }
