@@ -172,14 +172,12 @@ class EventFilesReader {
       if (now - started > options_.quiet_limit) out.push_back(0);
       return out;
     }
-    for (int r = 0; r < world_size_; ++r) {
-      const auto& rank = outcome_.ranks[static_cast<std::size_t>(r)];
-      if (ended(rank)) continue;
-      auto last = started;
-      for (const auto& f : files_)
-        if (f->rank == r) last = f->last_growth;
-      if (now - last > options_.quiet_limit) out.push_back(r);
-    }
+    // When each rank's file last grew (a rank without a file yet: since reading began).
+    std::vector<Clock::time_point> last(static_cast<std::size_t>(world_size_), started);
+    for (const auto& f : files_)
+      if (f->rank >= 0) last[static_cast<std::size_t>(f->rank)] = f->last_growth;
+    for (std::size_t r = 0; r < last.size(); ++r)
+      if (!ended(outcome_.ranks[r]) && now - last[r] > options_.quiet_limit) out.push_back(static_cast<int>(r));
     return out;
   }
 
