@@ -107,7 +107,13 @@ CREATE INDEX run_params_by_name ON run_params(name, value);
          ";\n";
 }
 
-std::vector<std::string> migrations() { return {kVersion1, version2()}; }
+// Version 3: a run's tags (comma-separated) and free-text notes, set by the user.
+constexpr const char* kVersion3 = R"sql(
+ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+)sql";
+
+std::vector<std::string> migrations() { return {kVersion1, version2(), kVersion3}; }
 
 struct FileState {
   std::int64_t application_id;

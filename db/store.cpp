@@ -42,7 +42,7 @@ nlohmann::json parse_json(const std::string& text) {
 
 constexpr const char* kRunColumns =
     "id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, steps_completed, "
-    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary";
+    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes";
 
 RunRecord read_run(const Statement& s) {
   RunRecord r;
@@ -65,6 +65,8 @@ RunRecord read_run(const Statement& s) {
   r.final_loss = s.optional_real(16);
   r.reason = s.text(17);
   r.summary = parse_json(s.text(18));
+  r.tags = s.text(19);
+  r.notes = s.text(20);
   return r;
 }
 
@@ -166,6 +168,25 @@ std::vector<SweepRecord> Store::sweeps() const {
   return out;
 }
 
+void Store::rename_sweep(std::int64_t sweep_id, const std::string& name) {
+  connection_.prepare("UPDATE sweeps SET name = ? WHERE id = ?").run(name, sweep_id);
+  if (connection_.changes() != 1) throw Error("there is no sweep " + std::to_string(sweep_id));
+}
+
+void Store::delete_sweep(std::int64_t sweep_id) {
+  Transaction transaction(connection_);
+  const auto found = sweep(sweep_id);
+  if (!found) throw Error("there is no sweep " + std::to_string(sweep_id));
+  if (found->status == status::kRunning && owner_alive(found->owner))
+    throw Error("sweep " + std::to_string(sweep_id) + " is running: stop it before deleting it");
+  auto running = connection_.prepare("SELECT count(*) FROM runs WHERE sweep_id = ? AND status = ?");
+  running.bind_all(sweep_id, status::kRunning);
+  if (running.next() && running.integer(0) > 0)
+    throw Error("sweep " + std::to_string(sweep_id) + " has a running trial: stop it before deleting the sweep");
+  connection_.prepare("DELETE FROM sweeps WHERE id = ?").run(sweep_id);  // its runs and their rows cascade
+  transaction.commit();
+}
+
 std::int64_t Store::create_run(const NewRun& run, const std::string& s) {
   Transaction transaction(connection_);
   const bool started = s == status::kRunning;
@@ -198,8 +219,9 @@ void Store::plan_pending_run(std::int64_t run_id, const NewRun& run) {
 
 std::string Store::runs_signature() const {
   auto s = connection_.prepare(
-      "SELECT coalesce(group_concat(id || ':' || status || ':' || steps_completed || ':' || name, char(10)), '') "
-      "FROM (SELECT id, status, steps_completed, name FROM runs ORDER BY id)");
+      "SELECT coalesce(group_concat(id || ':' || status || ':' || steps_completed || ':' || name || ':' || tags || ':' "
+      "|| length(notes), char(10)), '') || (SELECT coalesce(group_concat(id || ':' || name || ':' || status), '') FROM "
+      "sweeps) FROM (SELECT id, status, steps_completed, name, tags, notes FROM runs ORDER BY id)");
   return s.next() ? s.text(0) : std::string();
 }
 
@@ -291,6 +313,36 @@ std::vector<std::pair<std::string, nlohmann::json>> Store::params(std::int64_t r
     out.emplace_back(s.text(0), std::move(value));
   }
   return out;
+}
+
+void Store::rename_run(std::int64_t run_id, const std::string& name) {
+  connection_.prepare("UPDATE runs SET name = ? WHERE id = ?").run(name, run_id);
+  if (connection_.changes() != 1) throw Error("there is no run " + std::to_string(run_id));
+}
+
+void Store::annotate_run(std::int64_t run_id, const std::string& tags, const std::string& notes) {
+  std::string joined;
+  std::size_t start = 0;
+  while (start <= tags.size()) {
+    const auto comma = std::min(tags.find(',', start), tags.size());
+    auto tag = tags.substr(start, comma - start);
+    tag.erase(0, tag.find_first_not_of(" \t\n"));
+    tag.erase(tag.find_last_not_of(" \t\n") + 1);
+    if (!tag.empty()) joined += (joined.empty() ? "" : ", ") + tag;
+    start = comma + 1;
+  }
+  connection_.prepare("UPDATE runs SET tags = ?, notes = ? WHERE id = ?").run(joined, notes, run_id);
+  if (connection_.changes() != 1) throw Error("there is no run " + std::to_string(run_id));
+}
+
+void Store::delete_run(std::int64_t run_id) {
+  Transaction transaction(connection_);
+  const auto found = run(run_id);
+  if (!found) throw Error("there is no run " + std::to_string(run_id));
+  if (found->status == status::kRunning && owner_alive(found->owner))
+    throw Error("run " + std::to_string(run_id) + " is running: stop it before deleting it");
+  connection_.prepare("DELETE FROM runs WHERE id = ?").run(run_id);  // metrics, stats, events, params cascade
+  transaction.commit();
 }
 
 std::int64_t Store::stat_id(const std::string& name) {

@@ -63,6 +63,8 @@ struct RunRecord {
   std::optional<double> final_loss;
   std::string reason;
   nlohmann::json summary;  // null until the run ends
+  std::string tags;        // the user's, comma-separated
+  std::string notes;
 };
 
 // How a run (or one launch of it) ended.
@@ -174,6 +176,9 @@ class Store {
   void claim_sweep(std::int64_t sweep_id);
   std::optional<SweepRecord> sweep(std::int64_t sweep_id) const;
   std::vector<SweepRecord> sweeps() const;
+  void rename_sweep(std::int64_t sweep_id, const std::string& name);
+  // Deletes a sweep that is not running, with its runs and their metrics.
+  void delete_sweep(std::int64_t sweep_id);
 
   // Runs
   std::int64_t create_run(const NewRun& run, const std::string& status = status::kRunning);
@@ -190,6 +195,11 @@ class Store {
   // (not with every step): a list view polls it to know when to read again.
   std::string runs_signature() const;
   std::vector<std::pair<std::string, nlohmann::json>> params(std::int64_t run_id) const;
+  void rename_run(std::int64_t run_id, const std::string& name);
+  // Tags are normalised: trimmed, empty ones dropped, joined by ", ".
+  void annotate_run(std::int64_t run_id, const std::string& tags, const std::string& notes);
+  // Deletes a run that is not running, with its metrics, statistics, events and artifacts' rows.
+  void delete_run(std::int64_t run_id);
 
   // Metrics
   std::int64_t stat_id(const std::string& name);

@@ -100,6 +100,49 @@ TEST_F(StoreTest, RunsKeepTheirConfigurationAsTypedParameters) {
   EXPECT_EQ(found[0].config["hook"]["matrix_approximation_rank"], 1);
 }
 
+TEST_F(StoreTest, RunsTakeTagsNotesAndNamesAndDeleteWithTheirMetrics) {
+  Store store(file("runs.db"));
+  const auto sweep = store.create_sweep("", nlohmann::json::object());
+  auto planned = sample_run(1);
+  planned.sweep_id = sweep;
+  planned.trial = 0;
+  const auto trial = store.create_run(planned, status::kSucceeded);
+  const auto single = store.create_run(sample_run(4), status::kSucceeded);
+  const auto running = store.create_run(sample_run(2));  // owned by this live process
+  for (const auto id : {trial, single, running}) {
+    StepRow row;
+    row.run_id = id;
+    store.insert(row);
+    store.insert(EventRow{id, 0, 0.0, "log", nlohmann::json::object()});
+  }
+  const auto before = store.runs_signature();
+  store.annotate_run(single, " baseline,,  keep ,", "rank 4 looks best");
+  EXPECT_NE(store.runs_signature(), before);
+  EXPECT_EQ(store.run(single)->tags, "baseline, keep");
+  EXPECT_EQ(store.run(single)->notes, "rank 4 looks best");
+  store.rename_run(single, "rank four");
+  store.rename_sweep(sweep, "powersgd grid");
+  EXPECT_EQ(store.run(single)->name, "rank four");
+  EXPECT_EQ(store.sweep(sweep)->name, "powersgd grid");
+  EXPECT_NE(message_of([&] { store.annotate_run(999, "", ""); }).find("no run 999"), std::string::npos);
+
+  EXPECT_NE(message_of([&] { store.delete_run(running); }).find("is running"), std::string::npos);
+  store.delete_run(single);
+  EXPECT_FALSE(store.run(single));
+  EXPECT_EQ(store.count_steps(single), 0);
+  EXPECT_TRUE(store.events(single).empty());
+  EXPECT_TRUE(store.params(single).empty());
+  EXPECT_EQ(store.count_steps(running), 1);  // the others keep theirs
+
+  EXPECT_NE(message_of([&] { store.delete_sweep(sweep); }).find("is running"), std::string::npos);
+  store.set_sweep_status(sweep, status::kCancelled);
+  store.delete_sweep(sweep);
+  EXPECT_FALSE(store.sweep(sweep));
+  EXPECT_FALSE(store.run(trial));
+  EXPECT_EQ(store.count_steps(trial), 0);
+  EXPECT_EQ(store.runs().size(), 1u);
+}
+
 TEST_F(StoreTest, LatestBucketStatsTakeEachStatisticsNewestStep) {
   Store store(file("runs.db"));
   const auto run = store.create_run(sample_run());
