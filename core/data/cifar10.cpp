@@ -13,7 +13,6 @@ namespace {
 constexpr auto kRecord = static_cast<std::int64_t>(kCifarRecordBytes);
 
 std::unique_ptr<Dataset> make_cifar10(const FileDatasetOptions& o, const DataContext&) {
-  if (o.path.empty()) throw ConfigError("data.path", "set the folder holding the CIFAR-10 .bin files");
   namespace fs = std::filesystem;
   fs::path dir(o.path);
   if (fs::exists(dir / "cifar-10-batches-bin")) dir /= "cifar-10-batches-bin";

@@ -13,7 +13,7 @@ namespace commtune {
 
 Schema<FileDatasetOptions> FileDatasetOptions::schema() {
   return Schema<FileDatasetOptions>()
-      .text("path", &FileDatasetOptions::path, "folder holding the dataset's files (plain or .gz)")
+      .required_text("path", &FileDatasetOptions::path, "the folder holding the dataset's files (plain or .gz)")
       .choice("split", &FileDatasetOptions::split, {"train", "test"}, "the training or the test files")
       .integer("limit", &FileDatasetOptions::limit, Range::at_least(0), "samples",
                "use only the first N samples (0: all)")

@@ -93,7 +93,7 @@ std::string ParamSpec::allowed() const {
     case ParamKind::Boolean:
       return "true or false";
     case ParamKind::Text:
-      return "a string";
+      return required ? "a non-empty string" : "a string";
     case ParamKind::Choice:
       return "one of: " + join(choices);
     case ParamKind::Integer:
@@ -121,6 +121,7 @@ nlohmann::json ParamSpec::to_json() const {
   if (!choices.empty()) j["choices"] = choices;
   if (!unit.empty()) j["unit"] = unit;
   if (log_scale) j["log_scale"] = true;
+  if (required) j["required"] = true;
   return j;
 }
 

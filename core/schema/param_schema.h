@@ -40,6 +40,7 @@ struct ParamSpec {
   std::string unit;
   std::string doc;
   bool log_scale = false;  // a hint for sweep axes and GUI sliders
+  bool required = false;   // text that must be given (no usable default)
 
   // What the value may be, in words: "an integer from 1 to 64", "one of: a, b".
   std::string allowed() const;
@@ -113,6 +114,13 @@ class Schema {
   Schema& text(std::string name, std::string Options::*field, std::string doc) {
     return bind(std::move(name), ParamKind::Text, field, {}, {}, "", std::move(doc));
   }
+  // Text the user must give: a configuration without it is refused by name
+  // when it is read, not later by whatever needed it.
+  Schema& required_text(std::string name, std::string Options::*field, std::string doc) {
+    text(std::move(name), field, std::move(doc));
+    bindings_.back().spec.required = true;
+    return *this;
+  }
   Schema& choice(std::string name, std::string Options::*field, std::vector<std::string> choices, std::string doc) {
     return bind(std::move(name), ParamKind::Choice, field, {}, std::move(choices), "", std::move(doc));
   }
@@ -132,6 +140,9 @@ class Schema {
       if (it == object.end()) continue;
       b.assign(options, check_param(b.spec, *it, join_path(path, b.spec.name)));
     }
+    for (const auto& b : bindings_)
+      if (b.spec.required && b.value(options) == "")
+        throw ConfigError(join_path(path, b.spec.name), "required here (" + b.spec.doc + ")");
     return options;
   }
 
