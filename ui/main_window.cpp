@@ -19,6 +19,7 @@
 #include "ui/engine_session.h"
 #include "ui/forms/config_form.h"
 #include "ui/forms/sweep_editor.h"
+#include "ui/forms/wheel_guard.h"
 #include "ui/pages/analysis_page.h"
 #include "ui/pages/dashboard_page.h"
 #include "ui/pages/launch_page.h"
@@ -30,6 +31,7 @@ namespace commtune::ui {
 MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow(parent) {
   setObjectName("commtune:main");
   setWindowTitle("commtune");
+  qApp->installEventFilter(new WheelGuard(this));  // before the pages: it sees their fields polished
   engine_ = new EngineSession(store_path, this);
   launch_ = new LaunchPage(this);
   dashboard_ = new DashboardPage(*engine_, this);
@@ -51,6 +53,17 @@ MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow
     launch_job(QString("sweep %1 again").arg(sweep_id), [this, sweep_id] { engine_->resume_sweep(sweep_id); });
   });
   connect(engine_, &EngineSession::run_finished, this, [this] { runs_->refresh(); });
+  connect(analysis_, &AnalysisPage::open_runs_requested, this, [this](const std::vector<std::int64_t>& ids) {
+    runs_->open_runs(ids);
+    show_page(kRuns);
+  });
+  // The runs list reads the store again when it changes (here or in another
+  // process): a new or finished sweep then shows on Analysis too.
+  connect(runs_, &RunsPage::loaded, this, [this] {
+    if (tabs_->currentIndex() == kAnalysis) analysis_->refresh();
+  });
+  connect(runs_, &RunsPage::store_changed, analysis_, &AnalysisPage::refresh);
+
   connect(runs_, &RunsPage::watch_live, this, [this](qint64 run_id) {
     dashboard_->follow_stored_run(run_id);
     show_page(kDashboard);

@@ -3,13 +3,17 @@
 // run launched from the form whose points reach the plots, stopped from the
 // dashboard, found in the run browser and exported as a PowerSGDState file
 // that PyTorch loads; a sweep from the form, its analysis, themes and the
-// remembered layout; a plugin's hook and compressor in the forms.
+// remembered layout; a plugin's hook and compressor in the forms; a sweep of
+// 30 trials on every page: the trial list, smoothing, log axes, filters,
+// tags, deletion, parallel coordinates and parameter importance.
 #include <QCheckBox>
+#include <array>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
+#include <QGroupBox>
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
@@ -17,7 +21,15 @@
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QListWidget>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTableView>
+#include <QSpontaneKeyEvent>
+#include <QWheelEvent>
 #include <QtTest>
+#include <cmath>
+#include <set>
 
 #include "core/netmodel/network.h"
 #include "db/store.h"
@@ -32,7 +44,9 @@
 #include "ui/pages/launch_page.h"
 #include "ui/pages/runs_page.h"
 #include "ui/plot/qcustomplot.h"
+#include "ui/plot/parallel_coordinates.h"
 #include "ui/plot/run_plots.h"
+#include "ui/theme.h"
 
 using namespace commtune::ui;
 
@@ -50,6 +64,79 @@ void type_into(ParamField* field, const QString& text) {
   } else if (auto* check = field->findChild<QCheckBox*>()) {
     check->setChecked(text == "true");
   }
+}
+
+// A wheel notch (down) over a widget, delivered as the window system would:
+// through the application, so filters and propagation to parents apply.
+void wheel_over(QWidget* widget) {
+  const QPointF at(widget->width() / 2.0, widget->height() / 2.0);
+  QWheelEvent event(at, widget->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  // As from the window system: Qt propagates only spontaneous wheel events,
+  // and sendEvent() would mark it otherwise.
+  QSpontaneKeyEvent::setSpontaneous(&event);
+  QApplication::instance()->notify(widget, &event);
+}
+
+// CIELAB lightness and opponent axes of a colour (sRGB, D65).
+std::array<double, 3> lab(const QColor& c) {
+  auto linear = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+  const double r = linear(c.redF()), g = linear(c.greenF()), b = linear(c.blueF());
+  const double x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, y = 0.2126 * r + 0.7152 * g + 0.0722 * b,
+               z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883;
+  auto f = [](double t) { return t > 216.0 / 24389 ? std::cbrt(t) : (24389.0 / 27 * t + 16) / 116; };
+  return {116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))};
+}
+
+// A finished sweep of PowerSGD trials written straight into the store, as a
+// sweep leaves it: rank x start iteration, a tail loss that depends on the
+// rank only, MB per step spanning three decades. Returns the sweep's id.
+std::int64_t seed_sweep(const QString& path, const std::vector<int>& ranks, const std::vector<int>& starts) {
+  namespace db = commtune::db;
+  db::Store s(path.toStdString());
+  db::Transaction transaction(s.connection());
+  const nlohmann::json spec = {
+      {"base", {{"world_size", 2}, {"steps", 100}, {"hook", {{"name", "powersgd"}, {"start_powerSGD_iter", 2}}}}},
+      {"axes", {{"hook.matrix_approximation_rank", ranks}, {"hook.start_powerSGD_iter", starts}}},
+      {"baseline", false}};
+  const auto sweep = s.create_sweep("", spec);
+  int trial = 0;
+  for (const int rank : ranks)
+    for (const int start : starts) {
+      db::NewRun run;
+      run.sweep_id = sweep;
+      run.trial = trial++;
+      run.name = "rank " + std::to_string(rank) + ", start " + std::to_string(start);
+      run.config = {{"world_size", 2},
+                    {"steps", 100},
+                    {"hook",
+                     {{"name", "powersgd"},
+                      {"matrix_approximation_rank", rank},
+                      {"start_powerSGD_iter", start},
+                      {"use_error_feedback", true}}}};
+      run.world_size = 2;
+      run.steps_requested = 100;
+      const auto id = s.create_run(run, db::status::kSucceeded);
+      double loss = 0;
+      for (int step = 0; step < 100; ++step)
+        for (int r = 0; r < 2; ++r) {
+          db::StepRow row;
+          row.run_id = id;
+          row.rank = r;
+          row.step = step;
+          row.wall_s = step * 0.01;
+          loss = 1.0 + 1.0 / rank + std::exp(-step / 20.0);
+          row.loss = loss;
+          row.t_forward = 0.002, row.t_backward = 0.004, row.t_step = 0.01;
+          row.wire_bytes = static_cast<std::uint64_t>(1000 * rank);
+          row.uncompressed_bytes = 4000000;
+          s.insert(row);
+        }
+      s.finish_run(id, {db::status::kSucceeded, "", 100, loss, 1.0, nullptr});
+    }
+  s.set_sweep_status(sweep, db::status::kSucceeded);
+  transaction.commit();
+  return sweep;
 }
 
 // How light a plot's background is, from its rendering.
@@ -108,6 +195,213 @@ class GuiTest : public QObject {
     other.launch()->load_json(raw);
     QCOMPARE(other.launch()->form()->field("hook.start_powerSGD_iter")->text(), QString("2"));
     QCOMPARE(other.launch()->form()->raw(), raw);
+  }
+
+  void scrolling_the_form_never_changes_a_field() {
+    MainWindow window(store());
+    window.resize(1300, 700);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* form = window.launch()->form();
+    auto* data = form->field("data.name")->findChild<QComboBox*>();
+    auto* scroll = window.launch()->findChild<QScrollArea*>();
+    QVERIFY(data && scroll);
+    const auto before = data->currentText();
+    const int scrolled = scroll->verticalScrollBar()->value();
+    for (int notch = 0; notch < 4; ++notch) wheel_over(data);
+    QCOMPARE(data->currentText(), before);  // the field keeps its value ...
+    if (scroll->verticalScrollBar()->maximum() > 0)  // ... and the wheel scrolls the form instead
+      QVERIFY(scroll->verticalScrollBar()->value() > scrolled);
+    QVERIFY(data->focusPolicy() != Qt::WheelFocus);  // the wheel no longer gives it focus either
+    // Clicked into, the field takes the wheel as a choice list does.
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    data->setFocus(Qt::MouseFocusReason);
+    QTRY_VERIFY(data->hasFocus());
+    wheel_over(data);
+    QVERIFY(data->currentText() != before);
+
+    // The status speaks for the whole configuration: a file dataset needs its folder.
+    form->set_text("data.name", "cifar10");
+    QVERIFY2(form->problem().startsWith("data.path:"), qPrintable(form->problem()));
+    QVERIFY(!window.launch()->run_button()->isEnabled());
+    QVERIFY(!window.launch()->problem_text().contains("Ready"));
+    form->set_text("data.name", "synthetic");
+    QVERIFY2(form->problem().isEmpty(), qPrintable(form->problem()));
+
+    // The hook is the first thing on the page, not below the fold.
+    auto* hook = window.launch()->findChild<QWidget*>("group:Communication hook");
+    QVERIFY(hook);
+    for (auto* group : window.launch()->findChildren<QGroupBox*>())
+      if (group != hook && group->isVisible()) QVERIFY(hook->mapTo(form, QPoint()).y() <= group->mapTo(form, QPoint()).y());
+  }
+
+  void thirty_trials_stay_readable() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_sweep(path, {1, 2, 4, 8, 16}, {2, 10, 50, 100, 200, 400});
+    MainWindow window(path);
+    window.resize(1400, 900);
+    window.show();
+    window.set_theme(ThemeChoice::Light);
+
+    // The runs table is a tuner's: metrics and swept parameters as columns.
+    auto* runs = window.runs();
+    runs->refresh();
+    QTRY_VERIFY(!runs->loading());
+    QCOMPARE(runs->visible_runs(), 30);
+    QStringList headers;
+    auto* model = runs->table()->model();
+    for (int c = 0; c < model->columnCount(); ++c) headers << model->headerData(c, Qt::Horizontal).toString();
+    for (const char* column : {"tail loss", "ms/step", "MB/step", "compr.", "matrix_approximation_rank",
+                               "start_powerSGD_iter", "tags"})
+      QVERIFY2(headers.contains(column), qPrintable(headers.join(", ")));
+
+    // Filtered by parameter, by metric, and refused with a reason.
+    runs->search()->setText("hook.matrix_approximation_rank = 2");
+    QCOMPARE(runs->visible_runs(), 6);
+    runs->search()->setText("hook.matrix_approximation_rank >= 4, hook.start_powerSGD_iter = 10");
+    QCOMPARE(runs->visible_runs(), 3);
+    runs->search()->setText("loss < 1.3");  // 1 + 1/rank + a little: ranks 4, 8, 16
+    QCOMPARE(runs->visible_runs(), 18);
+    runs->search()->setText("hook.use_error_feedback = true");  // stored as 1, shown and matched as true
+    QCOMPARE(runs->visible_runs(), 30);
+    runs->search()->setText("rnk = 2");
+    QVERIFY2(runs->filter_problem().contains("rnk"), qPrintable(runs->filter_problem()));
+    runs->search()->clear();
+    QVERIFY(runs->filter_problem().isEmpty());
+
+    // Tags and notes, a sweep's name, deleting a run with its metrics.
+    commtune::db::Store reader(path.toStdString(), commtune::db::Store::Access::ReadOnly);
+    const auto ids = [&] {
+      std::vector<std::int64_t> out;
+      for (const auto& r : reader.runs()) out.push_back(r.id);
+      return out;
+    }();
+    QSignalSpy loaded(runs, &RunsPage::loaded);
+    runs->annotate(ids[3], "the keeper", "best, rank 1", "lowest loss at rank 1");
+    QTRY_VERIFY(loaded.count() >= 1 && !runs->loading());
+    runs->search()->setText("tag = best");
+    QCOMPARE(runs->visible_runs(), 1);
+    QCOMPARE(QString::fromStdString(reader.run(ids[3])->notes), QString("lowest loss at rank 1"));
+    runs->search()->clear();
+    runs->rename_sweep(sweep, "rank x start");
+    QTRY_COMPARE(QString::fromStdString(reader.sweep(sweep)->name), QString("rank x start"));
+    QTRY_VERIFY(!runs->loading());
+    runs->delete_runs({ids[29]});
+    QTRY_VERIFY(!reader.run(ids[29]));
+    QTRY_COMPARE(runs->visible_runs(), 29);
+    QCOMPARE(reader.count_steps(ids[29]), 0);
+
+    // The parameter diff leads with what was swept, and booleans read as such.
+    runs->open_runs({ids[0], ids[1], ids[6]});
+    QTRY_VERIFY(!runs->loading());
+    QTRY_VERIFY(runs->diff()->rowCount() >= 2);
+    QSet<QString> leading{runs->diff()->item(0, 0)->text(), runs->diff()->item(1, 0)->text()};
+    QCOMPARE(leading, (QSet<QString>{"hook.matrix_approximation_rank", "hook.start_powerSGD_iter"}));
+    runs->findChild<QCheckBox*>("runs:only_differences")->setChecked(false);  // every parameter
+    QTRY_VERIFY(!runs->loading());
+    bool saw_boolean = false;
+    for (int row = 0; row < runs->diff()->rowCount(); ++row)
+      if (runs->diff()->item(row, 0)->text() == "hook.use_error_feedback") {
+        QCOMPARE(runs->diff()->item(row, 1)->text(), QString("true"));
+        saw_boolean = true;
+      }
+    QVERIFY(saw_boolean);
+    QCOMPARE(runs->metrics()->rowCount(), 3);  // compare's metrics table
+
+    // The curves: a trial list instead of a legend over the plot, hide and solo.
+    std::vector<std::int64_t> all(ids.begin(), ids.end() - 1);
+    runs->open_runs(all);
+    QTRY_VERIFY(!runs->loading());
+    auto* plots = runs->plots();
+    QTRY_COMPARE(plots->run_list()->count(), 29);
+    QVERIFY(!plots->loss_plot()->legend->visible());
+    plots->run_list()->item(0)->setCheckState(Qt::Unchecked);  // as a click on its box
+    QVERIFY(!plots->run_visible(all[0]));
+    QVERIFY(!plots->loss_plot()->graph(0)->visible());
+    plots->solo(all[5]);
+    int shown = 0;
+    for (int g = 0; g < plots->loss_plot()->graphCount(); ++g) shown += plots->loss_plot()->graph(g)->visible();
+    QCOMPARE(shown, 1);
+    QVERIFY(plots->loss_plot()->graph(5)->visible());
+    plots->solo(all[5]);  // again: everything
+    QVERIFY(plots->run_visible(all[0]) && plots->run_visible(all[28]));
+    plots->highlight(all[2]);
+    QVERIFY(plots->loss_plot()->graph(2)->pen().widthF() > plots->loss_plot()->graph(3)->pen().widthF());
+    QVERIFY(plots->loss_plot()->graph(3)->pen().color().alpha() < 255);
+    plots->highlight(-1);
+
+    // Distinct colours: 24 per theme, every pair far apart in CIELAB.
+    for (const auto theme : {ThemeChoice::Light, ThemeChoice::Dark}) {
+      window.set_theme(theme);
+      const auto colours = current_theme().series;
+      QVERIFY(colours.size() >= 20);
+      for (std::size_t i = 0; i < colours.size(); ++i)
+        for (std::size_t j = i + 1; j < colours.size(); ++j) {
+          const auto a = lab(colours[i]), b = lab(colours[j]);
+          const double distance = std::hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+          QVERIFY2(distance > 30, qPrintable(QString("colours %1 and %2: %3").arg(i).arg(j).arg(distance)));
+        }
+      std::set<QRgb> pens;
+      for (int g = 0; g < 24; ++g) pens.insert(plots->loss_plot()->graph(g)->pen().color().rgb());
+      QCOMPARE(pens.size(), std::size_t{24});
+    }
+
+    // Log axes where values span decades; smoothing as TensorBoard does it.
+    auto* wire = plots->plot(RunPlots::Plot::Wire);
+    plots->set_log_y(RunPlots::Plot::Wire, true);
+    QCOMPARE(wire->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(runs->findChild<QCheckBox*>("plots:log:bytes")->isChecked());
+    const auto raw = plots->points_of(all[0]);
+    plots->set_smoothing(0.9);
+    const auto smoothed = plots->loss_plot()->graph(0)->data();
+    QCOMPARE(smoothed->at(0)->value, raw[0].loss);  // debiased: the first point is itself
+    const double ema = (0.9 * 0.1 * raw[0].loss + 0.1 * raw[1].loss) / (1 - 0.81);
+    QVERIFY(std::abs(smoothed->at(1)->value - ema) < 1e-12);
+    plots->set_smoothing(0);
+    QCOMPARE(plots->loss_plot()->graph(0)->data()->at(1)->value, raw[1].loss);
+
+    // A near-constant series gets distinct tick labels.
+    plots->solo(all[0]);
+    plots->refresh(true);
+    auto* ratio = plots->plot(RunPlots::Plot::Ratio);  // exactly 4000x on every step
+    ratio->replot();
+    const auto labels = ratio->yAxis->tickVectorLabels();
+    QVERIFY(labels.size() >= 2);
+    QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), labels.size());
+    QVERIFY(ratio->yAxis->range().size() >= 4000 * 1e-3 * 0.99);
+
+    // Analysis: parallel coordinates with brushing, importance, the heatmap's top on its scale.
+    auto* analysis = window.analysis();
+    window.show_page(MainWindow::kAnalysis);
+    QSignalSpy analysed(analysis, &AnalysisPage::analysed);
+    analysis->select_sweep(sweep);
+    analysis->refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().points.size() == 29, 60000);
+    QCOMPARE(analysis->parallel()->matching_runs().size(), std::size_t{29});
+    QCOMPARE(analysis->parallel_table()->rowCount(), 29);
+    const int loss_axis = 2;  // after the two swept parameters
+    analysis->parallel()->set_brush(loss_axis, 0.0, 0.3);  // the lowest losses: the highest ranks
+    const auto kept = analysis->parallel()->matching_runs();
+    QVERIFY(!kept.empty() && kept.size() < 29);
+    QCOMPARE(analysis->parallel_table()->rowCount(), static_cast<int>(kept.size()));
+    for (const auto id : kept) QVERIFY(reader.run(id)->config["hook"]["matrix_approximation_rank"].get<int>() >= 4);
+    QVERIFY(!analysis->data().importance.empty());
+    QCOMPARE(analysis->data().importance.front().param, std::string("hook.matrix_approximation_rank"));
+    QVERIFY(analysis->data().importance.front().share > 0.9);
+    QCPColorMap* map = nullptr;
+    for (int i = 0; i < analysis->plots()[1]->plottableCount(); ++i)
+      if (auto* m = qobject_cast<QCPColorMap*>(analysis->plots()[1]->plottable(i))) map = m;
+    QVERIFY(map);
+    auto gradient = map->gradient();
+    const QColor top = gradient.color(map->dataRange().upper, map->dataRange());
+    QVERIFY2(top.lightnessF() < 0.9, qPrintable(top.name()));  // not white: on the scale
+
+    // A sweep recorded meanwhile (here, by another process) becomes the one shown.
+    const auto newer = seed_sweep(path, {1, 2}, {2, 10});
+    QTRY_COMPARE_WITH_TIMEOUT(analysis->shown_sweep(), newer, 30000);
+    window.set_theme(ThemeChoice::System);
   }
 
   void plugins_appear_in_the_forms_like_built_ins() {
@@ -355,6 +649,19 @@ class GuiTest : public QObject {
     for (int i = 2; i < started.count(); ++i) QVERIFY(started.at(i).at(0).value<RunStart>().run_id != first);
     commtune::db::Store after(store().toStdString(), commtune::db::Store::Access::ReadOnly);
     QCOMPARE(QString::fromStdString(after.run(first)->status), QString("stopped"));
+    // The dashboard shows what the store holds: no point of the cancelled
+    // attempt that the resumed one replaced (same step, another step time).
+    for (int i = 1; i < started.count(); ++i) {
+      const auto id = started.at(i).at(0).value<RunStart>().run_id;
+      std::map<std::int64_t, double> stored;
+      for (const auto& p : stored_points(id, after.steps(id))) stored[p.step] = p.step_s;
+      for (const auto& p : window.dashboard()->plots()->points_of(id)) {
+        if (!stored.count(p.step)) continue;  // a step some rank had not stored when it stopped
+        QVERIFY2(std::abs(stored[p.step] - p.step_s) <= 1e-9 * std::abs(p.step_s),
+                 qPrintable(QString("run %1 step %2: shown %3 s, stored %4 s")
+                                .arg(id).arg(p.step).arg(p.step_s).arg(stored[p.step])));
+      }
+    }
   }
 
   void a_run_recorded_by_another_process_is_watched_live() {

@@ -2,6 +2,7 @@
 
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
@@ -52,8 +53,15 @@ void ConfigForm::rebuild() {
     content_->deleteLater();
   }
   content_ = new QWidget(this);
-  auto* column = new QVBoxLayout(content_);
-  column->setContentsMargins(0, 0, 0, 0);
+  // Two columns: what a user changes first (the hook, the run, model and
+  // data) on the left, the rest beside it, so nothing is below the fold.
+  auto* columns = new QHBoxLayout(content_);
+  columns->setContentsMargins(0, 0, 0, 0);
+  QVBoxLayout* first_column = new QVBoxLayout;
+  QVBoxLayout* second_column = new QVBoxLayout;
+  columns->addLayout(first_column, 1);
+  columns->addLayout(second_column, 1);
+  QVBoxLayout* column = first_column;
   groups_->addWidget(content_);
 
   auto add_field = [&](QFormLayout* form, const std::string& path_text) {
@@ -81,20 +89,25 @@ void ConfigForm::rebuild() {
   };
   auto make_group = [&](const QString& title) {
     auto* box = new QGroupBox(title, content_);
+    box->setObjectName("group:" + title);
     auto* form = new QFormLayout(box);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     column->addWidget(box);
     return form;
   };
 
-  auto* run = make_group("Run");
-  for (const auto& p : schema_["root"]) add_field(run, p["name"].get<std::string>());
-  for (const auto& s : schema_["sections"]) {
+  // The hook first: it is what commtune tunes.
+  std::vector<nlohmann::json> sections;
+  for (const auto& s : schema_["sections"])
+    if (s["section"] == "hook") sections.insert(sections.begin(), s);
+    else sections.push_back(s);
+  auto add_section = [&](const nlohmann::json& s) {
     const auto section = s["section"].get<std::string>();
+    if (section == "optimizer") column = second_column;
     auto* form = make_group(title_of(section));
     if (!s.contains("entries")) {
       for (const auto& p : s["params"]) add_field(form, section + "." + p["name"].get<std::string>());
-      continue;
+      return;
     }
     add_field(form, section + ".name");
     const std::string chosen = raw_.contains(section) && raw_[section].contains("name")
@@ -109,8 +122,13 @@ void ConfigForm::rebuild() {
       form->insertRow(1, QString(), doc);
       for (const auto& p : e["params"]) add_field(form, section + "." + p["name"].get<std::string>());
     }
-  }
-  column->addStretch();
+  };
+  add_section(sections.front());
+  auto* run = make_group("Run");
+  for (const auto& p : schema_["root"]) add_field(run, p["name"].get<std::string>());
+  for (std::size_t i = 1; i < sections.size(); ++i) add_section(sections[i]);
+  first_column->addStretch();
+  second_column->addStretch();
   revalidate();
 }
 

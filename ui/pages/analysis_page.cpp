@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/forms/param_field.h"
+#include "ui/plot/parallel_coordinates.h"
 #include "ui/plot/run_plots.h"
 #include "ui/theme.h"
 
@@ -38,6 +40,7 @@ struct Query {
   int nodes = 0;  // 0: one per rank of the run
   int ranks_per_node = 1;
   double compute_scale = 1;  // the target's compute time as a multiple of the measured
+  double tolerance = 0.01;   // the recommendation's relative loss tolerance
 };
 
 TargetCompute target_compute(const Query& q) {
@@ -82,6 +85,7 @@ AnalysisData compute(const Query& q) {
     p.label = QString::fromStdString(run.name.empty() ? describe_hook(run.config) : run.name);
     p.loss = *digest.loss;
     p.wire_mb = digest.wire_mb;
+    p.step_ms = digest.step_ms;
     p.baseline = baseline && *baseline == run.id;
     world_size = static_cast<int>(run.world_size);
     try {
@@ -103,6 +107,18 @@ AnalysisData compute(const Query& q) {
   if (!diverged.isEmpty())
     out.note = QString("Diverged (a NaN or infinite loss), so ranked worst and left off the Pareto plot: run %1. ")
                    .arg(diverged.join(", "));
+  {
+    std::vector<Trial> trials;
+    for (const auto& p : out.points) {
+      Trial t{{}, p.loss};
+      for (const auto& axis : out.axes) {
+        const auto it = p.axis_values.find(axis);
+        t.values.push_back(it == p.axis_values.end() ? std::string("(none)") : it->second.toStdString());
+      }
+      trials.push_back(std::move(t));
+    }
+    out.importance = parameter_importance(out.axes, trials);
+  }
   if (out.points.empty()) {
     out.note =
         q.sweep_id ? "This sweep has no finished trials yet." : "No finished runs yet: start one on the Launch page.";
@@ -119,6 +135,7 @@ AnalysisData compute(const Query& q) {
       RecommendOptions options;
       options.cluster = cluster_for(q, link.name, world_size);
       options.compute = target_compute(q);
+      options.tolerance = q.tolerance;
       row.network = QString::fromStdString(options.cluster.describe());
       const auto r = recommend(store, ids, options);
       row.verdict = QString::fromStdString(r.verdict);
@@ -168,6 +185,15 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   compute_scale_->setToolTip(
       "The target's compute time as a multiple of this machine's (0.02: a device 50x faster); communication stays "
       "the runs' bytes. For a measured target, use commtune-cli predict --compute-from RUN");
+  tolerance_ = new QDoubleSpinBox(this);
+  tolerance_->setObjectName("analysis:tolerance");
+  tolerance_->setDecimals(1);
+  tolerance_->setRange(0, 100);
+  tolerance_->setSingleStep(0.5);
+  tolerance_->setValue(1);
+  tolerance_->setSuffix(" %");
+  tolerance_->setToolTip("How much higher than allreduce's a recommended configuration's tail loss may be "
+                         "(commtune-cli recommend --tolerance, as a percentage)");
   heat_x_ = new QComboBox(this);
   heat_y_ = new QComboBox(this);
   auto* refresh_button = new QPushButton("Refresh", this);
@@ -188,6 +214,8 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   cluster->addWidget(ranks_per_node_);
   cluster->addWidget(new QLabel("compute", this));
   cluster->addWidget(compute_scale_);
+  cluster->addWidget(new QLabel("loss tolerance", this));
+  cluster->addWidget(tolerance_);
   cluster->addStretch();
   cluster->addWidget(refresh_button);
   cluster->addWidget(resume_);
@@ -230,9 +258,63 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   plots->setStretchFactor(0, 1);
   plots->setStretchFactor(1, 1);
   plots->setSizes({1000, 1000});
+
+  parallel_ = new ParallelCoordinates(this);
+  parallel_->setToolTip("Drag along an axis to keep a range of it; click an axis to let it take every value again");
+  parallel_table_ = new QTableWidget(this);
+  parallel_table_->setObjectName("analysis:parallel_table");
+  parallel_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  parallel_table_->verticalHeader()->setVisible(false);
+  parallel_table_->setSortingEnabled(true);
+  auto* open_brushed = new QPushButton("Open these runs", this);
+  open_brushed->setObjectName("analysis:open_brushed");
+  open_brushed->setToolTip("Show the trials the brushes keep on the Runs page: curves, parameters, metrics");
+  auto* clear_brushes = new QPushButton("Clear brushes", this);
+  connect(open_brushed, &QPushButton::clicked, this, [this] { Q_EMIT open_runs_requested(parallel_->matching_runs()); });
+  connect(clear_brushes, &QPushButton::clicked, parallel_, &ParallelCoordinates::clear_brushes);
+  connect(parallel_, &ParallelCoordinates::selection_changed, this, &AnalysisPage::fill_parallel_table);
+  auto* parallel_buttons = new QHBoxLayout;
+  parallel_buttons->addStretch();
+  parallel_buttons->addWidget(clear_brushes);
+  parallel_buttons->addWidget(open_brushed);
+  auto* parallel_side = new QWidget(this);
+  auto* parallel_side_layout = new QVBoxLayout(parallel_side);
+  parallel_side_layout->setContentsMargins(0, 0, 0, 0);
+  parallel_side_layout->addWidget(parallel_table_, 1);
+  parallel_side_layout->addLayout(parallel_buttons);
+  auto* parallel_box = new QSplitter(Qt::Vertical, this);
+  parallel_box->addWidget(parallel_);
+  parallel_box->addWidget(parallel_side);
+  parallel_box->setStretchFactor(0, 3);
+  parallel_box->setStretchFactor(1, 2);
+
+  importance_ = new QCustomPlot(this);
+  importance_->setObjectName("plot:importance");
+  importance_->setMinimumSize(320, 200);
+  importance_->yAxis->setLabel("share of the tail loss's variance");
+  importance_->yAxis->setRange(0, 1);
+  auto* importance_note = new QLabel(
+      "Each swept parameter's main effect: trials grouped by its value (numbers with many values in 5 quantile bins), "
+      "the variance of the group means over the variance of the tail loss (one-way ANOVA, the main-effect part of "
+      "fANOVA, from the trials themselves, not a fitted model). What the shares leave is interactions and noise; "
+      "diverged trials are left out.",
+      this);
+  importance_note->setWordWrap(true);
+  importance_note->setEnabled(false);
+  auto* importance_box = new QWidget(this);
+  auto* importance_layout = new QVBoxLayout(importance_box);
+  importance_layout->setContentsMargins(0, 0, 0, 0);
+  importance_layout->addWidget(importance_, 1);
+  importance_layout->addWidget(importance_note);
+
+  views_ = new QTabWidget(this);
+  views_->setObjectName("analysis:views");
+  views_->addTab(plots, "Pareto and heatmap");
+  views_->addTab(parallel_box, "Parallel coordinates");
+  views_->addTab(importance_box, "Parameter importance");
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setObjectName("analysis:splitter");
-  splitter->addWidget(plots);
+  splitter->addWidget(views_);
   splitter->addWidget(what_if_);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 1);
@@ -246,12 +328,17 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   connect(nodes_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(ranks_per_node_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(compute_scale_, &QDoubleSpinBox::valueChanged, this, &AnalysisPage::analyse);
+  connect(tolerance_, &QDoubleSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(x_metric_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_pareto);
   connect(heat_x_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
   connect(heat_y_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
   connect(refresh_button, &QPushButton::clicked, this, &AnalysisPage::refresh);
   apply_theme(current_theme());
 }
+
+std::vector<QCustomPlot*> AnalysisPage::plots() const { return {pareto_, heatmap_, parallel_->plot(), importance_}; }
+
+std::int64_t AnalysisPage::shown_sweep() const { return scope_->currentData().toLongLong(); }
 
 void AnalysisPage::select_sweep(std::int64_t sweep_id) {
   wanted_sweep_ = sweep_id;
@@ -268,6 +355,11 @@ void AnalysisPage::refresh() {
       this, [path = store_path_.toStdString()] { return db::Store(path, db::Store::Access::ReadOnly).sweeps(); },
       [this](const Outcome<std::vector<db::SweepRecord>>& out) {
         if (!out.value) return note_->setText("Cannot read the run store: " + out.error);
+        // A sweep that appeared since the last read (started here, by the CLI or
+        // another app) is what the user wants to see next.
+        const std::int64_t newest = out.value->empty() ? 0 : out.value->back().id;
+        if (newest_sweep_ >= 0 && newest > newest_sweep_) wanted_sweep_ = newest;
+        newest_sweep_ = newest;
         const auto keep = wanted_sweep_ >= 0 ? QVariant::fromValue<qlonglong>(wanted_sweep_) : scope_->currentData();
         {
           QSignalBlocker block(scope_);
@@ -294,14 +386,14 @@ void AnalysisPage::analyse() {
   resume_->setEnabled(status == db::status::kCancelled || status == db::status::kInterrupted ||
                       status == db::status::kFailed);
   Query q{store_path_.toStdString(), scope_->currentData().toLongLong(), link_->currentText().toStdString(),
-          nodes_->value(), ranks_per_node_->value(), compute_scale_->value()};
+          nodes_->value(), ranks_per_node_->value(), compute_scale_->value(), tolerance_->value() / 100};
   const int generation = ++generation_;
   note_->setText("Analysing…");
   run_async(
       this, [q] { return compute(q); },
       [this, generation](const Outcome<AnalysisData>& out) {
         if (generation != generation_) return;  // a newer request is on its way
-        data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, out.error};
+        data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, {}, out.error};
         note_->setText(data_.note);
         {
           QSignalBlocker bx(heat_x_), by(heat_y_);
@@ -316,15 +408,95 @@ void AnalysisPage::analyse() {
         draw_pareto();
         draw_heatmap();
         fill_what_if();
+        fill_parallel();
+        draw_importance();
         Q_EMIT analysed();
       });
 }
 
 void AnalysisPage::apply_theme(const Theme& t) {
-  for (auto* plot : {pareto_, heatmap_}) {
+  for (auto* plot : {pareto_, heatmap_, importance_}) {
     style_plot(plot, t);
     plot->replot();
   }
+  parallel_->apply_theme(t);
+  draw_pareto();
+  draw_importance();
+}
+
+void AnalysisPage::fill_parallel() {
+  std::vector<QString> axes;
+  for (const auto& a : data_.axes) axes.push_back(QString::fromStdString(a.substr(a.find('.') + 1)));
+  axes.insert(axes.end(), {"tail loss", "ms/step", "MB/step"});
+  std::vector<ParallelCoordinates::Line> lines;
+  auto text = [](const std::optional<double>& v) { return v ? QString::number(*v, 'g', 6) : QString(); };
+  for (const auto& p : data_.points) {
+    ParallelCoordinates::Line line{p.run_id, {}, p.loss};
+    for (const auto& a : data_.axes) {
+      const auto it = p.axis_values.find(a);
+      line.values.push_back(it == p.axis_values.end() ? QString() : it->second);
+    }
+    line.values.push_back(std::isfinite(p.loss) ? QString::number(p.loss, 'g', 6) : QString());
+    line.values.push_back(text(p.step_ms));
+    line.values.push_back(text(p.wire_mb));
+    lines.push_back(std::move(line));
+  }
+  parallel_->set_data(axes, lines);
+  fill_parallel_table();
+}
+
+void AnalysisPage::fill_parallel_table() {
+  const auto kept = parallel_->matching_runs();
+  QStringList headers{"run", "label"};
+  for (const auto& a : data_.axes) headers << QString::fromStdString(a.substr(a.find('.') + 1));
+  headers << "tail loss" << "ms/step" << "MB/step";
+  parallel_table_->setSortingEnabled(false);
+  parallel_table_->clear();
+  parallel_table_->setColumnCount(static_cast<int>(headers.size()));
+  parallel_table_->setHorizontalHeaderLabels(headers);
+  parallel_table_->setRowCount(0);
+  auto number = [](double v, int precision) {
+    auto* item = new QTableWidgetItem;
+    item->setData(Qt::DisplayRole, std::isfinite(v) ? QVariant(QString::number(v, 'f', precision).toDouble())
+                                                    : QVariant(QString::number(v)));
+    return item;
+  };
+  for (const auto& p : data_.points) {
+    if (!std::count(kept.begin(), kept.end(), p.run_id)) continue;
+    const int row = parallel_table_->rowCount();
+    parallel_table_->insertRow(row);
+    int c = 0;
+    parallel_table_->setItem(row, c++, number(static_cast<double>(p.run_id), 0));
+    parallel_table_->setItem(row, c++, new QTableWidgetItem(p.label));
+    for (const auto& a : data_.axes) {
+      const auto it = p.axis_values.find(a);
+      parallel_table_->setItem(row, c++, new QTableWidgetItem(it == p.axis_values.end() ? "–" : it->second));
+    }
+    parallel_table_->setItem(row, c++, number(p.loss, 5));
+    parallel_table_->setItem(row, c++, p.step_ms ? number(*p.step_ms, 2) : new QTableWidgetItem("–"));
+    parallel_table_->setItem(row, c++, p.wire_mb ? number(*p.wire_mb, 3) : new QTableWidgetItem("–"));
+  }
+  parallel_table_->setSortingEnabled(true);
+  parallel_table_->resizeColumnsToContents();
+}
+
+void AnalysisPage::draw_importance() {
+  importance_->clearPlottables();
+  const Theme t = current_theme();
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  auto* bars = new QCPBars(importance_->xAxis, importance_->yAxis);
+  bars->setPen(QPen(t.series_color(0)));
+  bars->setBrush(t.series_color(0));
+  bars->setWidth(0.6);
+  for (std::size_t i = 0; i < data_.importance.size(); ++i) {
+    const auto& imp = data_.importance[i];
+    ticker->addTick(static_cast<double>(i), QString::fromStdString(imp.param));
+    bars->addData(static_cast<double>(i), imp.share);
+  }
+  importance_->xAxis->setTicker(ticker);
+  importance_->xAxis->setRange(-0.6, std::max<double>(1, static_cast<double>(data_.importance.size())) - 0.4);
+  importance_->xAxis->setLabel(data_.importance.empty() ? "needs a sweep with 3 or more finished trials" : "");
+  importance_->replot();
 }
 
 void AnalysisPage::draw_pareto() {
@@ -431,15 +603,15 @@ void AnalysisPage::draw_heatmap() {
     auto* label = new QCPItemText(heatmap_);
     label->position->setCoords(i, j);
     label->setText(diverged ? QString("diverged") : QString::number(p.loss, 'g', 4));
-    // The thermal gradient runs from black to pale yellow: dark text on the light end.
-    label->setColor(hi > lo && (value - lo) / (hi - lo) > 0.6 ? Qt::black : Qt::white);
+    // Viridis runs from dark purple to yellow: dark text on the light end.
+    label->setColor(hi > lo && (value - lo) / (hi - lo) > 0.55 ? Qt::black : Qt::white);
     label->setFont(QFont(font().family(), 8));
   }
   auto* scale = new QCPColorScale(heatmap_);
   heatmap_->plotLayout()->addElement(0, 1, scale);
   scale->axis()->setLabel("tail loss");
   map->setColorScale(scale);
-  QCPColorGradient gradient(QCPColorGradient::gpThermal);
+  QCPColorGradient gradient = viridis_gradient();
   gradient.setNanHandling(QCPColorGradient::nhTransparent);
   map->setGradient(gradient);
   map->setInterpolate(false);

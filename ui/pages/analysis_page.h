@@ -3,7 +3,10 @@
 // the predicted step time on a chosen cluster), the network what-if table
 // with the recommendation per network, and the effect of two swept
 // parameters on the loss as a heatmap (e.g. PowerSGD rank x start
-// iteration). Computed off the UI thread from the store.
+// iteration), the sweep as parallel coordinates (brushing filters the trial
+// table under it) and each swept parameter's share of the loss's variance.
+// It follows the store: a newly started or finished sweep is shown when it
+// appears. Computed off the UI thread from the store.
 #pragma once
 
 #include <QWidget>
@@ -15,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sweep/param_importance.h"
+
 class QComboBox;
 class QCustomPlot;
 class QLabel;
@@ -22,16 +27,18 @@ class QPushButton;
 class QSpinBox;
 class QDoubleSpinBox;
 class QTableWidget;
+class QTabWidget;
 
 namespace commtune::ui {
 
 struct Theme;
+class ParallelCoordinates;
 
 struct AnalysisPoint {
   std::int64_t run_id = 0;
   QString label;
   double loss = 0;
-  std::optional<double> wire_mb, predicted_ms;
+  std::optional<double> wire_mb, predicted_ms, step_ms;
   bool baseline = false;
   std::map<std::string, QString> axis_values;  // swept parameter -> value as text
 };
@@ -46,7 +53,8 @@ struct AnalysisData {
   std::vector<AnalysisPoint> points;
   std::vector<WhatIfRow> what_if;
   std::vector<std::string> axes;  // the sweep's swept parameters
-  QString note;                   // why something is missing
+  std::vector<Importance> importance;
+  QString note;  // why something is missing
 };
 
 class AnalysisPage : public QWidget {
@@ -59,18 +67,28 @@ class AnalysisPage : public QWidget {
   void apply_theme(const Theme& theme);
   const AnalysisData& data() const { return data_; }
   QTableWidget* what_if_table() const { return what_if_; }
-  std::vector<QCustomPlot*> plots() const { return {pareto_, heatmap_}; }
+  std::vector<QCustomPlot*> plots() const;
+  std::int64_t shown_sweep() const;  // 0: every stored run
+  QDoubleSpinBox* tolerance() const { return tolerance_; }
+  ParallelCoordinates* parallel() const { return parallel_; }
+  QTableWidget* parallel_table() const { return parallel_table_; }
+  QTabWidget* views() const { return views_; }
 
  Q_SIGNALS:
   void analysed();
   // The user asks to go on with a stopped or interrupted sweep.
   void resume_requested(qint64 sweep_id);
+  // The user asks to see these runs on the Runs page.
+  void open_runs_requested(const std::vector<std::int64_t>& run_ids);
 
  private:
   void analyse();
   void draw_pareto();
   void draw_heatmap();
   void fill_what_if();
+  void fill_parallel();
+  void fill_parallel_table();
+  void draw_importance();
 
   QString store_path_;
   QComboBox* scope_;
@@ -79,6 +97,11 @@ class AnalysisPage : public QWidget {
   QSpinBox* nodes_;
   QSpinBox* ranks_per_node_;
   QDoubleSpinBox* compute_scale_;
+  QDoubleSpinBox* tolerance_;
+  QTabWidget* views_;
+  ParallelCoordinates* parallel_;
+  QTableWidget* parallel_table_;
+  QCustomPlot* importance_;
   QComboBox* heat_x_;
   QComboBox* heat_y_;
   QCustomPlot* pareto_;
@@ -88,6 +111,7 @@ class AnalysisPage : public QWidget {
   QPushButton* resume_;
   AnalysisData data_;
   std::int64_t wanted_sweep_ = -1;
+  std::int64_t newest_sweep_ = -1;  // the newest sweep the list has shown (-1: not read yet)
   int generation_ = 0;
 };
 

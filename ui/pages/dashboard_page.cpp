@@ -174,6 +174,24 @@ void DashboardPage::poll_followed() {
       });
 }
 
+void DashboardPage::show_stored_steps(qint64 run_id, qint64 before_step) {
+  run_async(
+      this,
+      [path = engine_.store_path().toStdString(), run_id, before_step] {
+        db::Store store(path, db::Store::Access::ReadOnly);
+        auto points = stored_points(run_id, store.steps(run_id));
+        points.erase(std::remove_if(points.begin(), points.end(),
+                                    [&](const LivePoint& p) { return p.step >= before_step; }),
+                     points.end());
+        return points;
+      },
+      [this, run_id](const Outcome<std::vector<LivePoint>>& out) {
+        if (!out.value) return;
+        plots_->merge(run_id, *out.value);
+        plots_->refresh();
+      });
+}
+
 int DashboardPage::row_of(qint64 run_id) const {
   const auto it = tracks_.find(run_id);
   return it == tracks_.end() ? -1 : it->second.row;
@@ -208,7 +226,7 @@ void DashboardPage::on_started(const RunStart& start) {
     trials_->setItem(t.row, kLoss, new QTableWidgetItem);
     trials_->setItem(t.row, kLeft, new QTableWidgetItem);
     auto* bar = new QProgressBar(trials_);
-    bar->setRange(0, 1000);
+    bar->setFormat("step %v of %m");
     trials_->setCellWidget(t.row, kProgress, bar);
     auto* stop = new QPushButton("Stop", trials_);
     stop->setObjectName(QString("dashboard:stop:%1").arg(start.run_id));
@@ -217,6 +235,12 @@ void DashboardPage::on_started(const RunStart& start) {
     trials_->setCellWidget(t.row, kStop, stop);
     plots_->add_run(start.run_id, QString("%1 %2").arg(start.run_id).arg(start.label));
   }
+  // A resumed run goes on from its checkpoint: what an earlier attempt showed
+  // past it is gone from the store, and what the store holds before it is shown.
+  plots_->truncate(start.run_id, start.from_step);
+  if (start.from_step > 0) show_stored_steps(start.run_id, start.from_step);
+  if (auto* bar = static_cast<QProgressBar*>(trials_->cellWidget(t.row, kProgress)))
+    bar->setRange(0, static_cast<int>(std::max<qint64>(1, start.to_step)));
   t.from_step = start.from_step;
   t.to_step = start.to_step;
   t.first_live_step = -1;
@@ -271,9 +295,8 @@ void DashboardPage::show_points(const std::vector<LivePoint>& points) {
       t.since_first.start();
     }
     t.last_step = p->step;
-    const double span = std::max<qint64>(1, t.to_step);
     if (auto* bar = static_cast<QProgressBar*>(trials_->cellWidget(t.row, kProgress)))
-      bar->setValue(static_cast<int>(1000.0 * (p->step + 1) / span));
+      bar->setValue(static_cast<int>(std::min<qint64>(p->step + 1, bar->maximum())));
     trials_->item(t.row, kLoss)->setText(QString::number(p->loss, 'g', 5));
     trials_->item(t.row, kLeft)->setText(format_duration(seconds_left(t)));
   }

@@ -50,6 +50,7 @@ class DashboardPage : public QWidget {
   void on_frame();
   void show_points(const std::vector<LivePoint>& points);
   void poll_followed();
+  void show_stored_steps(qint64 run_id, qint64 before_step);
   void update_sweep_progress();
   double seconds_left(const Track& t) const;
 

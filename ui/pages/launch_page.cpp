@@ -20,7 +20,7 @@ LaunchPage::LaunchPage(QWidget* parent) : QWidget(parent) {
   auto* scroll = new QScrollArea(this);
   scroll->setWidgetResizable(true);
   scroll->setWidget(form_);
-  scroll->setMinimumWidth(380);
+  scroll->setMinimumWidth(420);
 
   run_name_ = new QLineEdit(this);
   run_name_->setObjectName("launch:run_name");
@@ -68,8 +68,9 @@ LaunchPage::LaunchPage(QWidget* parent) : QWidget(parent) {
   splitter->setObjectName("launch:splitter");
   splitter->addWidget(scroll);
   splitter->addWidget(right);
-  splitter->setStretchFactor(0, 1);
-  splitter->setStretchFactor(1, 1);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+  splitter->setSizes({780, 520});
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(splitter);
 

@@ -7,8 +7,16 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QInputDialog>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -22,6 +30,8 @@
 #include <set>
 
 #include "core/netmodel/recommend.h"
+#include "core/store/run_metrics.h"
+#include "core/sweep/sweep_spec.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/export_dialog.h"
@@ -33,14 +43,96 @@ namespace commtune::ui {
 
 namespace {
 
-enum Column { kId = 0, kName, kSweep, kStatus, kHook, kRanks, kSteps, kLoss, kWall, kCreated, kColumns };
+enum Column {
+  kId = 0,
+  kName,
+  kSweep,
+  kStatus,
+  kHook,
+  kTags,
+  kRanks,
+  kSteps,
+  kLoss,
+  kMs,
+  kMb,
+  kRatio,
+  kWall,
+  kCreated,
+  kFirstParam  // then one column per swept parameter
+};
+const QStringList kHeaders{"id",   "name",    "sweep", "status",  "hook",    "tags",   "ranks",
+                           "steps", "tail loss", "ms/step", "MB/step", "compr.", "wall s", "created"};
+// The names a filter condition uses for the fixed columns.
+const std::map<QString, int> kConditionColumns{
+    {"id", kId},       {"name", kName}, {"sweep", kSweep}, {"status", kStatus}, {"hook", kHook},
+    {"tag", kTags},    {"tags", kTags}, {"ranks", kRanks}, {"steps", kSteps},   {"loss", kLoss},
+    {"ms", kMs},       {"mb", kMb},     {"ratio", kRatio}, {"wall", kWall}};
+constexpr int kParamsRole = Qt::UserRole + 2;  // on the id cell: every parameter, name -> value text
 
-// Text search over every column, and a status to match exactly.
+struct Condition {
+  QString name;  // a parameter (hook.matrix_approximation_rank) or a column key
+  int column = -1;
+  QString op, value;
+};
+
+// "hook.matrix_approximation_rank = 2, loss < 2.1 powersgd": conditions
+// (comma-separated NAME OP VALUE, OP one of = != < <= > >=) and free text.
+struct ParsedFilter {
+  std::vector<Condition> conditions;
+  QString text;
+  QString problem;
+};
+
+ParsedFilter parse_filter(const QString& input, const QStringList& known_params) {
+  static const QRegularExpression clause(R"(^\s*([A-Za-z_][\w.]*)\s*(==|=|!=|<=|>=|<|>)\s*(.*?)\s*$)");
+  ParsedFilter out;
+  QStringList words;
+  for (const auto& part : input.split(',')) {
+    const auto m = clause.match(part);
+    if (!m.hasMatch()) {
+      if (!part.trimmed().isEmpty()) words << part.trimmed();
+      continue;
+    }
+    Condition c{m.captured(1), -1, m.captured(2) == "==" ? "=" : m.captured(2), m.captured(3)};
+    const auto key = kConditionColumns.find(c.name.toLower());
+    if (key != kConditionColumns.end())
+      c.column = key->second;
+    else if (!known_params.contains(c.name) && !c.name.contains('.'))
+      out.problem = QString("no column or parameter '%1': use a parameter (hook.matrix_approximation_rank) or one "
+                            "of id, name, sweep, status, hook, tag, ranks, steps, loss, ms, mb, ratio, wall")
+                        .arg(c.name);
+    if (c.value.isEmpty()) out.problem = QString("'%1 %2' needs a value").arg(c.name, c.op);
+    out.conditions.push_back(c);
+  }
+  out.text = words.join(", ");
+  return out;
+}
+
+bool holds(const QString& actual, const Condition& c, bool is_tags) {
+  if (is_tags && (c.op == "=" || c.op == "!=")) {
+    bool has = false;
+    for (const auto& tag : actual.split(',')) has = has || tag.trimmed().compare(c.value, Qt::CaseInsensitive) == 0;
+    return (c.op == "=") == has;
+  }
+  bool actual_is_number = false, wanted_is_number = false;
+  const double a = actual.toDouble(&actual_is_number), w = c.value.toDouble(&wanted_is_number);
+  const int order = actual_is_number && wanted_is_number ? (a < w ? -1 : a > w ? 1 : 0)
+                                                         : actual.compare(c.value, Qt::CaseInsensitive);
+  if (c.op == "=") return order == 0;
+  if (c.op == "!=") return order != 0;
+  if (actual.isEmpty()) return false;  // no value is neither above nor below anything
+  if (c.op == "<") return order < 0;
+  if (c.op == "<=") return order <= 0;
+  if (c.op == ">") return order > 0;
+  return order >= 0;
+}
+
+// Text search over every column, a status to match exactly, and conditions.
 class RunFilter final : public QSortFilterProxyModel {
  public:
   using QSortFilterProxyModel::QSortFilterProxyModel;
-  void set(const QString& text, const QString& status) {
-    text_ = text;
+  void set(ParsedFilter filter, const QString& status) {
+    filter_ = std::move(filter);
     status_ = status;
     invalidateFilter();
   }
@@ -49,14 +141,25 @@ class RunFilter final : public QSortFilterProxyModel {
   bool filterAcceptsRow(int row, const QModelIndex& parent) const override {
     const auto* m = sourceModel();
     if (!status_.isEmpty() && m->index(row, kStatus, parent).data().toString() != status_) return false;
-    if (text_.isEmpty()) return true;
+    if (!filter_.problem.isEmpty()) return true;  // a filter being typed hides nothing yet
+    const auto params = m->index(row, kId, parent).data(kParamsRole).toMap();
+    for (const auto& c : filter_.conditions) {
+      if (c.column >= 0) {
+        if (!holds(m->index(row, c.column, parent).data().toString(), c, c.column == kTags)) return false;
+      } else if (!params.contains(c.name) ? c.op != "!=" : !holds(params.value(c.name).toString(), c, false)) {
+        return false;
+      }
+    }
+    const auto& text = filter_.text;
+    if (text.isEmpty()) return true;
     for (int c = 0; c < m->columnCount(); ++c)
-      if (m->index(row, c, parent).data().toString().contains(text_, Qt::CaseInsensitive)) return true;
-    return m->index(row, kName, parent).data(Qt::UserRole).toString().contains(text_, Qt::CaseInsensitive);
+      if (m->index(row, c, parent).data().toString().contains(text, Qt::CaseInsensitive)) return true;
+    return m->index(row, kName, parent).data(Qt::UserRole).toString().contains(text, Qt::CaseInsensitive);
   }
 
  private:
-  QString text_, status_;
+  ParsedFilter filter_;
+  QString status_;
 };
 
 QStandardItem* number_item(double value, int precision = -1) {
@@ -67,14 +170,34 @@ QStandardItem* number_item(double value, int precision = -1) {
   return item;
 }
 
+QStandardItem* optional_item(const std::optional<double>& value, int precision) {
+  if (!value) return new QStandardItem;
+  auto* item = number_item(*value, std::isfinite(*value) ? precision : -1);
+  if (!std::isfinite(*value)) item->setData(QString::number(*value), Qt::DisplayRole);  // inf, nan: it diverged
+  return item;
+}
+
+// A parameter as its run's configuration holds it: true/false, not the store's 1/0.
+QString param_text(const nlohmann::json& config, const std::string& name, const nlohmann::json& stored) {
+  const nlohmann::json* at = &config;
+  std::size_t start = 0;
+  while (at && at->is_object()) {
+    const auto dot = name.find('.', start);
+    const auto key = name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const auto it = at->find(key);
+    at = it == at->end() ? nullptr : &*it;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return at && at->is_boolean() ? value_text(*at) : value_text(stored);
+}
+
 }  // namespace
 
 RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store_path_(std::move(store_path)) {
-  model_ = new QStandardItemModel(0, kColumns, this);
-  model_->setHorizontalHeaderLabels(
-      {"id", "name", "sweep", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
-  auto* filter = new RunFilter(this);
-  proxy_ = filter;
+  model_ = new QStandardItemModel(0, kFirstParam, this);
+  model_->setHorizontalHeaderLabels(kHeaders);
+  proxy_ = new RunFilter(this);
   proxy_->setSourceModel(model_);
   proxy_->setSortRole(Qt::UserRole + 1);
   table_ = new QTableView(this);
@@ -87,10 +210,17 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(kName, QHeaderView::Stretch);
   table_->setAlternatingRowColors(true);
+  table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(table_, &QWidget::customContextMenuRequested, this, &RunsPage::show_menu);
 
   search_ = new QLineEdit(this);
   search_->setObjectName("runs:search");
-  search_->setPlaceholderText("Search name, hook, status, configuration… (Ctrl+F)");
+  search_->setPlaceholderText("Search text, or conditions: hook.matrix_approximation_rank = 2, loss < 2.1, tag = best "
+                              "(Ctrl+F)");
+  search_->setToolTip(
+      "Free text matches any column or the configuration. Comma-separated conditions NAME OP VALUE (OP: = != < <= > "
+      ">=) test a parameter (hook.matrix_approximation_rank) or a column: id, name, sweep, status, hook, tag, ranks, "
+      "steps, loss, ms, mb, ratio, wall.");
   search_->setClearButtonEnabled(true);
   status_ = new QComboBox(this);
   status_->setObjectName("runs:status");
@@ -99,12 +229,12 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
                         db::status::kCancelled, db::status::kInterrupted, db::status::kStopped, db::status::kPaused,
                         db::status::kPending})
     status_->addItem(s, QString(s));
-  auto apply_filter = [this, filter] {
-    filter->set(search_->text(), status_->currentData().toString());
-    empty_->setVisible(model_->rowCount() && !proxy_->rowCount());
-  };
-  connect(search_, &QLineEdit::textChanged, this, apply_filter);
-  connect(status_, &QComboBox::currentIndexChanged, this, apply_filter);
+  connect(search_, &QLineEdit::textChanged, this, &RunsPage::apply_filter);
+  connect(status_, &QComboBox::currentIndexChanged, this, &RunsPage::apply_filter);
+  filter_problem_ = new QLabel(this);
+  filter_problem_->setObjectName("runs:filter_problem");
+  filter_problem_->setStyleSheet("color: #d9534f;");
+  filter_problem_->setVisible(false);
 
   auto* refresh_button = new QPushButton("Refresh", this);
   refresh_button->setToolTip("Read the store again (F5)");
@@ -120,6 +250,12 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   export_ = new QPushButton("Export…", this);
   export_->setObjectName("runs:export");
   export_->setToolTip("Export the selected run for production, its plots or its data (Ctrl+E)");
+  auto* annotate = new QPushButton("Tags && notes…", this);
+  annotate->setObjectName("runs:annotate");
+  annotate->setToolTip("Name the selected run, tag it, write notes on it (also in the right-click menu)");
+  connect(annotate, &QPushButton::clicked, this, [this] {
+    if (const auto ids = selected_runs(); !ids.empty()) edit_annotation(ids.front());
+  });
   connect(refresh_button, &QPushButton::clicked, this, &RunsPage::refresh);
   connect(open_, &QPushButton::clicked, this, [this] { open_runs(selected_runs()); });
   connect(compare_, &QPushButton::clicked, this, [this] { open_runs(selected_runs()); });
@@ -144,6 +280,7 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   bar->addWidget(open_);
   bar->addWidget(compare_);
   bar->addWidget(watch_);
+  bar->addWidget(annotate);
   bar->addWidget(export_);
 
   plots_ = new RunPlots(this);
@@ -152,20 +289,30 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   diff_->setObjectName("runs:diff");
   diff_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   only_differences_ = new QCheckBox("only parameters that differ", this);
+  only_differences_->setObjectName("runs:only_differences");
   only_differences_->setChecked(true);
   connect(only_differences_, &QCheckBox::toggled, this, [this] { show_diff(shown_); });
   auto* params = new QWidget(this);
   auto* params_layout = new QVBoxLayout(params);
   params_layout->addWidget(only_differences_);
   params_layout->addWidget(diff_, 1);
+  metrics_ = new QTableWidget(this);
+  metrics_->setObjectName("runs:metrics");
+  metrics_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  metrics_->verticalHeader()->setVisible(false);
+  metrics_->setToolTip("As commtune-cli compare: tail loss is the mean over ranks and the last 10% of steps, "
+                       "ms/step the median over the steady second half, vs base the loss change against allreduce");
   auto* detail = new QTabWidget(this);
+  detail->setObjectName("runs:detail");
   detail->addTab(plots_, "Curves");
   detail->addTab(params, "Parameters");
+  detail->addTab(metrics_, "Metrics");
 
   auto* top = new QWidget(this);
   auto* top_layout = new QVBoxLayout(top);
   top_layout->setContentsMargins(0, 0, 0, 0);
   top_layout->addLayout(bar);
+  top_layout->addWidget(filter_problem_);
   top_layout->addWidget(table_, 1);
   top_layout->addWidget(empty_);
   auto* splitter = new QSplitter(Qt::Vertical, this);
@@ -220,11 +367,28 @@ std::vector<std::int64_t> RunsPage::selected_runs() const {
   return ids;
 }
 
+void RunsPage::apply_filter() {
+  auto parsed = parse_filter(search_->text(), param_columns_);
+  filter_problem_->setText(parsed.problem);
+  filter_problem_->setVisible(!parsed.problem.isEmpty());
+  static_cast<RunFilter*>(proxy_)->set(std::move(parsed), status_->currentData().toString());
+  empty_->setVisible(model_->rowCount() && !proxy_->rowCount());
+}
+
+QString RunsPage::filter_problem() const { return filter_problem_->text(); }
+
 void RunsPage::refresh() {
   read_stamp_ = store_stamp();
   struct Row {
     db::RunRecord run;
     std::string hook;
+    RunDigest digest;
+    std::vector<std::pair<std::string, nlohmann::json>> params;
+  };
+  struct Loaded {
+    std::vector<Row> rows;
+    std::string signature;
+    QStringList swept;  // every sweep's axes, in the order sweeps name them
   };
   if (!QFileInfo::exists(store_path_)) {
     model_->removeRows(0, model_->rowCount());
@@ -238,19 +402,20 @@ void RunsPage::refresh() {
       this,
       [path = store_path_.toStdString()] {
         db::Store store(path, db::Store::Access::ReadOnly);
-        std::pair<std::vector<Row>, std::string> out;
-        out.second = store.runs_signature();
-        for (auto& r : store.runs()) out.first.push_back({r, describe_hook(r.config)});
+        Loaded out;
+        out.signature = store.runs_signature();
+        for (const auto& sweep : store.sweeps()) try {
+            for (const auto& axis : SweepSpec::parse(sweep.spec).axes)
+              if (!out.swept.contains(QString::fromStdString(axis.param)))
+                out.swept << QString::fromStdString(axis.param);
+          } catch (const std::exception&) {  // a spec this build no longer reads: its runs still show
+          }
+        for (auto& r : store.runs())
+          out.rows.push_back({r, describe_hook(r.config), digest_run(store, r.id), store.params(r.id)});
         return out;
       },
-      [this](const Outcome<std::pair<std::vector<Row>, std::string>>& loaded_rows) {
+      [this](const Outcome<Loaded>& out) {
         --pending_;
-        Outcome<std::vector<Row>> out;
-        out.error = loaded_rows.error;
-        if (loaded_rows.value) {
-          out.value = loaded_rows.value->first;
-          signature_ = loaded_rows.value->second;
-        }
         const auto keep = selected_runs();
         model_->removeRows(0, model_->rowCount());
         if (!out.value) {
@@ -259,12 +424,25 @@ void RunsPage::refresh() {
           Q_EMIT loaded(0);
           return;
         }
-        for (const auto& [r, hook] : *out.value) {
+        signature_ = out.value->signature;
+        param_columns_ = out.value->swept;
+        QStringList headers = kHeaders;
+        for (const auto& name : param_columns_) headers << name.mid(name.indexOf('.') + 1);
+        model_->setColumnCount(static_cast<int>(headers.size()));
+        model_->setHorizontalHeaderLabels(headers);
+        for (int c = kFirstParam; c < model_->columnCount(); ++c)
+          model_->horizontalHeaderItem(c)->setToolTip(param_columns_[c - kFirstParam]);
+        for (const auto& [r, hook, digest, params] : out.value->rows) {
           QList<QStandardItem*> items;
+          QVariantMap param_texts;
+          for (const auto& [name, value] : params)
+            param_texts[QString::fromStdString(name)] = param_text(r.config, name, value);
           items << number_item(static_cast<double>(r.id));
+          items.back()->setData(param_texts, kParamsRole);
           auto* name = new QStandardItem(QString::fromStdString(r.name));
           name->setData(QString::fromStdString(r.config.dump()), Qt::UserRole);
           name->setData(QString::fromStdString(r.name), Qt::UserRole + 1);
+          if (!r.notes.empty()) name->setToolTip(QString::fromStdString(r.notes));
           items << name;
           items << (r.sweep_id ? number_item(static_cast<double>(*r.sweep_id)) : new QStandardItem);
           items << new QStandardItem(QString::fromStdString(r.status));
@@ -272,16 +450,30 @@ void RunsPage::refresh() {
           if (!r.reason.empty()) items.back()->setToolTip(QString::fromStdString(r.reason));
           items << new QStandardItem(QString::fromStdString(hook));
           items.back()->setData(QString::fromStdString(hook), Qt::UserRole + 1);
+          items << new QStandardItem(QString::fromStdString(r.tags));
+          items.back()->setData(QString::fromStdString(r.tags), Qt::UserRole + 1);
           items << number_item(static_cast<double>(r.world_size));
           items << number_item(static_cast<double>(r.steps_completed));
-          items << (r.final_loss ? number_item(*r.final_loss) : new QStandardItem);
+          items << optional_item(digest.loss, 5);
+          items << optional_item(digest.step_ms, 2);
+          items << optional_item(digest.wire_mb, 3);
+          items << optional_item(digest.compression_ratio, 1);
           items << number_item(r.wall_s, 1);
           auto* created = new QStandardItem(
               QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(r.created_at * 1e3)).toString("yyyy-MM-dd hh:mm"));
           created->setData(r.created_at, Qt::UserRole + 1);
           items << created;
+          for (const auto& param : param_columns_) {
+            const auto text = param_texts.value(param).toString();
+            bool number = false;
+            const double value = text.toDouble(&number);
+            auto* item = new QStandardItem(text);
+            item->setData(number ? QVariant(value) : QVariant(text), Qt::UserRole + 1);
+            items << item;
+          }
           model_->appendRow(items);
         }
+        apply_filter();
         empty_->setText(model_->rowCount() ? "No run matches the filter."
                                            : "No runs yet: start one on the Launch page (Ctrl+R).");
         empty_->setVisible(!proxy_->rowCount());
@@ -291,6 +483,122 @@ void RunsPage::refresh() {
                                              QItemSelectionModel::Select | QItemSelectionModel::Rows);
         Q_EMIT loaded(model_->rowCount());
       });
+}
+
+void RunsPage::change_store(const QString& what, std::function<void(db::Store&)> change) {
+  ++pending_;
+  run_async(
+      this,
+      [path = store_path_.toStdString(), change = std::move(change)] {
+        db::Store store(path);
+        change(store);
+        return true;
+      },
+      [this, what](const Outcome<bool>& out) {
+        --pending_;
+        if (!out.value) QMessageBox::warning(this, "commtune", what + ": " + out.error);
+        refresh();
+        Q_EMIT store_changed();
+      });
+}
+
+void RunsPage::annotate(std::int64_t run_id, const QString& name, const QString& tags, const QString& notes) {
+  change_store(QString("Cannot annotate run %1").arg(run_id),
+               [=, name = name.toStdString(), tags = tags.toStdString(), notes = notes.toStdString()](db::Store& s) {
+                 s.rename_run(run_id, name);
+                 s.annotate_run(run_id, tags, notes);
+               });
+}
+
+void RunsPage::delete_runs(const std::vector<std::int64_t>& run_ids) {
+  if (std::any_of(run_ids.begin(), run_ids.end(),
+                  [this](std::int64_t id) { return std::count(shown_.begin(), shown_.end(), id); })) {
+    shown_.clear();
+    plots_->clear();
+    diff_->clear();
+    metrics_->clear();
+  }
+  change_store("Cannot delete", [run_ids](db::Store& s) {
+    db::Transaction transaction(s.connection());  // all or none
+    for (const auto id : run_ids) s.delete_run(id);
+    transaction.commit();
+  });
+}
+
+void RunsPage::rename_sweep(std::int64_t sweep_id, const QString& name) {
+  change_store(QString("Cannot rename sweep %1").arg(sweep_id),
+               [sweep_id, name = name.toStdString()](db::Store& s) { s.rename_sweep(sweep_id, name); });
+}
+
+void RunsPage::delete_sweep(std::int64_t sweep_id) {
+  shown_.clear();
+  plots_->clear();
+  change_store(QString("Cannot delete sweep %1").arg(sweep_id),
+               [sweep_id](db::Store& s) { s.delete_sweep(sweep_id); });
+}
+
+void RunsPage::edit_annotation(std::int64_t run_id) {
+  QString name, tags, notes;
+  for (int row = 0; row < model_->rowCount(); ++row)
+    if (model_->index(row, kId).data().toLongLong() == run_id) {
+      name = model_->index(row, kName).data().toString();
+      tags = model_->index(row, kTags).data().toString();
+      notes = model_->index(row, kName).data(Qt::ToolTipRole).toString();
+    }
+  QDialog dialog(this);
+  dialog.setWindowTitle(QString("Run %1").arg(run_id));
+  auto* name_edit = new QLineEdit(name, &dialog);
+  auto* tags_edit = new QLineEdit(tags, &dialog);
+  tags_edit->setPlaceholderText("comma-separated: baseline, best, to-rerun");
+  auto* notes_edit = new QPlainTextEdit(notes, &dialog);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel, &dialog);
+  connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  auto* form = new QFormLayout(&dialog);
+  form->addRow("Name", name_edit);
+  form->addRow("Tags", tags_edit);
+  form->addRow("Notes", notes_edit);
+  form->addRow(buttons);
+  if (dialog.exec() == QDialog::Accepted)
+    annotate(run_id, name_edit->text(), tags_edit->text(), notes_edit->toPlainText());
+}
+
+void RunsPage::show_menu(const QPoint& at) {
+  const auto ids = selected_runs();
+  if (ids.empty()) return;
+  QMenu menu(this);
+  menu.addAction("Open", this, [this, ids] { open_runs(ids); });
+  menu.addAction(QString("Tags and notes of run %1…").arg(ids.front()), this,
+                 [this, id = ids.front()] { edit_annotation(id); });
+  menu.addAction("Export…", this, &RunsPage::export_selected);
+  menu.addSeparator();
+  menu.addAction(ids.size() == 1 ? QString("Delete run %1…").arg(ids.front())
+                                 : QString("Delete %1 runs…").arg(ids.size()),
+                 this, [this, ids] {
+                   if (QMessageBox::question(this, "Delete runs",
+                                             QString("Delete %1 run(s) with all their metrics, statistics and events? "
+                                                     "This cannot be undone.")
+                                                 .arg(ids.size())) == QMessageBox::Yes)
+                     delete_runs(ids);
+                 });
+  const auto index = table_->indexAt(at);
+  const auto sweep = index.isValid() ? index.siblingAtColumn(kSweep).data().toLongLong() : 0;
+  if (sweep > 0) {
+    menu.addSeparator();
+    menu.addAction(QString("Rename sweep %1…").arg(sweep), this, [this, sweep] {
+      bool ok = false;
+      const auto name = QInputDialog::getText(this, "Rename sweep", QString("Name of sweep %1").arg(sweep),
+                                              QLineEdit::Normal, QString(), &ok);
+      if (ok) rename_sweep(sweep, name);
+    });
+    menu.addAction(QString("Delete sweep %1 and its runs…").arg(sweep), this, [this, sweep] {
+      if (QMessageBox::question(this, "Delete sweep",
+                                QString("Delete sweep %1 with every trial and their metrics? This cannot be undone.")
+                                    .arg(sweep)) == QMessageBox::Yes)
+        delete_sweep(sweep);
+    });
+  }
+  menu.exec(table_->viewport()->mapToGlobal(at));
 }
 
 void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
@@ -345,51 +653,104 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
 }
 
 void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
-  using Params = std::vector<std::pair<std::int64_t, std::vector<std::pair<std::string, nlohmann::json>>>>;
+  struct Compared {
+    std::int64_t id;
+    QString label;
+    std::map<std::string, QString> params;
+    RunDigest digest;
+  };
+  struct Loaded {
+    std::vector<Compared> runs;
+    std::optional<std::int64_t> baseline;
+  };
   ++pending_;
   run_async(
       this,
       [path = store_path_.toStdString(), ids] {
         db::Store store(path, db::Store::Access::ReadOnly);
-        Params out;
-        for (const auto id : ids) out.emplace_back(id, store.params(id));
+        Loaded out;
+        for (const auto id : ids) {
+          const auto run = store.run(id);
+          if (!run) continue;
+          Compared c{id, QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name), {},
+                     digest_run(store, id)};
+          for (const auto& [name, value] : store.params(id)) c.params[name] = param_text(run->config, name, value);
+          out.runs.push_back(std::move(c));
+        }
+        out.baseline = find_allreduce_baseline(store, ids);
         return out;
       },
-      [this](const Outcome<Params>& out) {
+      [this](const Outcome<Loaded>& out) {
         --pending_;
         diff_->clear();
+        metrics_->clear();
         if (!out.value) return;
-        std::map<std::string, std::vector<QString>> table;
-        const auto& runs = *out.value;
-        for (std::size_t c = 0; c < runs.size(); ++c)
-          for (const auto& [name, value] : runs[c].second) {
-            auto& row = table[name];
-            row.resize(runs.size());
-            row[c] = value_text(value);
-          }
+        const auto& runs = out.value->runs;
+        // A parameter differs when the runs that have it disagree: a hook's own
+        // parameters are absent from the others' runs, which is no difference.
+        std::vector<std::pair<std::string, bool>> rows;  // name, differs
+        std::set<std::string> names;
+        for (const auto& r : runs)
+          for (const auto& [name, value] : r.params) names.insert(name);
+        for (const auto& name : names) {
+          std::set<QString> values;
+          for (const auto& r : runs)
+            if (const auto it = r.params.find(name); it != r.params.end()) values.insert(it->second);
+          const bool differs = values.size() > 1;
+          if (only_differences_->isChecked() && runs.size() > 1 && !differs) continue;
+          rows.emplace_back(name, differs);
+        }
+        // Swept differences first, then the rest.
+        std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
         QStringList headers{"parameter"};
-        for (const auto& [id, p] : runs) headers << QString("run %1").arg(id);
+        for (const auto& r : runs) headers << QString("run %1").arg(r.id);
         diff_->setColumnCount(static_cast<int>(headers.size()));
         diff_->setHorizontalHeaderLabels(headers);
-        diff_->setRowCount(0);
-        for (auto& [name, values] : table) {
-          values.resize(runs.size());
-          const bool differs = std::set<QString>(values.begin(), values.end()).size() > 1;
-          if (only_differences_->isChecked() && runs.size() > 1 && !differs) continue;
-          const int row = diff_->rowCount();
-          diff_->insertRow(row);
+        diff_->setRowCount(static_cast<int>(rows.size()));
+        for (int row = 0; row < static_cast<int>(rows.size()); ++row) {
+          const auto& [name, differs] = rows[static_cast<std::size_t>(row)];
           diff_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(name)));
-          for (std::size_t c = 0; c < values.size(); ++c) {
-            auto* item = new QTableWidgetItem(values[c]);
-            if (differs)
-              item->setFont([f = item->font()]() mutable {
-                f.setBold(true);
-                return f;
-              }());
+          for (std::size_t c = 0; c < runs.size(); ++c) {
+            const auto it = runs[c].params.find(name);
+            auto* item = new QTableWidgetItem(it == runs[c].params.end() ? QString("–") : it->second);
+            QFont font = item->font();
+            font.setBold(differs);
+            item->setFont(font);
             diff_->setItem(row, static_cast<int>(c) + 1, item);
           }
         }
         diff_->resizeColumnsToContents();
+
+        std::optional<double> baseline_loss;
+        for (const auto& r : runs)
+          if (out.value->baseline && r.id == *out.value->baseline) baseline_loss = r.digest.loss;
+        metrics_->setColumnCount(8);
+        metrics_->setHorizontalHeaderLabels(
+            {"run", "label", "steps", "tail loss", "vs base", "ms/step", "MB/step", "compr."});
+        metrics_->setRowCount(static_cast<int>(runs.size()));
+        auto text = [](const std::optional<double>& v, int precision, const QString& suffix = {}) {
+          return v ? QString::number(*v, 'f', precision) + suffix : QString("–");
+        };
+        for (int row = 0; row < static_cast<int>(runs.size()); ++row) {
+          const auto& r = runs[static_cast<std::size_t>(row)];
+          const bool is_baseline = out.value->baseline && r.id == *out.value->baseline;
+          std::optional<double> change;
+          if (baseline_loss && r.digest.loss && std::isfinite(*baseline_loss) && std::isfinite(*r.digest.loss) &&
+              *baseline_loss != 0)
+            change = 100 * (*r.digest.loss / *baseline_loss - 1);
+          const QStringList cells{
+              QString::number(r.id) + (is_baseline ? "*" : ""),
+              r.label,
+              QString::number(r.digest.steps),
+              r.digest.loss && !std::isfinite(*r.digest.loss) ? QString::number(*r.digest.loss)
+                                                              : text(r.digest.loss, 5),
+              change ? QString("%1%2%").arg(*change >= 0 ? "+" : "").arg(*change, 0, 'f', 2) : QString("–"),
+              text(r.digest.step_ms, 2),
+              text(r.digest.wire_mb, 3),
+              text(r.digest.compression_ratio, 1, "x")};
+          for (int c = 0; c < cells.size(); ++c) metrics_->setItem(row, c, new QTableWidgetItem(cells[c]));
+        }
+        metrics_->resizeColumnsToContents();
       });
 }
 

@@ -1,14 +1,18 @@
-// The run browser: every stored run, filtered by text and status, sorted by
-// any column. Opening runs shows their plots (the dashboard's, from the
-// store) side by side and the parameters in which they differ; Export
-// leads to the export dialog; Watch live follows a run that another process
-// records (a CLI run, an imported multi-node job) on the dashboard. The list
-// follows the store: it is read again when the file changes. Reads happen
-// off the UI thread.
+// The run browser, a tuner's table: every stored run with its tail loss,
+// ms and MB per step, compression ratio, tags and every swept parameter as
+// columns; filtered by text, status and conditions (`hook.matrix_approximation_rank
+// = 2, loss < 2.1`), sorted by any column. Opening runs shows their plots
+// (the dashboard's, from the store), the parameters in which they differ and
+// a metrics table like `commtune-cli compare`. Runs take tags and notes, runs
+// and sweeps can be renamed and deleted (with their metrics). Export leads to
+// the export dialog; Watch live follows a run that another process records
+// on the dashboard. The list follows the store: it is read again when the
+// file changes. Reads and writes happen off the UI thread.
 #pragma once
 
 #include <QWidget>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,10 @@ class QStandardItemModel;
 class QTableView;
 class QTableWidget;
 class QCheckBox;
+
+namespace commtune::db {
+class Store;
+}
 
 namespace commtune::ui {
 
@@ -43,14 +51,29 @@ class RunsPage : public QWidget {
   // Reads the store again when its files changed since the last read (a timer calls it).
   void refresh_if_changed();
   QPushButton* watch_button() const { return watch_; }
+  QString filter_problem() const;  // why the filter text is refused ("" when it is not)
+  QTableView* table() const { return table_; }
+  QTableWidget* diff() const { return diff_; }
+  QTableWidget* metrics() const { return metrics_; }
+  // Edits, done in the store then shown (no confirmation: the menu asks first).
+  void annotate(std::int64_t run_id, const QString& name, const QString& tags, const QString& notes);
+  void delete_runs(const std::vector<std::int64_t>& run_ids);
+  void rename_sweep(std::int64_t sweep_id, const QString& name);
+  void delete_sweep(std::int64_t sweep_id);
 
  Q_SIGNALS:
   // The user asked to follow this running run on the dashboard.
   void watch_live(qint64 run_id);
   void loaded(int runs);
+  void store_changed();  // runs or sweeps were edited or deleted here
 
  private:
   void show_diff(const std::vector<std::int64_t>& ids);
+  void apply_filter();
+  void show_menu(const QPoint& at);
+  void edit_annotation(std::int64_t run_id);
+  // Runs `change` on the store off the UI thread, then reads the list again.
+  void change_store(const QString& what, std::function<void(db::Store&)> change);
 
   // The store's files as last read: (size, modification time) of the database and its WAL.
   QString store_stamp() const;
@@ -71,7 +94,10 @@ class RunsPage : public QWidget {
   QPushButton* export_;
   RunPlots* plots_;
   QTableWidget* diff_;
+  QTableWidget* metrics_;
   QCheckBox* only_differences_;
+  QLabel* filter_problem_;
+  QStringList param_columns_;  // the swept parameters shown as columns
   std::vector<std::int64_t> shown_;
   int pending_ = 0;
 };

@@ -6,6 +6,10 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QPainter>
+#include <QSlider>
 #include <QSplitter>
 #include <QStackedLayout>
 #include <QTableWidget>
@@ -17,14 +21,22 @@ namespace commtune::ui {
 // Points drawn per curve at most: about twice a plot's width in pixels, so a
 // min/max pair per pixel column keeps every spike while drawing stays cheap.
 constexpr std::size_t kDrawnPoints = 2048;
+// Palette entries of the breakdown's forward, backward, comm wait and hook:
+// four hues far apart (not orange beside yellow).
+constexpr std::size_t kBreakdownColours[] = {0, 1, 2, 5};
 
 struct RunPlots::Run {
   std::int64_t id = 0;
   QString label;
   std::size_t index = 0;  // colour
-  // Per metric: against step, and (loss only) against wall time.
+  bool visible = true;
+  QListWidgetItem* item = nullptr;
+  std::vector<LivePoint> raw;  // as received: smoothing and truncation redraw from it
+  // Per metric, as drawn (smoothed): against step, and (loss only) against wall time.
   std::vector<MinMaxSeries> by_step = std::vector<MinMaxSeries>(kMetrics, MinMaxSeries(kDrawnPoints));
   MinMaxSeries loss_by_wall{kDrawnPoints};
+  std::vector<double> ema = std::vector<double>(kMetrics, 0.0);
+  std::vector<int> ema_count = std::vector<int>(kMetrics, 0);
   std::vector<std::uint64_t> drawn_revision = std::vector<std::uint64_t>(kMetrics + 1, ~0ull);
   QCPGraph* loss = nullptr;
   QCPGraph* ratio = nullptr;
@@ -44,6 +56,43 @@ QCustomPlot* make_plot(const QString& title, const QString& y_label, QWidget* pa
   plot->setMinimumSize(280, 180);
   plot->setNoAntialiasingOnDrag(true);
   return plot;
+}
+
+double metric_value(const LivePoint& p, int metric) {
+  switch (metric) {
+    case 0:
+      return p.loss;
+    case 1:
+      return p.compression_ratio();
+    case 2:
+      return p.wire_bytes / 1e6;
+    case 3:
+      return p.forward_s * 1e3;
+    case 4:
+      return p.backward_s * 1e3;
+    case 5:
+      return p.comm_wait_s * 1e3;
+    default:
+      return p.hook_s * 1e3;
+  }
+}
+
+// TensorBoard's smoothing: an exponential moving average divided by
+// 1 - weight^n, so the first points are not pulled towards 0. Non-finite
+// values pass through (a diverged step stays visible) without entering it.
+double smooth(double& ema, int& count, double value, double weight) {
+  if (weight <= 0 || !std::isfinite(value)) return value;
+  ema = ema * weight + (1 - weight) * value;
+  ++count;
+  return ema / (1 - std::pow(weight, count));
+}
+
+QIcon swatch(const QColor& colour) {
+  QPixmap pixmap(14, 14);
+  pixmap.fill(Qt::transparent);
+  QPainter painter(&pixmap);
+  painter.fillRect(QRect(1, 5, 12, 4), colour);
+  return QIcon(pixmap);
 }
 
 void set_graph_data(QCPGraph* graph, const MinMaxSeries& series) {
@@ -72,13 +121,45 @@ void style_plot(QCustomPlot* plot, const Theme& t) {
   plot->legend->setBorderPen(QPen(t.grid));
 }
 
+QCPColorGradient viridis_gradient() {
+  QCPColorGradient gradient;
+  gradient.setColorStops({{0.0, QColor(0x44, 0x01, 0x54)},
+                          {0.25, QColor(0x3b, 0x52, 0x8b)},
+                          {0.5, QColor(0x21, 0x91, 0x8c)},
+                          {0.75, QColor(0x5e, 0xc9, 0x62)},
+                          {1.0, QColor(0xfd, 0xe7, 0x25)}});
+  gradient.setColorInterpolation(QCPColorGradient::ciRGB);
+  return gradient;
+}
+
+void set_log_axis(QCPAxis* axis, bool log) {
+  axis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  axis->setTicker(log ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
+                      : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+}
+
+void widen_flat_range(QCPAxis* axis) {
+  const auto range = axis->range();
+  if (axis->scaleType() == QCPAxis::stLogarithmic) {
+    // A log axis shows labels at powers of ten: keep at least one decade in view.
+    if (range.lower > 0 && range.upper / range.lower < 10) {
+      const double centre = std::sqrt(range.lower * range.upper);
+      axis->setRange(centre / std::sqrt(10.0), centre * std::sqrt(10.0));
+    }
+    return;
+  }
+  // At least 0.1% of the values' size (or 1e-9 around 0): ticks 1e-4 apart
+  // in relative terms, which the six significant digits of a label tell apart.
+  const double centre = range.center();
+  const double least = std::max(1e-9, std::abs(centre) * 1e-3);
+  if (range.size() < least) axis->setRange(centre - least / 2, centre + least / 2);
+}
+
 RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   loss_plot_ = make_plot("Loss", "loss (mean over ranks)", this);
   ratio_plot_ = make_plot("Compression ratio", "fp32 bytes / wire bytes", this);
   wire_plot_ = make_plot("Bytes on the wire", "MB per step per rank", this);
   breakdown_plot_ = make_plot("Step time", "ms", this);
-  loss_plot_->legend->setVisible(true);
-  loss_plot_->legend->setFont(QFont(font().family(), 8));
   breakdown_plot_->legend->setVisible(true);
   breakdown_plot_->legend->setFont(QFont(font().family(), 8));
 
@@ -86,19 +167,61 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   x_axis_->setObjectName("plots:x_axis");
   x_axis_->addItems({"step", "wall time"});
   x_axis_->setToolTip("What the loss is drawn against");
-  log_loss_ = new QCheckBox("log loss", this);
+  smoothing_slider_ = new QSlider(Qt::Horizontal, this);
+  smoothing_slider_->setObjectName("plots:smoothing");
+  smoothing_slider_->setRange(0, 99);
+  smoothing_slider_->setMaximumWidth(140);
+  smoothing_slider_->setToolTip("Exponential moving average of every curve, as TensorBoard smooths (0: raw points)");
+  smoothing_label_ = new QLabel("0.00", this);
+  connect(smoothing_slider_, &QSlider::valueChanged, this, [this](int v) { set_smoothing(v / 100.0); });
+  const char* log_names[] = {"loss", "time", "ratio", "bytes"};
+  for (int i = 0; i < 4; ++i) {
+    auto* box = new QCheckBox(log_names[i], this);
+    box->setObjectName(QString("plots:log:") + log_names[i]);
+    box->setToolTip(QString("Log scale on the %1 plot's y axis").arg(log_names[i]));
+    connect(box, &QCheckBox::toggled, this, [this, i](bool on) { set_log_y(static_cast<Plot>(i), on); });
+    log_y_.push_back(box);
+  }
+  run_list_ = new QListWidget(this);
+  run_list_->setObjectName("plots:runs");
+  run_list_->setMouseTracking(true);
+  run_list_->setMinimumWidth(150);
+  run_list_->setContextMenuPolicy(Qt::CustomContextMenu);
+  run_list_->installEventFilter(this);
+  run_list_->setToolTip("Check to show a run, double-click to show it alone (again: all), hover to pick it out");
+  connect(run_list_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
+    for (auto& r : runs_)
+      if (r->item == item && r->visible != (item->checkState() == Qt::Checked)) {
+        r->visible = item->checkState() == Qt::Checked;
+        soloed_ = -1;
+        visibility_changed();
+      }
+  });
+  connect(run_list_, &QListWidget::itemDoubleClicked, this,
+          [this](QListWidgetItem* item) { solo(item->data(Qt::UserRole).toLongLong()); });
+  connect(run_list_, &QListWidget::itemEntered, this,
+          [this](QListWidgetItem* item) { highlight(item->data(Qt::UserRole).toLongLong()); });
+  connect(run_list_, &QListWidget::viewportEntered, this, [this] { highlight(-1); });
+  connect(run_list_, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+    QMenu menu(this);
+    if (auto* item = run_list_->itemAt(at)) {
+      const auto id = item->data(Qt::UserRole).toLongLong();
+      menu.addAction("Show only this run", this, [this, id] { solo(id); });
+    }
+    menu.addAction("Show all runs", this, [this] { show_all(); });
+    menu.addAction("Hide all runs", this, [this] {
+      for (auto& r : runs_) r->visible = false;
+      soloed_ = -1;
+      visibility_changed();
+    });
+    menu.exec(run_list_->viewport()->mapToGlobal(at));
+  });
   breakdown_run_ = new QComboBox(this);
   breakdown_run_->setObjectName("plots:breakdown_run");
   breakdown_run_->setToolTip("The run whose step time is broken down (forward, backward, comm wait, hook)");
   connect(x_axis_, &QComboBox::currentIndexChanged, this, [this] {
     axis_changed_ = true;
     for (auto& r : runs_) r->drawn_revision[kLoss] = ~0ull;
-    refresh();
-  });
-  connect(log_loss_, &QCheckBox::toggled, this, [this](bool on) {
-    loss_plot_->yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-    loss_plot_->yAxis->setTicker(on ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
-                                    : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
     refresh();
   });
   connect(breakdown_run_, &QComboBox::currentIndexChanged, this, [this] { update_breakdown_choice(); });
@@ -112,7 +235,13 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel("Loss against", this));
   controls->addWidget(x_axis_);
-  controls->addWidget(log_loss_);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel("Smoothing", this));
+  controls->addWidget(smoothing_slider_);
+  controls->addWidget(smoothing_label_);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel("Log y:", this));
+  for (auto* box : log_y_) controls->addWidget(box);
   controls->addStretch();
   controls->addWidget(new QLabel("Breakdown of", this));
   controls->addWidget(breakdown_run_, 1);
@@ -122,8 +251,15 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   grid->addWidget(breakdown_plot_, 0, 1);
   grid->addWidget(ratio_plot_, 1, 0);
   grid->addWidget(wire_plot_, 1, 1);
-  auto* plots_box = new QWidget(this);
-  plots_box->setLayout(grid);
+  auto* plots_box = new QSplitter(Qt::Horizontal, this);
+  plots_box->setObjectName("plots:legend_splitter");
+  auto* grid_box = new QWidget(this);
+  grid_box->setLayout(grid);
+  plots_box->addWidget(run_list_);
+  plots_box->addWidget(grid_box);
+  plots_box->setStretchFactor(0, 1);
+  plots_box->setStretchFactor(1, 6);
+  plots_box->setSizes({180, 1000});
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setObjectName("plots:splitter");
   splitter->addWidget(plots_box);
@@ -173,6 +309,14 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label) {
   run->ratio = ratio_plot_->addGraph();
   run->wire = wire_plot_->addGraph();
   run->loss->setName(label);
+  run->item = new QListWidgetItem(label, run_list_);
+  run->item->setData(Qt::UserRole, QVariant::fromValue<qlonglong>(run_id));
+  run->item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable);
+  run->item->setToolTip(label);
+  {
+    QSignalBlocker block(run_list_);
+    run->item->setCheckState(Qt::Checked);
+  }
   restyle(*run);
   runs_.push_back(std::move(run));
   breakdown_run_->addItem(label, QVariant::fromValue<qlonglong>(run_id));
@@ -185,14 +329,141 @@ bool RunPlots::has_run(std::int64_t run_id) const {
   return false;
 }
 
-std::size_t RunPlots::points(std::int64_t run_id) const {
+RunPlots::Run* RunPlots::find(std::int64_t run_id) const {
   for (const auto& r : runs_)
-    if (r->id == run_id) return r->by_step[kLoss].size();
-  return 0;
+    if (r->id == run_id) return r.get();
+  return nullptr;
+}
+
+std::size_t RunPlots::points(std::int64_t run_id) const {
+  const auto* run = find(run_id);
+  return run ? run->raw.size() : 0;
+}
+
+std::vector<LivePoint> RunPlots::points_of(std::int64_t run_id) const {
+  const auto* run = find(run_id);
+  return run ? run->raw : std::vector<LivePoint>{};
+}
+
+QCustomPlot* RunPlots::plot(Plot which) const {
+  switch (which) {
+    case Plot::Loss:
+      return loss_plot_;
+    case Plot::StepTime:
+      return breakdown_plot_;
+    case Plot::Ratio:
+      return ratio_plot_;
+    case Plot::Wire:
+      break;
+  }
+  return wire_plot_;
+}
+
+void RunPlots::set_log_y(Plot which, bool on) {
+  auto* box = log_y_[static_cast<std::size_t>(which)];
+  if (box->isChecked() != on) return box->setChecked(on);  // comes back here through its signal
+  set_log_axis(plot(which)->yAxis, on);
+  for (auto& r : runs_) std::fill(r->drawn_revision.begin(), r->drawn_revision.end(), ~0ull);
+  refresh();
+}
+
+void RunPlots::set_run_visible(std::int64_t run_id, bool visible) {
+  if (auto* run = find(run_id)) run->item->setCheckState(visible ? Qt::Checked : Qt::Unchecked);
+}
+
+bool RunPlots::run_visible(std::int64_t run_id) const {
+  const auto* run = find(run_id);
+  return run && run->visible;
+}
+
+void RunPlots::solo(std::int64_t run_id) {
+  if (soloed_ == run_id) return show_all();
+  for (auto& r : runs_) r->visible = r->id == run_id;
+  soloed_ = run_id;
+  visibility_changed();
+}
+
+void RunPlots::show_all() {
+  for (auto& r : runs_) r->visible = true;
+  soloed_ = -1;
+  visibility_changed();
+}
+
+void RunPlots::highlight(std::int64_t run_id) {
+  if (highlighted_ == run_id) return;
+  highlighted_ = run_id;
+  for (auto& r : runs_) restyle(*r);
+  for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool RunPlots::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == run_list_ && event->type() == QEvent::Leave) highlight(-1);
+  return QWidget::eventFilter(watched, event);
+}
+
+void RunPlots::visibility_changed() {
+  QSignalBlocker block(run_list_);
+  for (auto& r : runs_) {
+    r->item->setCheckState(r->visible ? Qt::Checked : Qt::Unchecked);
+    for (auto* g : {r->loss, r->ratio, r->wire}) g->setVisible(r->visible);
+  }
+  for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) {
+    p->rescaleAxes(true);
+    widen_flat_range(p->yAxis);
+    p->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+void RunPlots::set_smoothing(double weight) {
+  weight = std::clamp(weight, 0.0, 0.99);
+  if (weight == smoothing_) return;
+  smoothing_ = weight;
+  {
+    QSignalBlocker block(smoothing_slider_);
+    smoothing_slider_->setValue(static_cast<int>(std::lround(weight * 100)));
+  }
+  smoothing_label_->setText(QString::number(weight, 'f', 2));
+  for (auto& r : runs_) redraw_from_raw(*r);
+  refresh();
+}
+
+void RunPlots::redraw_from_raw(Run& run) {
+  run.by_step.assign(kMetrics, MinMaxSeries(kDrawnPoints));
+  run.loss_by_wall = MinMaxSeries(kDrawnPoints);
+  std::fill(run.ema.begin(), run.ema.end(), 0.0);
+  std::fill(run.ema_count.begin(), run.ema_count.end(), 0);
+  std::fill(run.drawn_revision.begin(), run.drawn_revision.end(), ~0ull);  // new series restart their revisions
+  auto raw = std::move(run.raw);
+  run.raw.clear();
+  for (const auto& p : raw) append(p);
+}
+
+void RunPlots::merge(std::int64_t run_id, const std::vector<LivePoint>& points) {
+  auto* run = find(run_id);
+  if (!run || points.empty()) return;
+  auto by_step = [](const LivePoint& a, const LivePoint& b) { return a.step < b.step; };
+  std::vector<LivePoint> all = run->raw;  // first: a step shown already keeps its point
+  all.insert(all.end(), points.begin(), points.end());
+  std::stable_sort(all.begin(), all.end(), by_step);
+  all.erase(std::unique(all.begin(), all.end(), [](const LivePoint& a, const LivePoint& b) { return a.step == b.step; }),
+            all.end());
+  run->raw = std::move(all);
+  redraw_from_raw(*run);
+}
+
+void RunPlots::truncate(std::int64_t run_id, std::int64_t step) {
+  auto* run = find(run_id);
+  if (!run || run->raw.empty() || run->raw.back().step < step) return;
+  run->raw.erase(std::lower_bound(run->raw.begin(), run->raw.end(), step,
+                                  [](const LivePoint& p, std::int64_t s) { return p.step < s; }),
+                 run->raw.end());
+  redraw_from_raw(*run);
 }
 
 void RunPlots::clear() {
   runs_.clear();
+  run_list_->clear();
+  highlighted_ = soloed_ = -1;
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) {
     p->clearGraphs();
     p->replot();
@@ -206,22 +477,19 @@ void RunPlots::clear() {
 }
 
 void RunPlots::append(const LivePoint& p) {
-  for (auto& r : runs_) {
-    if (r->id != p.run_id) continue;
-    const double x = static_cast<double>(p.step);
-    auto& s = r->by_step;
-    if (!s[kLoss].x().empty() && x <= s[kLoss].x().back()) return;  // a resumed run repeats no step
-    s[kLoss].append(x, p.loss);
-    s[kRatio].append(x, p.compression_ratio());
-    s[kWire].append(x, p.wire_bytes / 1e6);
-    s[kForward].append(x, p.forward_s * 1e3);
-    s[kBackward].append(x, p.backward_s * 1e3);
-    s[kCommWait].append(x, p.comm_wait_s * 1e3);
-    s[kHook].append(x, p.hook_s * 1e3);
-    const double wall = std::max(p.wall_s, r->loss_by_wall.size() ? r->loss_by_wall.x().back() : 0.0);
-    r->loss_by_wall.append(wall, p.loss);
-    return;
+  auto* r = find(p.run_id);
+  if (!r) return;
+  if (!r->raw.empty() && p.step <= r->raw.back().step) return;  // a resumed run repeats no step
+  const double x = static_cast<double>(p.step);
+  r->raw.push_back(p);
+  double loss = p.loss;
+  for (std::size_t m = 0; m < kMetrics; ++m) {
+    const double y = smooth(r->ema[m], r->ema_count[m], metric_value(p, static_cast<int>(m)), smoothing_);
+    r->by_step[m].append(x, y);
+    if (m == kLoss) loss = y;
   }
+  const double wall = std::max(p.wall_s, r->loss_by_wall.size() ? r->loss_by_wall.x().back() : 0.0);
+  r->loss_by_wall.append(wall, loss);
 }
 
 void RunPlots::set_bucket_stats(const BucketStats& stats) {
@@ -241,7 +509,7 @@ void RunPlots::update_breakdown_choice() {
     for (int m = kForward; m <= kHook; ++m) {
       auto* g = breakdown_plot_->addGraph();
       g->setName(names[m - kForward]);
-      g->setPen(QPen(theme_.series_color(static_cast<std::size_t>(m - kForward)), 1));
+      g->setPen(QPen(theme_.series_color(kBreakdownColours[m - kForward]), 1));
       r->breakdown.push_back(g);
       r->drawn_revision[static_cast<std::size_t>(m)] = ~0ull;
     }
@@ -251,9 +519,18 @@ void RunPlots::update_breakdown_choice() {
 }
 
 void RunPlots::restyle(Run& run) {
-  const QPen pen(theme_.series_color(run.index), 1);
-  for (auto* g : {run.loss, run.ratio, run.wire}) g->setPen(pen);
-  for (std::size_t m = 0; m < run.breakdown.size(); ++m) run.breakdown[m]->setPen(QPen(theme_.series_color(m), 1));
+  QColor colour = theme_.series_color(run.index);
+  const bool picked = highlighted_ == run.id;
+  if (highlighted_ >= 0 && !picked) colour.setAlpha(45);
+  const QPen pen(colour, picked ? 2.5 : 1);
+  for (auto* g : {run.loss, run.ratio, run.wire}) {
+    g->setPen(pen);
+    if (picked) g->setLayer("overlay");  // above the others
+    else if (g->layer()->name() != "main") g->setLayer("main");
+  }
+  run.item->setIcon(swatch(theme_.series_color(run.index)));
+  for (std::size_t m = 0; m < run.breakdown.size(); ++m)
+    run.breakdown[m]->setPen(QPen(theme_.series_color(kBreakdownColours[m]), 1));
 }
 
 void RunPlots::apply_theme(const Theme& theme) {
@@ -311,7 +588,8 @@ void RunPlots::refresh(bool immediate) {
     }
   }
   for (auto* p : changed) {
-    p->rescaleAxes();
+    p->rescaleAxes(true);
+    widen_flat_range(p->yAxis);
     p->replot(immediate ? QCustomPlot::rpImmediateRefresh : QCustomPlot::rpQueuedReplot);
   }
 }
@@ -321,13 +599,11 @@ int RunPlots::bucket_rows() const { return bucket_table_->rowCount(); }
 QString RunPlots::csv() const {
   QString out = "run,label,step,loss,compression_ratio,wire_mb,forward_ms,backward_ms,comm_wait_ms,hook_ms\n";
   for (const auto& r : runs_) {
-    const auto& s = r->by_step;
     QString label = r->label;
     label.replace('"', "\"\"");
-    for (std::size_t i = 0; i < s[kLoss].size(); ++i) {
-      out += QString("%1,\"%2\",%3").arg(r->id).arg(label).arg(static_cast<qlonglong>(s[kLoss].x()[i]));
-      for (int m = kLoss; m < kMetrics; ++m)
-        out += "," + QString::number(s[static_cast<std::size_t>(m)].y()[i], 'g', 9);
+    for (const auto& p : r->raw) {
+      out += QString("%1,\"%2\",%3").arg(r->id).arg(label).arg(static_cast<qlonglong>(p.step));
+      for (int m = kLoss; m < kMetrics; ++m) out += "," + QString::number(metric_value(p, m), 'g', 9);
       out += "\n";
     }
   }

@@ -3,6 +3,10 @@
 // breakdown of one run, and its newest per-bucket statistics. Points are
 // appended as they come and drawn once per refresh(), from min/max-reduced
 // copies, so a frame costs the same for 1k or 1M points per run.
+//
+// Made for sweeps of 30+ trials: the legend is a list beside the plots
+// (check to show, double-click to solo, hover to highlight), every curve can
+// be smoothed (TensorBoard's debiased EMA) and every plot has a log y axis.
 #pragma once
 
 #include <QWidget>
@@ -17,10 +21,15 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QCPAxis;
+class QCPColorGradient;
 class QComboBox;
 class QCheckBox;
 class QTableWidget;
 class QLabel;
+class QListWidget;
+class QListWidgetItem;
+class QSlider;
 
 namespace commtune::ui {
 
@@ -34,6 +43,25 @@ class RunPlots : public QWidget {
   bool has_run(std::int64_t run_id) const;
   void clear();
   void append(const LivePoint& point);  // drawn at the next refresh()
+  // Forgets a run's points from `step` on (a resumed run repeats them).
+  void truncate(std::int64_t run_id, std::int64_t step);
+  // Adds points of steps the run does not show yet, wherever they fall
+  // (the stored steps before a resumed run's live ones).
+  void merge(std::int64_t run_id, const std::vector<LivePoint>& points);
+
+  // The trial list beside the plots.
+  void set_run_visible(std::int64_t run_id, bool visible);
+  bool run_visible(std::int64_t run_id) const;
+  void solo(std::int64_t run_id);  // only this run; again: every run
+  void show_all();
+  void highlight(std::int64_t run_id);  // drawn thick, the others faded; -1: none
+  // EMA weight in [0, 1): 0 draws the raw points.
+  void set_smoothing(double weight);
+  double smoothing() const { return smoothing_; }
+  enum class Plot { Loss, StepTime, Ratio, Wire };
+  void set_log_y(Plot plot, bool on);
+  QCustomPlot* plot(Plot which) const;
+  QListWidget* run_list() const { return run_list_; }
   void set_bucket_stats(const BucketStats& stats);
   // Pushes what changed since the last call into the plots and redraws them.
   // `immediate`: draw now (benchmarks) rather than at the next paint.
@@ -45,6 +73,8 @@ class RunPlots : public QWidget {
   std::vector<std::pair<QString, QCustomPlot*>> plots() const;
   QCustomPlot* loss_plot() const { return loss_plot_; }
   std::size_t points(std::int64_t run_id) const;  // appended so far
+  std::vector<LivePoint> points_of(std::int64_t run_id) const;  // as appended, unsmoothed
+  bool eventFilter(QObject* watched, QEvent* event) override;  // the pointer leaving the trial list
   int bucket_rows() const;                        // buckets in the statistics table
   QString csv() const;                            // every run's points
 
@@ -54,13 +84,19 @@ class RunPlots : public QWidget {
   void update_breakdown_choice();
   void restyle(Run& run);
   void set_x_axis_labels();
+  void redraw_from_raw(Run& run);  // after the smoothing or the points changed
+  Run* find(std::int64_t run_id) const;
+  void visibility_changed();
 
   QCustomPlot* loss_plot_;
   QCustomPlot* ratio_plot_;
   QCustomPlot* wire_plot_;
   QCustomPlot* breakdown_plot_;
   QComboBox* x_axis_;
-  QCheckBox* log_loss_;
+  std::vector<QCheckBox*> log_y_;  // by Plot
+  QSlider* smoothing_slider_;
+  QLabel* smoothing_label_;
+  QListWidget* run_list_;
   QComboBox* breakdown_run_;
   QTableWidget* bucket_table_;
   QLabel* empty_label_;
@@ -68,10 +104,21 @@ class RunPlots : public QWidget {
   std::map<std::int64_t, BucketStats> bucket_stats_;
   bool bucket_stats_changed_ = false;
   bool axis_changed_ = true;
+  double smoothing_ = 0;
+  std::int64_t highlighted_ = -1;
+  std::int64_t soloed_ = -1;
   Theme theme_;
 };
 
 // Colours a plot (background, axes, grid, title, legend) for the theme.
 void style_plot(QCustomPlot* plot, const Theme& theme);
+// Viridis, dark purple (low) to yellow (high): ordered in lightness, readable
+// in both themes, and never white, so the top of a scale stays on it.
+QCPColorGradient viridis_gradient();
+// Switches a value axis between linear and log scale (with its ticker).
+void set_log_axis(QCPAxis* axis, bool log);
+// Widens an axis whose data barely varies, so a near-constant series gets a
+// few distinct tick labels (not 0.999996..1 or 5.29208, 5.29208, 5.29209).
+void widen_flat_range(QCPAxis* axis);
 
 }  // namespace commtune::ui

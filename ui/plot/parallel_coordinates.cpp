@@ -1,0 +1,232 @@
+#include "ui/plot/parallel_coordinates.h"
+
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ui/plot/qcustomplot.h"
+#include "ui/plot/run_plots.h"
+#include "ui/theme.h"
+
+namespace commtune::ui {
+
+namespace {
+
+constexpr double kAxisGrip = 0.25;  // how far from an axis (in axis spacings) a drag still brushes it
+
+bool as_number(const QString& text, double& value) {
+  bool ok = false;
+  value = text.toDouble(&ok);
+  return ok && std::isfinite(value);
+}
+
+}  // namespace
+
+ParallelCoordinates::ParallelCoordinates(QWidget* parent) : QWidget(parent) {
+  plot_ = new QCustomPlot(this);
+  plot_->setObjectName("plot:parallel");
+  plot_->setMinimumSize(320, 220);
+  plot_->yAxis->setVisible(false);
+  plot_->yAxis->setRange(-0.08, 1.08);
+  plot_->xAxis->grid()->setVisible(false);
+  plot_->xAxis->setTickLabelRotation(-20);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+  connect(plot_, &QCustomPlot::mousePress, this, &ParallelCoordinates::on_press);
+  connect(plot_, &QCustomPlot::mouseMove, this, &ParallelCoordinates::on_move);
+  connect(plot_, &QCustomPlot::mouseRelease, this, &ParallelCoordinates::on_release);
+  apply_theme(current_theme());
+}
+
+void ParallelCoordinates::set_data(const std::vector<QString>& axes, const std::vector<Line>& lines) {
+  const bool same_axes = axes == axes_;
+  axes_ = axes;
+  lines_ = lines;
+  if (!same_axes) brushes_.assign(axes_.size(), std::nullopt);
+  scales_.assign(axes_.size(), Scale{});
+  positions_.assign(lines_.size(), std::vector<std::optional<double>>(axes_.size()));
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    auto& scale = scales_[a];
+    std::vector<double> numbers;
+    std::vector<QString> texts;
+    for (const auto& line : lines_) {
+      const auto& text = line.values[a];
+      if (text.isEmpty()) continue;
+      double v = 0;
+      if (as_number(text, v))
+        numbers.push_back(v);
+      else
+        scale.numeric = false;
+      if (std::find(texts.begin(), texts.end(), text) == texts.end()) texts.push_back(text);
+    }
+    if (scale.numeric && !numbers.empty()) {
+      scale.lo = *std::min_element(numbers.begin(), numbers.end());
+      scale.hi = *std::max_element(numbers.begin(), numbers.end());
+      scale.log = scale.lo > 0 && scale.hi / scale.lo > 100;
+    } else {
+      scale.numeric = false;
+      std::sort(texts.begin(), texts.end());
+      scale.categories = texts;
+    }
+    for (std::size_t l = 0; l < lines_.size(); ++l) {
+      const auto& text = lines_[l].values[a];
+      if (text.isEmpty()) continue;
+      double v = 0;
+      if (!scale.numeric) {
+        const auto index = std::find(scale.categories.begin(), scale.categories.end(), text) - scale.categories.begin();
+        positions_[l][a] = scale.categories.size() > 1 ? double(index) / double(scale.categories.size() - 1) : 0.5;
+      } else if (as_number(text, v)) {
+        const double lo = scale.log ? std::log(scale.lo) : scale.lo, hi = scale.log ? std::log(scale.hi) : scale.hi;
+        const double x = scale.log ? std::log(v) : v;
+        positions_[l][a] = hi > lo ? (x - lo) / (hi - lo) : 0.5;
+      }
+    }
+  }
+  redraw();
+}
+
+std::optional<double> ParallelCoordinates::position(std::size_t line, std::size_t axis) const {
+  return positions_.at(line).at(axis);
+}
+
+void ParallelCoordinates::set_brush(int axis, double lo, double hi) {
+  if (axis < 0 || axis >= static_cast<int>(axes_.size())) return;
+  brushes_[static_cast<std::size_t>(axis)] = std::make_pair(std::min(lo, hi), std::max(lo, hi));
+  redraw();
+  Q_EMIT selection_changed();
+}
+
+void ParallelCoordinates::clear_brushes() {
+  brushes_.assign(axes_.size(), std::nullopt);
+  redraw();
+  Q_EMIT selection_changed();
+}
+
+bool ParallelCoordinates::matches(std::size_t line) const {
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    if (!brushes_[a]) continue;
+    const auto& p = positions_[line][a];
+    if (!p || *p < brushes_[a]->first || *p > brushes_[a]->second) return false;
+  }
+  return true;
+}
+
+std::vector<std::int64_t> ParallelCoordinates::matching_runs() const {
+  std::vector<std::int64_t> out;
+  for (std::size_t l = 0; l < lines_.size(); ++l)
+    if (matches(l)) out.push_back(lines_[l].run_id);
+  return out;
+}
+
+void ParallelCoordinates::apply_theme(const Theme& theme) {
+  style_plot(plot_, theme);
+  redraw();
+}
+
+void ParallelCoordinates::redraw() {
+  plot_->clearPlottables();
+  plot_->clearItems();
+  drag_rect_ = nullptr;
+  const Theme theme = current_theme();
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (std::size_t a = 0; a < axes_.size(); ++a) ticker->addTick(static_cast<double>(a), axes_[a]);
+  plot_->xAxis->setTicker(ticker);
+  plot_->xAxis->setRange(-0.3, std::max<double>(1, static_cast<double>(axes_.size()) - 0.7));
+
+  // Colour by the finite values' range: low (good) dark, high light.
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& l : lines_)
+    if (std::isfinite(l.colour_value)) {
+      lo = std::min(lo, l.colour_value);
+      hi = std::max(hi, l.colour_value);
+    }
+  QCPColorGradient gradient = viridis_gradient();  // color() is not const
+  const QCPRange range(lo, hi > lo ? hi : lo + 1);
+  for (std::size_t l = 0; l < lines_.size(); ++l) {
+    auto* curve = new QCPCurve(plot_->xAxis, plot_->yAxis);
+    QVector<QCPCurveData> points;
+    for (std::size_t a = 0; a < axes_.size(); ++a)
+      points.append(QCPCurveData(static_cast<double>(a), static_cast<double>(a),
+                                 positions_[l][a] ? *positions_[l][a] : std::nan("")));
+    curve->data()->set(points, true);
+    const bool selected = matches(l);
+    QColor colour = std::isfinite(lines_[l].colour_value) ? QColor(gradient.color(lines_[l].colour_value, range))
+                                                          : QColor(0xd9, 0x53, 0x4f);  // diverged
+    if (!selected) colour = theme.muted, colour.setAlpha(50);
+    curve->setPen(QPen(colour, selected ? 1.6 : 1));
+    curve->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, selected ? 5 : 3));
+    curve->setName(QString::number(lines_[l].run_id));
+  }
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    const double x = static_cast<double>(a);
+    auto* axis_line = new QCPItemLine(plot_);
+    axis_line->start->setCoords(x, 0);
+    axis_line->end->setCoords(x, 1);
+    axis_line->setPen(QPen(theme.foreground, 1.2));
+    auto label = [&](double y, const QString& text) {
+      auto* t = new QCPItemText(plot_);
+      t->position->setCoords(x, y);
+      t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+      t->setPadding(QMargins(4, 0, 0, 0));
+      t->setText(text);
+      t->setColor(theme.muted);
+      t->setFont(QFont(font().family(), 7));
+    };
+    const auto& s = scales_[a];
+    if (s.numeric) {
+      label(0, QString::number(s.lo, 'g', 4));
+      label(1, QString::number(s.hi, 'g', 4) + (s.log ? " (log)" : ""));
+    } else {
+      for (std::size_t c = 0; c < s.categories.size(); ++c)
+        label(s.categories.size() > 1 ? double(c) / double(s.categories.size() - 1) : 0.5, s.categories[c]);
+    }
+    if (brushes_[a]) {
+      auto* rect = new QCPItemRect(plot_);
+      rect->topLeft->setCoords(x - 0.06, brushes_[a]->second);
+      rect->bottomRight->setCoords(x + 0.06, brushes_[a]->first);
+      rect->setPen(QPen(theme.foreground));
+      QColor fill = theme.foreground;
+      fill.setAlpha(40);
+      rect->setBrush(fill);
+    }
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ParallelCoordinates::on_press(QMouseEvent* event) {
+  const double x = plot_->xAxis->pixelToCoord(event->position().x());
+  const double axis = std::round(x);
+  brushing_axis_ = std::abs(x - axis) < kAxisGrip && axis >= 0 && axis < static_cast<double>(axes_.size())
+                       ? static_cast<int>(axis)
+                       : -1;
+  brush_start_ = std::clamp(plot_->yAxis->pixelToCoord(event->position().y()), 0.0, 1.0);
+}
+
+void ParallelCoordinates::on_move(QMouseEvent* event) {
+  if (brushing_axis_ < 0 || !(event->buttons() & Qt::LeftButton)) return;
+  const double y = std::clamp(plot_->yAxis->pixelToCoord(event->position().y()), 0.0, 1.0);
+  if (!drag_rect_) {
+    drag_rect_ = new QCPItemRect(plot_);
+    drag_rect_->setPen(QPen(current_theme().foreground, 1, Qt::DashLine));
+  }
+  drag_rect_->topLeft->setCoords(brushing_axis_ - 0.06, std::max(y, brush_start_));
+  drag_rect_->bottomRight->setCoords(brushing_axis_ + 0.06, std::min(y, brush_start_));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ParallelCoordinates::on_release(QMouseEvent* event) {
+  if (brushing_axis_ < 0) return;
+  const int axis = std::exchange(brushing_axis_, -1);
+  const double y = std::clamp(plot_->yAxis->pixelToCoord(event->position().y()), 0.0, 1.0);
+  if (std::abs(y - brush_start_) < 0.02) {  // a click: this axis takes every value again
+    brushes_[static_cast<std::size_t>(axis)].reset();
+    redraw();
+    Q_EMIT selection_changed();
+    return;
+  }
+  set_brush(axis, brush_start_, y);
+}
+
+}  // namespace commtune::ui

@@ -1,0 +1,69 @@
+// A sweep as parallel coordinates: one vertical axis per swept parameter and
+// per result (tail loss, ms and MB per step), one line per trial, coloured by
+// its tail loss (low: dark). Drag along an axis to brush a range: trials
+// outside every brush fade, and matching_runs() is what the table beside it
+// lists; a click on an axis clears its brush. Numbers spanning more than two
+// decades sit on a log scale; text values are spaced evenly in order.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+class QCustomPlot;
+class QCPItemRect;
+class QMouseEvent;
+
+namespace commtune::ui {
+
+struct Theme;
+
+class ParallelCoordinates : public QWidget {
+  Q_OBJECT
+ public:
+  struct Line {
+    std::int64_t run_id = 0;
+    std::vector<QString> values;  // one per axis, "" where the run has none
+    double colour_value = 0;      // what the colour shows (the tail loss)
+  };
+  explicit ParallelCoordinates(QWidget* parent = nullptr);
+
+  void set_data(const std::vector<QString>& axes, const std::vector<Line>& lines);
+  // Keeps the lines whose value on `axis`, scaled to [0, 1] along it, is in [lo, hi].
+  void set_brush(int axis, double lo, double hi);
+  void clear_brushes();
+  std::vector<std::int64_t> matching_runs() const;
+  // Where a line crosses an axis, in [0, 1] (nullopt: the run has no value there).
+  std::optional<double> position(std::size_t line, std::size_t axis) const;
+  QCustomPlot* plot() const { return plot_; }
+  void apply_theme(const Theme& theme);
+
+ Q_SIGNALS:
+  void selection_changed();
+
+ private:
+  struct Scale {
+    bool numeric = true, log = false;
+    double lo = 0, hi = 1;
+    std::vector<QString> categories;  // for text values, in order
+  };
+  void redraw();
+  bool matches(std::size_t line) const;
+  void on_press(QMouseEvent* event);
+  void on_move(QMouseEvent* event);
+  void on_release(QMouseEvent* event);
+
+  QCustomPlot* plot_;
+  std::vector<QString> axes_;
+  std::vector<Line> lines_;
+  std::vector<Scale> scales_;
+  std::vector<std::vector<std::optional<double>>> positions_;  // [line][axis]
+  std::vector<std::optional<std::pair<double, double>>> brushes_;
+  int brushing_axis_ = -1;
+  double brush_start_ = 0;
+  QCPItemRect* drag_rect_ = nullptr;
+};
+
+}  // namespace commtune::ui
