@@ -1,16 +1,18 @@
-// Frame cost of the live dashboard: 8 runs streaming at once, each already
-// holding N points (100k and 1M), a frame = the new points of every run
-// appended + every plot redrawn. Goal: under 16 ms (60 frames/s). Reference
-// measured in the same run: the same plots fed the full, unreduced data (what
-// QCustomPlot draws without our min/max copies).
+// Frame cost of the live dashboard: R runs streaming at once, each already
+// holding N points, a frame = the new points of every run appended + every
+// plot redrawn. Cases: 8 x 100k, a 30-trial sweep x 100k (raw and smoothed),
+// 8 x 1M. Goal: under 16 ms (60 frames/s). Reference measured in the same
+// run: the same plots fed the full, unreduced data (what QCustomPlot draws
+// without our min/max copies).
 //
-//   QT_QPA_PLATFORM=offscreen build/bench/plot_bench [points...]
+//   QT_QPA_PLATFORM=offscreen build/bench/plot_bench [RUNSxPOINTS[s] ...]   (s: smoothed; e.g. 30x100000s)
 #include <QApplication>
 #include <QElapsedTimer>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ui/plot/qcustomplot.h"
@@ -21,7 +23,6 @@ using commtune::ui::RunPlots;
 
 namespace {
 
-constexpr int kRuns = 8;
 constexpr int kPerFrame = 16;  // ~1000 steps/s per run arriving at 60 frames/s
 
 LivePoint point(int run, std::int64_t step) {
@@ -53,24 +54,25 @@ Timing time_frames(std::int64_t first_step, int frames, Frame frame) {
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 95 / 100)]};
 }
 
-Timing commtune_frames(std::int64_t n, int frames) {
+Timing commtune_frames(int runs, std::int64_t n, bool smoothed, int frames) {
   RunPlots plots;
   plots.resize(1400, 800);
   plots.show();
-  for (int r = 0; r < kRuns; ++r) plots.add_run(r + 1, QString("run %1").arg(r + 1));
+  if (smoothed) plots.set_smoothing(0.6);
+  for (int r = 0; r < runs; ++r) plots.add_run(r + 1, QString("run %1").arg(r + 1));
   for (std::int64_t s = 0; s < n; ++s)
-    for (int r = 0; r < kRuns; ++r) plots.append(point(r, s));
+    for (int r = 0; r < runs; ++r) plots.append(point(r, s));
   plots.refresh(true);
   return time_frames(n, frames, [&](std::int64_t first) {
     for (std::int64_t step = first; step < first + kPerFrame; ++step)
-      for (int r = 0; r < kRuns; ++r) plots.append(point(r, step));
+      for (int r = 0; r < runs; ++r) plots.append(point(r, step));
     plots.refresh(true);
   });
 }
 
-// The same four plots and 8 x 4 graphs (loss, ratio, wire; breakdown for one
-// run), fed every point.
-Timing unreduced_frames(std::int64_t n, int frames) {
+// The same four plots and their graphs (loss, ratio, wire per run; the
+// breakdown's four for one run), fed every point.
+Timing unreduced_frames(int runs, std::int64_t n, int frames) {
   std::vector<QCustomPlot*> plots;
   QWidget host;
   host.resize(1400, 800);
@@ -80,20 +82,12 @@ Timing unreduced_frames(std::int64_t n, int frames) {
     plots.push_back(p);
   }
   host.show();
+  // Plots 0..2: loss, ratio, bytes (one graph per run); 3: the breakdown's four metrics.
   auto value = [](const LivePoint& p, int plot, int graph) {
-    switch (plot) {
-      case 0:
-        return p.loss;
-      case 1:
-        return p.compression_ratio();
-      case 2:
-        return p.wire_bytes / 1e6;
-      default:
-        return graph == 0 ? p.forward_s : graph == 1 ? p.backward_s : graph == 2 ? p.comm_wait_s : p.hook_s;
-    }
+    return commtune::ui::live_metric(p, static_cast<commtune::ui::LiveMetric>(plot < 3 ? plot : 3 + graph));
   };
   for (int i = 0; i < 4; ++i)
-    for (int g = 0; g < (i == 3 ? 4 : kRuns); ++g) {
+    for (int g = 0; g < (i == 3 ? 4 : runs); ++g) {
       auto* graph = plots[i]->addGraph();
       QVector<double> x(n), y(n);
       for (std::int64_t s = 0; s < n; ++s) {
@@ -119,21 +113,33 @@ Timing unreduced_frames(std::int64_t n, int frames) {
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
-  std::vector<std::int64_t> sizes{100000, 1000000};
+  struct Case {
+    int runs;
+    std::int64_t points;
+    bool smoothed;
+  };
+  std::vector<Case> cases{{8, 100000, false}, {30, 100000, false}, {30, 100000, true}, {8, 1000000, false}};
   if (argc > 1) {
-    sizes.clear();
-    for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+    cases.clear();
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      const auto x = arg.find('x');
+      if (x == std::string::npos) {
+        std::fprintf(stderr, "plot_bench: '%s': want RUNSxPOINTS, e.g. 30x100000 (s at the end: smoothed)\n", argv[i]);
+        return 2;
+      }
+      cases.push_back({std::atoi(arg.substr(0, x).c_str()), std::atoll(arg.substr(x + 1).c_str()), arg.back() == 's'});
+    }
   }
-  std::printf("%d runs streaming, %d new points per run per frame; frame = append + redraw of 4 plots\n", kRuns,
-              kPerFrame);
-  for (const auto n : sizes) {
-    const auto ours = commtune_frames(n, 60);
-    const auto full = unreduced_frames(n, n >= 1000000 ? 10 : 30);
+  std::printf("%d new points per run per frame; frame = append + redraw of 4 plots\n", kPerFrame);
+  for (const auto& c : cases) {
+    const auto ours = commtune_frames(c.runs, c.points, c.smoothed, 60);
+    const auto full = unreduced_frames(c.runs, c.points, c.points * c.runs >= 3000000 ? 10 : 30);
     std::printf(
-        "%8lld points/run: commtune %6.2f ms (p95 %6.2f)   unreduced QCustomPlot %8.2f ms (p95 %8.2f)   "
+        "%2d runs x %7lld points%s: commtune %6.2f ms (p95 %6.2f)   unreduced QCustomPlot %8.2f ms (p95 %8.2f)   "
         "ratio %.3f   budget use %.2f of 16 ms\n",
-        static_cast<long long>(n), ours.median_ms, ours.p95_ms, full.median_ms, full.p95_ms,
-        ours.median_ms / full.median_ms, ours.median_ms / 16.0);
+        c.runs, static_cast<long long>(c.points), c.smoothed ? ", smoothed" : "         ", ours.median_ms, ours.p95_ms,
+        full.median_ms, full.p95_ms, ours.median_ms / full.median_ms, ours.median_ms / 16.0);
   }
   return 0;
 }

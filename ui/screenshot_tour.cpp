@@ -4,6 +4,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QPixmap>
+#include <QTabWidget>
 #include <QTimer>
 #include <cstdio>
 #include <memory>
@@ -37,13 +38,10 @@ void when(std::function<bool()> ready, std::function<void()> next, std::function
 void take_screenshots(MainWindow& window, const QString& spec_path, const QString& out_dir,
                       std::function<void(int)> done) {
   QDir().mkpath(out_dir);
-  auto shot = [&window, out_dir](MainWindow::Page page, const QString& name) {
-    window.show_page(page);
-    QTimer::singleShot(400, &window, [&window, out_dir, name] {
-      const auto path = QDir(out_dir).filePath(name + ".png");
-      window.grab().save(path);
-      std::fprintf(stderr, "commtune: wrote %s\n", qPrintable(path));
-    });
+  auto save = [&window, out_dir](const QString& name) {
+    const auto path = QDir(out_dir).filePath(name + ".png");
+    window.grab().save(path);
+    std::fprintf(stderr, "commtune: wrote %s\n", qPrintable(path));
   };
   auto fail = [done](const char* what) {
     return [done, what] {
@@ -53,40 +51,67 @@ void take_screenshots(MainWindow& window, const QString& spec_path, const QStrin
   };
   QFile f(spec_path);
   if (!f.open(QIODevice::ReadOnly)) return fail("cannot read the sweep spec")();
+  window.set_theme(ThemeChoice::Light);
   window.launch()->load_json(nlohmann::json::parse(f.readAll().toStdString()));
-  shot(MainWindow::kLaunch, "launch");
+  // Every page once the whole sweep is stored, in one theme: `suffix` names the files.
+  auto tour = std::make_shared<std::function<void(const QString&, std::function<void()>)>>();
+  *tour = [=, &window](const QString& suffix, std::function<void()> next) {
+    struct Step {
+      std::function<void()> show;
+      QString name;
+      int settle_ms;
+    };
+    auto steps = std::make_shared<std::vector<Step>>(std::vector<Step>{
+        {[&window] { window.show_page(MainWindow::kLaunch); }, "launch", 500},
+        {[&window] { window.show_page(MainWindow::kDashboard); }, "dashboard", 800},
+        {[&window] {
+           std::vector<std::int64_t> ids;
+           for (std::int64_t id = 1; id <= 25; ++id) ids.push_back(id);
+           window.runs()->open_runs(ids);
+           window.show_page(MainWindow::kRuns);
+         },
+         "runs", 2500},
+        {[&window] {
+           window.analysis()->select_sweep(1);
+           window.analysis()->views()->setCurrentIndex(0);
+           window.show_page(MainWindow::kAnalysis);
+         },
+         "analysis", 5000},
+        {[&window] { window.analysis()->views()->setCurrentIndex(1); }, "parallel", 800},
+        {[&window] { window.analysis()->views()->setCurrentIndex(2); }, "importance", 800},
+    });
+    auto index = std::make_shared<std::size_t>(0);
+    auto advance = std::make_shared<std::function<void()>>();
+    *advance = [=, &window] {
+      if (*index == steps->size()) return next();
+      const auto& step = (*steps)[(*index)++];
+      step.show();
+      QTimer::singleShot(step.settle_ms, &window, [=] {
+        save(step.name + suffix);
+        (*advance)();
+      });
+    };
+    (*advance)();
+  };
   QTimer::singleShot(1000, &window, [=, &window] {
     window.start_sweep();
     if (!window.engine().busy()) return fail("the sweep did not start")();
-    // The dashboard mid-sweep: a few trials done, one running.
-    when([&window] { return window.dashboard()->row_of(3) >= 0 || window.dashboard()->row_of(4) >= 0; },
+    when([&window] { return !window.engine().busy(); },
          [=, &window] {
-           QTimer::singleShot(2500, &window, [=, &window] {
-             shot(MainWindow::kDashboard, "dashboard");
-             when([&window] { return !window.engine().busy(); },
-                  [=, &window] {
-                    window.runs()->refresh();
-                    when([&window] { return !window.runs()->loading(); },
-                         [=, &window] {
-                           window.runs()->open_runs({1, 2, 3});
-                           QTimer::singleShot(1500, &window, [=, &window] {
-                             shot(MainWindow::kRuns, "runs");
-                             QTimer::singleShot(1000, &window, [=, &window] {
-                               window.analysis()->select_sweep(1);
-                               window.show_page(MainWindow::kAnalysis);
-                               QTimer::singleShot(4000, &window, [=, &window] {
-                                 shot(MainWindow::kAnalysis, "analysis");
-                                 QTimer::singleShot(1000, &window, [done] { done(0); });
-                               });
-                             });
-                           });
-                         },
-                         fail("the run browser did not load"), 30);
-                  },
-                  fail("the sweep did not finish"), 600);
-           });
+           window.runs()->refresh();
+           when([&window] { return !window.runs()->loading(); },
+                [=, &window] {
+                  (*tour)("", [=, &window] {
+                    window.set_theme(ThemeChoice::Dark);
+                    (*tour)("-dark", [=, &window] {
+                      window.set_theme(ThemeChoice::System);
+                      done(0);
+                    });
+                  });
+                },
+                fail("the run browser did not load"), 30);
          },
-         fail("no trial started"), 300);
+         fail("the sweep did not finish"), 1800);
   });
 }
 

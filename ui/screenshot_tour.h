@@ -1,6 +1,8 @@
 // Drives the real window through its main views and saves a screenshot of
-// each (scripts/screenshots.sh, for the README): loads a sweep spec, starts
-// it, and captures Launch, Dashboard (while trials run), Runs and Analysis.
+// each (scripts/screenshots.sh, for the README): loads a sweep spec, runs it,
+// then captures Launch, Dashboard, Runs (every trial opened), Analysis and its
+// parallel coordinates and importance, in the light theme and again in the
+// dark one (files ending in -dark).
 #pragma once
 
 #include <QString>

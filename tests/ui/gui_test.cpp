@@ -106,7 +106,7 @@ std::int64_t seed_sweep(const QString& path, const std::vector<int>& ranks, cons
       db::NewRun run;
       run.sweep_id = sweep;
       run.trial = trial++;
-      run.name = "rank " + std::to_string(rank) + ", start " + std::to_string(start);
+      run.name = "matrix_approximation_rank=" + std::to_string(rank) + " start_powerSGD_iter=" + std::to_string(start);
       run.config = {{"world_size", 2},
                     {"steps", 100},
                     {"hook",
@@ -315,9 +315,13 @@ class GuiTest : public QObject {
     runs->open_runs(all);
     QTRY_VERIFY(!runs->loading());
     auto* plots = runs->plots();
-    QTRY_COMPARE(plots->run_list()->count(), 29);
+    QTRY_COMPARE(plots->run_list()->topLevelItemCount(), 29);
+    QStringList legend_columns;
+    for (int c = 0; c < plots->run_list()->columnCount(); ++c) legend_columns << plots->run_list()->headerItem()->text(c);
+    QCOMPARE(legend_columns, (QStringList{"run", "rank", "start iter", "trial"}));  // swept values as columns
+    QCOMPARE(plots->run_list()->topLevelItem(0)->text(1), QString("1"));
     QVERIFY(!plots->loss_plot()->legend->visible());
-    plots->run_list()->item(0)->setCheckState(Qt::Unchecked);  // as a click on its box
+    plots->run_list()->topLevelItem(0)->setCheckState(0, Qt::Unchecked);  // as a click on its box
     QVERIFY(!plots->run_visible(all[0]));
     QVERIFY(!plots->loss_plot()->graph(0)->visible());
     plots->solo(all[5]);
@@ -350,9 +354,13 @@ class GuiTest : public QObject {
 
     // Log axes where values span decades; smoothing as TensorBoard does it.
     auto* wire = plots->plot(RunPlots::Plot::Wire);
-    plots->set_log_y(RunPlots::Plot::Wire, true);
-    QCOMPARE(wire->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(wire->yAxis->scaleType(), QCPAxis::stLogarithmic);  // bytes start on a log axis
     QVERIFY(runs->findChild<QCheckBox*>("plots:log:bytes")->isChecked());
+    runs->findChild<QCheckBox*>("plots:log:loss")->setChecked(true);
+    QCOMPARE(plots->loss_plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    plots->set_log_y(RunPlots::Plot::Loss, false);
+    QVERIFY(!runs->findChild<QCheckBox*>("plots:log:loss")->isChecked());
+    QCOMPARE(plots->loss_plot()->yAxis->scaleType(), QCPAxis::stLinear);
     const auto raw = plots->points_of(all[0]);
     plots->set_smoothing(0.9);
     const auto smoothed = plots->loss_plot()->graph(0)->data();
@@ -597,6 +605,13 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before && analysis->data().points.size() == 5, 60000);
     for (const auto& p : analysis->data().points) QVERIFY(*p.predicted_ms < here[p.run_id]);
     for (const auto& row : analysis->data().what_if) QVERIFY2(row.verdict.contains("x 0.01"), qPrintable(row.verdict));
+
+    // The loss tolerance is the user's: at 100% a compressed trial is recommended somewhere.
+    const int before_tolerance = analysed.count();
+    analysis->tolerance()->setValue(100);
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before_tolerance && analysis->data().points.size() == 5, 60000);
+    QVERIFY(std::any_of(analysis->data().what_if.begin(), analysis->data().what_if.end(),
+                        [](const WhatIfRow& row) { return !row.best.isEmpty() && row.best != "keep allreduce"; }));
   }
 
   void stopping_a_trial_lets_the_sweep_go_on_and_stop_all_ends_it() {
@@ -620,6 +635,8 @@ class GuiTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(started.count(), 2, 60000);
     QTRY_COMPARE(window.dashboard()->status_of(first), QString("stopped"));  // for good: a resume leaves it
     QCOMPARE(finished.count(), 0);
+    const auto second = started.at(1).at(0).value<RunStart>().run_id;
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->plots()->points(second) >= 5, 60000);
     window.engine().stop_all();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
     commtune::db::Store s(store().toStdString(), commtune::db::Store::Access::ReadOnly);
@@ -632,6 +649,9 @@ class GuiTest : public QObject {
     QCOMPARE(statuses["stopped"], 1);    // the trial stopped on its own
     QCOMPARE(statuses["cancelled"], 1);  // the one running at Stop all
     QCOMPARE(statuses["pending"], 1);    // never started
+    std::int64_t cancelled_steps = 0;  // what the cancelled attempt stored
+    for (const auto& r : s.runs(filter))
+      if (r.status == "cancelled") cancelled_steps = s.steps_of_every_rank(r.id);
 
     // Resumed from the Analysis page: the cancelled trial goes on, the stopped one stays stopped.
     auto* analysis = window.analysis();
@@ -643,7 +663,11 @@ class GuiTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(started.count(), 3, 60000);
     const auto third = started.at(2).at(0).value<RunStart>().run_id;
     QVERIFY(third != first);
-    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->plots()->points(third) >= 3, 60000);
+    // On past where the cancelled attempt stopped: the resumed one has replaced those steps in the store.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        commtune::db::Store(store().toStdString(), commtune::db::Store::Access::ReadOnly).steps_of_every_rank(third) >=
+            cancelled_steps + 3,
+        120000);
     window.engine().stop_all();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
     for (int i = 2; i < started.count(); ++i) QVERIFY(started.at(i).at(0).value<RunStart>().run_id != first);

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalBlocker>
+#include <map>
 
 namespace commtune::ui {
 
@@ -15,6 +16,22 @@ QString value_text(const nlohmann::json& value) {
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number_float()) return QString::number(value.get<double>(), 'g', 12);
   return QString::fromStdString(value.dump());
+}
+
+QString short_param_name(const QString& path) {
+  static const std::map<QString, QString> known{{"matrix_approximation_rank", "rank"},
+                                                {"start_powerSGD_iter", "start iter"},
+                                                {"use_error_feedback", "error feedback"},
+                                                {"min_compression_rate", "min rate"},
+                                                {"orthogonalization_epsilon", "ortho eps"},
+                                                {"byteps_compressor_type", "compressor"},
+                                                {"byteps_compressor_k", "k"},
+                                                {"byteps_ef_type", "error feedback"},
+                                                {"byteps_momentum_type", "momentum"},
+                                                {"byteps_momentum_mu", "mu"}};
+  const auto name = path.mid(path.lastIndexOf('.') + 1);
+  const auto it = known.find(name);
+  return it != known.end() ? it->second : name;
 }
 
 ParamField::ParamField(ParamSpec spec, QString path, QWidget* parent)

@@ -53,4 +53,8 @@ class ParamField : public QWidget {
 // "1e-05" rather than "1.0000000000000001e-05": how a value reads in a field.
 QString value_text(const nlohmann::json& value);
 
+// A parameter's name short enough for a column header or a plot axis:
+// hook.matrix_approximation_rank -> rank, optimizer.lr -> lr.
+QString short_param_name(const QString& path);
+
 }  // namespace commtune::ui

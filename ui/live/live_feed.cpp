@@ -42,6 +42,27 @@ LiveBatch LiveQueue::take() {
 LiveFeed::LiveFeed(std::int64_t run_id, std::shared_ptr<LiveQueue> queue)
     : run_id_(run_id), queue_(std::move(queue)), started_ns_(now_ns()) {}
 
+double live_metric(const LivePoint& p, LiveMetric metric) {
+  switch (metric) {
+    case LiveMetric::Loss:
+      return p.loss;
+    case LiveMetric::Ratio:
+      return p.compression_ratio();
+    case LiveMetric::WireMb:
+      return p.wire_bytes / 1e6;
+    case LiveMetric::ForwardMs:
+      return p.forward_s * 1e3;
+    case LiveMetric::BackwardMs:
+      return p.backward_s * 1e3;
+    case LiveMetric::CommWaitMs:
+      return p.comm_wait_s * 1e3;
+    case LiveMetric::HookMs:
+    case LiveMetric::Count:
+      break;
+  }
+  return p.hook_s * 1e3;
+}
+
 std::vector<LivePoint> stored_points(std::int64_t run_id, const std::vector<db::StepRow>& rows) {
   std::map<std::int64_t, std::pair<int, LivePoint>> by_step;
   std::map<std::int32_t, bool> ranks;

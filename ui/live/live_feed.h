@@ -28,6 +28,10 @@ struct LivePoint {
   double compression_ratio() const { return wire_bytes > 0 ? uncompressed_bytes / wire_bytes : 1.0; }
 };
 
+// What a live view plots of a point, in its plotted units.
+enum class LiveMetric { Loss = 0, Ratio, WireMb, ForwardMs, BackwardMs, CommWaitMs, HookMs, Count };
+double live_metric(const LivePoint& point, LiveMetric metric);
+
 // The latest per-bucket statistics of a run (rank 0's), by bucket and name.
 struct BucketStats {
   std::int64_t run_id = 0;

@@ -426,7 +426,7 @@ void AnalysisPage::apply_theme(const Theme& t) {
 
 void AnalysisPage::fill_parallel() {
   std::vector<QString> axes;
-  for (const auto& a : data_.axes) axes.push_back(QString::fromStdString(a.substr(a.find('.') + 1)));
+  for (const auto& a : data_.axes) axes.push_back(short_param_name(QString::fromStdString(a)));
   axes.insert(axes.end(), {"tail loss", "ms/step", "MB/step"});
   std::vector<ParallelCoordinates::Line> lines;
   auto text = [](const std::optional<double>& v) { return v ? QString::number(*v, 'g', 6) : QString(); };
@@ -448,7 +448,7 @@ void AnalysisPage::fill_parallel() {
 void AnalysisPage::fill_parallel_table() {
   const auto kept = parallel_->matching_runs();
   QStringList headers{"run", "label"};
-  for (const auto& a : data_.axes) headers << QString::fromStdString(a.substr(a.find('.') + 1));
+  for (const auto& a : data_.axes) headers << short_param_name(QString::fromStdString(a));
   headers << "tail loss" << "ms/step" << "MB/step";
   parallel_table_->setSortingEnabled(false);
   parallel_table_->clear();

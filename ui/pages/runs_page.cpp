@@ -210,6 +210,8 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(kName, QHeaderView::Stretch);
   table_->setAlternatingRowColors(true);
+  table_->setWordWrap(false);
+  table_->setTextElideMode(Qt::ElideMiddle);  // long trial names keep both ends
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(table_, &QWidget::customContextMenuRequested, this, &RunsPage::show_menu);
 
@@ -319,8 +321,8 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   splitter->setObjectName("runs:splitter");
   splitter->addWidget(top);
   splitter->addWidget(detail);
-  splitter->setStretchFactor(0, 2);
-  splitter->setStretchFactor(1, 3);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(splitter);
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {

@@ -30,7 +30,6 @@ ParallelCoordinates::ParallelCoordinates(QWidget* parent) : QWidget(parent) {
   plot_->yAxis->setVisible(false);
   plot_->yAxis->setRange(-0.08, 1.08);
   plot_->xAxis->grid()->setVisible(false);
-  plot_->xAxis->setTickLabelRotation(-20);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_);
@@ -133,7 +132,7 @@ void ParallelCoordinates::redraw() {
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   for (std::size_t a = 0; a < axes_.size(); ++a) ticker->addTick(static_cast<double>(a), axes_[a]);
   plot_->xAxis->setTicker(ticker);
-  plot_->xAxis->setRange(-0.3, std::max<double>(1, static_cast<double>(axes_.size()) - 0.7));
+  plot_->xAxis->setRange(-0.4, std::max<double>(1, static_cast<double>(axes_.size()) - 0.6));
 
   // Colour by the finite values' range: low (good) dark, high light.
   double lo = INFINITY, hi = -INFINITY;

@@ -6,7 +6,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QListWidget>
+#include <QTreeWidget>
 #include <QMenu>
 #include <QPainter>
 #include <QSlider>
@@ -14,13 +14,15 @@
 #include <QStackedLayout>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include "ui/forms/param_field.h"
 #include "ui/plot/qcustomplot.h"
 
 namespace commtune::ui {
 
-// Points drawn per curve at most: about twice a plot's width in pixels, so a
-// min/max pair per pixel column keeps every spike while drawing stays cheap.
-constexpr std::size_t kDrawnPoints = 2048;
+// Points drawn per curve at most: about a plot's width in pixels, so a
+// min/max pair per two pixel columns keeps every spike while drawing 90
+// curves (30 trials x 3 plots) stays within a frame (bench/plot_bench).
+constexpr std::size_t kDrawnPoints = 1024;
 // Palette entries of the breakdown's forward, backward, comm wait and hook:
 // four hues far apart (not orange beside yellow).
 constexpr std::size_t kBreakdownColours[] = {0, 1, 2, 5};
@@ -30,7 +32,8 @@ struct RunPlots::Run {
   QString label;
   std::size_t index = 0;  // colour
   bool visible = true;
-  QListWidgetItem* item = nullptr;
+  QString other_text;  // the label's words that are not parameter=value
+  QTreeWidgetItem* item = nullptr;  // its row in the trial list
   std::vector<LivePoint> raw;  // as received: smoothing and truncation redraw from it
   // Per metric, as drawn (smoothed): against step, and (loss only) against wall time.
   std::vector<MinMaxSeries> by_step = std::vector<MinMaxSeries>(kMetrics, MinMaxSeries(kDrawnPoints));
@@ -58,24 +61,7 @@ QCustomPlot* make_plot(const QString& title, const QString& y_label, QWidget* pa
   return plot;
 }
 
-double metric_value(const LivePoint& p, int metric) {
-  switch (metric) {
-    case 0:
-      return p.loss;
-    case 1:
-      return p.compression_ratio();
-    case 2:
-      return p.wire_bytes / 1e6;
-    case 3:
-      return p.forward_s * 1e3;
-    case 4:
-      return p.backward_s * 1e3;
-    case 5:
-      return p.comm_wait_s * 1e3;
-    default:
-      return p.hook_s * 1e3;
-  }
-}
+double metric_value(const LivePoint& p, int metric) { return live_metric(p, static_cast<LiveMetric>(metric)); }
 
 // TensorBoard's smoothing: an exponential moving average divided by
 // 1 - weight^n, so the first points are not pulled towards 0. Non-finite
@@ -86,6 +72,20 @@ double smooth(double& ema, int& count, double value, double weight) {
   ++count;
   return ema / (1 - std::pow(weight, count));
 }
+
+constexpr int kRunRole = Qt::UserRole;
+
+// Sorts numbers as numbers (rank 16 after rank 2).
+class TrialItem final : public QTreeWidgetItem {
+ public:
+  using QTreeWidgetItem::QTreeWidgetItem;
+  bool operator<(const QTreeWidgetItem& other) const override {
+    const int c = treeWidget() ? treeWidget()->sortColumn() : 0;
+    const auto a = data(c, Qt::UserRole + 1), b = other.data(c, Qt::UserRole + 1);
+    if (a.typeId() == QMetaType::Double && b.typeId() == QMetaType::Double) return a.toDouble() < b.toDouble();
+    return text(c) < other.text(c);
+  }
+};
 
 QIcon swatch(const QColor& colour) {
   QPixmap pixmap(14, 14);
@@ -182,30 +182,37 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
     connect(box, &QCheckBox::toggled, this, [this, i](bool on) { set_log_y(static_cast<Plot>(i), on); });
     log_y_.push_back(box);
   }
-  run_list_ = new QListWidget(this);
+
+  run_list_ = new QTreeWidget(this);
   run_list_->setObjectName("plots:runs");
   run_list_->setMouseTracking(true);
   run_list_->setMinimumWidth(150);
+  run_list_->setRootIsDecorated(false);
+  run_list_->setUniformRowHeights(true);
+  run_list_->setSortingEnabled(true);
+  run_list_->sortByColumn(0, Qt::AscendingOrder);
+  run_list_->setHeaderLabels({"run"});
+  run_list_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
   run_list_->setContextMenuPolicy(Qt::CustomContextMenu);
   run_list_->installEventFilter(this);
   run_list_->setToolTip("Check to show a run, double-click to show it alone (again: all), hover to pick it out");
-  connect(run_list_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
+  connect(run_list_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* item) {
     for (auto& r : runs_)
-      if (r->item == item && r->visible != (item->checkState() == Qt::Checked)) {
-        r->visible = item->checkState() == Qt::Checked;
+      if (r->item == item && r->visible != (item->checkState(0) == Qt::Checked)) {
+        r->visible = item->checkState(0) == Qt::Checked;
         soloed_ = -1;
         visibility_changed();
       }
   });
-  connect(run_list_, &QListWidget::itemDoubleClicked, this,
-          [this](QListWidgetItem* item) { solo(item->data(Qt::UserRole).toLongLong()); });
-  connect(run_list_, &QListWidget::itemEntered, this,
-          [this](QListWidgetItem* item) { highlight(item->data(Qt::UserRole).toLongLong()); });
-  connect(run_list_, &QListWidget::viewportEntered, this, [this] { highlight(-1); });
+  connect(run_list_, &QTreeWidget::itemDoubleClicked, this,
+          [this](QTreeWidgetItem* item) { solo(item->data(0, kRunRole).toLongLong()); });
+  connect(run_list_, &QTreeWidget::itemEntered, this,
+          [this](QTreeWidgetItem* item) { highlight(item->data(0, kRunRole).toLongLong()); });
+  connect(run_list_, &QTreeWidget::viewportEntered, this, [this] { highlight(-1); });
   connect(run_list_, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
     QMenu menu(this);
     if (auto* item = run_list_->itemAt(at)) {
-      const auto id = item->data(Qt::UserRole).toLongLong();
+      const auto id = item->data(0, kRunRole).toLongLong();
       menu.addAction("Show only this run", this, [this, id] { solo(id); });
     }
     menu.addAction("Show all runs", this, [this] { show_all(); });
@@ -281,6 +288,8 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   set_empty_text("No runs yet: start one from the Launch page (Ctrl+R).");
   set_x_axis_labels();
   apply_theme(theme_);
+  // Compression sends orders of magnitude less than allreduce: bytes start on a log axis.
+  set_log_y(Plot::Wire, true);
 }
 
 RunPlots::~RunPlots() = default;
@@ -309,13 +318,38 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label) {
   run->ratio = ratio_plot_->addGraph();
   run->wire = wire_plot_->addGraph();
   run->loss->setName(label);
-  run->item = new QListWidgetItem(label, run_list_);
-  run->item->setData(Qt::UserRole, QVariant::fromValue<qlonglong>(run_id));
-  run->item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable);
-  run->item->setToolTip(label);
   {
     QSignalBlocker block(run_list_);
-    run->item->setCheckState(Qt::Checked);
+    run->item = new TrialItem(run_list_);
+    run->item->setData(0, kRunRole, QVariant::fromValue<qlonglong>(run_id));
+    run->item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable);
+    run->item->setCheckState(0, Qt::Checked);
+    run->item->setText(0, QString::number(run_id));
+    run->item->setData(0, Qt::UserRole + 1, static_cast<double>(run_id));
+    // "2 matrix_approximation_rank=1 lr=0.05": a column per parameter, the rest as the trial's text.
+    QStringList other;
+    for (const auto& word : label.split(' ', Qt::SkipEmptyParts)) {
+      const auto eq = word.indexOf('=');
+      if (word == QString::number(run_id)) continue;
+      if (eq <= 0) {
+        other << word;
+        continue;
+      }
+      const auto key = word.left(eq);
+      int column = legend_keys_.indexOf(key);
+      if (column < 0) {
+        legend_keys_ << key;
+        column = static_cast<int>(legend_keys_.size()) - 1;
+        update_legend_header();
+      }
+      run->item->setText(column + 1, word.mid(eq + 1));
+      bool number = false;
+      const double value = word.mid(eq + 1).toDouble(&number);
+      run->item->setData(column + 1, Qt::UserRole + 1, number ? QVariant(value) : QVariant(word.mid(eq + 1)));
+    }
+    run->item->setText(static_cast<int>(legend_keys_.size()) + 1, other.join(' '));
+    run->other_text = other.join(' ');
+    for (int c = 0; c < run_list_->columnCount(); ++c) run->item->setToolTip(c, label);
   }
   restyle(*run);
   runs_.push_back(std::move(run));
@@ -368,7 +402,7 @@ void RunPlots::set_log_y(Plot which, bool on) {
 }
 
 void RunPlots::set_run_visible(std::int64_t run_id, bool visible) {
-  if (auto* run = find(run_id)) run->item->setCheckState(visible ? Qt::Checked : Qt::Unchecked);
+  if (auto* run = find(run_id)) run->item->setCheckState(0, visible ? Qt::Checked : Qt::Unchecked);
 }
 
 bool RunPlots::run_visible(std::int64_t run_id) const {
@@ -401,10 +435,28 @@ bool RunPlots::eventFilter(QObject* watched, QEvent* event) {
   return QWidget::eventFilter(watched, event);
 }
 
+void RunPlots::update_legend_header() {
+  QStringList headers{"run"};
+  for (const auto& key : legend_keys_) headers << short_param_name(key);
+  headers << "trial";
+  const int old_columns = run_list_->columnCount();
+  run_list_->setColumnCount(static_cast<int>(headers.size()));
+  run_list_->setHeaderLabels(headers);
+  for (int c = 1; c <= static_cast<int>(legend_keys_.size()); ++c)
+    run_list_->headerItem()->setToolTip(c, legend_keys_[c - 1]);
+  // The free text moves right when a parameter column is added before it.
+  if (old_columns != run_list_->columnCount())
+    for (auto& r : runs_)
+      if (r->item) {
+        r->item->setText(old_columns - 1, {});
+        r->item->setText(run_list_->columnCount() - 1, r->other_text);
+      }
+}
+
 void RunPlots::visibility_changed() {
   QSignalBlocker block(run_list_);
   for (auto& r : runs_) {
-    r->item->setCheckState(r->visible ? Qt::Checked : Qt::Unchecked);
+    r->item->setCheckState(0, r->visible ? Qt::Checked : Qt::Unchecked);
     for (auto* g : {r->loss, r->ratio, r->wire}) g->setVisible(r->visible);
   }
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) {
@@ -463,6 +515,8 @@ void RunPlots::truncate(std::int64_t run_id, std::int64_t step) {
 void RunPlots::clear() {
   runs_.clear();
   run_list_->clear();
+  legend_keys_.clear();
+  update_legend_header();
   highlighted_ = soloed_ = -1;
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) {
     p->clearGraphs();
@@ -528,7 +582,7 @@ void RunPlots::restyle(Run& run) {
     if (picked) g->setLayer("overlay");  // above the others
     else if (g->layer()->name() != "main") g->setLayer("main");
   }
-  run.item->setIcon(swatch(theme_.series_color(run.index)));
+  run.item->setIcon(0, swatch(theme_.series_color(run.index)));
   for (std::size_t m = 0; m < run.breakdown.size(); ++m)
     run.breakdown[m]->setPen(QPen(theme_.series_color(kBreakdownColours[m]), 1));
 }

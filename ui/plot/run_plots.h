@@ -27,8 +27,7 @@ class QComboBox;
 class QCheckBox;
 class QTableWidget;
 class QLabel;
-class QListWidget;
-class QListWidgetItem;
+class QTreeWidget;
 class QSlider;
 
 namespace commtune::ui {
@@ -61,7 +60,7 @@ class RunPlots : public QWidget {
   enum class Plot { Loss, StepTime, Ratio, Wire };
   void set_log_y(Plot plot, bool on);
   QCustomPlot* plot(Plot which) const;
-  QListWidget* run_list() const { return run_list_; }
+  QTreeWidget* run_list() const { return run_list_; }  // a row per run: swept values as columns
   void set_bucket_stats(const BucketStats& stats);
   // Pushes what changed since the last call into the plots and redraws them.
   // `immediate`: draw now (benchmarks) rather than at the next paint.
@@ -87,6 +86,7 @@ class RunPlots : public QWidget {
   void redraw_from_raw(Run& run);  // after the smoothing or the points changed
   Run* find(std::int64_t run_id) const;
   void visibility_changed();
+  void update_legend_header();
 
   QCustomPlot* loss_plot_;
   QCustomPlot* ratio_plot_;
@@ -96,7 +96,8 @@ class RunPlots : public QWidget {
   std::vector<QCheckBox*> log_y_;  // by Plot
   QSlider* smoothing_slider_;
   QLabel* smoothing_label_;
-  QListWidget* run_list_;
+  QTreeWidget* run_list_;
+  QStringList legend_keys_;  // the parameters the labels name, one column each
   QComboBox* breakdown_run_;
   QTableWidget* bucket_table_;
   QLabel* empty_label_;
