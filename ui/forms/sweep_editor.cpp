@@ -34,9 +34,14 @@ std::vector<std::pair<std::string, ParamSpec>> option_specs() {
 SweepEditor::SweepEditor(ConfigForm* base, QWidget* parent) : QWidget(parent), base_(base) {
   axes_ = new QTableWidget(0, kColumns, this);
   axes_->setObjectName("sweep:axes");
-  axes_->setHorizontalHeaderLabels({"parameter", "values: 1, 2, 4  or  0.01 .. 0.1", "points", "log"});
-  axes_->horizontalHeader()->setSectionResizeMode(kParam, QHeaderView::Stretch);
+  axes_->setHorizontalHeaderLabels({"parameter", "values", "points", "log"});
+  axes_->horizontalHeaderItem(kValues)->setToolTip("A list (1, 2, 4) or a range (0.01 .. 0.1) with its points");
+  // Room for a name like hook.matrix_approximation_rank; the values take what is left.
+  axes_->horizontalHeader()->setSectionResizeMode(kParam, QHeaderView::Interactive);
+  axes_->setColumnWidth(kParam, 240);
   axes_->horizontalHeader()->setSectionResizeMode(kValues, QHeaderView::Stretch);
+  axes_->horizontalHeader()->setSectionResizeMode(kPoints, QHeaderView::ResizeToContents);
+  axes_->horizontalHeader()->setSectionResizeMode(kLog, QHeaderView::ResizeToContents);
   axes_->verticalHeader()->setVisible(false);
   axes_->setMinimumHeight(140);
 
@@ -101,7 +106,7 @@ void SweepEditor::add_axis(const QString& param, const QString& values, int poin
   name->addItems(base_->paths());
   name->setCurrentText(param.isEmpty() ? "optimizer.lr" : param);
   auto* text = new QLineEdit(values, axes_);
-  text->setPlaceholderText("1, 2, 4");
+  text->setPlaceholderText("1, 2, 4  or  0.01 .. 0.1");
   auto* count = new QSpinBox(axes_);
   count->setRange(0, 1000);
   count->setValue(points);

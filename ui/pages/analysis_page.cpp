@@ -110,10 +110,11 @@ AnalysisData compute(const Query& q) {
   {
     std::vector<Trial> trials;
     for (const auto& p : out.points) {
+      if (p.baseline) continue;  // allreduce is the reference, not a point of the swept space
       Trial t{{}, p.loss};
       for (const auto& axis : out.axes) {
         const auto it = p.axis_values.find(axis);
-        t.values.push_back(it == p.axis_values.end() ? std::string("(none)") : it->second.toStdString());
+        t.values.push_back(it == p.axis_values.end() ? std::string("(not set)") : it->second.toStdString());
       }
       trials.push_back(std::move(t));
     }
@@ -482,6 +483,7 @@ void AnalysisPage::fill_parallel_table() {
 
 void AnalysisPage::draw_importance() {
   importance_->clearPlottables();
+  importance_->clearItems();
   const Theme t = current_theme();
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   auto* bars = new QCPBars(importance_->xAxis, importance_->yAxis);
@@ -492,6 +494,11 @@ void AnalysisPage::draw_importance() {
     const auto& imp = data_.importance[i];
     ticker->addTick(static_cast<double>(i), QString::fromStdString(imp.param));
     bars->addData(static_cast<double>(i), imp.share);
+    auto* value = new QCPItemText(importance_);
+    value->position->setCoords(static_cast<double>(i), imp.share);
+    value->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    value->setText(QString("%1% (%2 groups)").arg(100 * imp.share, 0, 'f', 1).arg(imp.groups));
+    value->setColor(t.foreground);
   }
   importance_->xAxis->setTicker(ticker);
   importance_->xAxis->setRange(-0.6, std::max<double>(1, static_cast<double>(data_.importance.size())) - 0.4);
@@ -585,31 +592,48 @@ void AnalysisPage::draw_heatmap() {
                         QCPRange(0, std::max<double>(1, ys.size() - 1)));
   for (int i = 0; i < static_cast<int>(xs.size()); ++i)
     for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setCell(i, j, NAN);  // no trial: blank
-  double lo = INFINITY, hi = -INFINITY;
-  for (const auto& p : data_.points)
-    if (std::isfinite(p.loss)) {
-      lo = std::min(lo, p.loss);
-      hi = std::max(hi, p.loss);
-    }
-  if (!std::isfinite(lo)) lo = hi = 0;  // every trial diverged
+  // Trials that differ only in other swept parameters share a cell: it shows
+  // the best of them (a diverged trial only when all of them diverged).
+  struct Cell {
+    double best = INFINITY;
+    int trials = 0, finite = 0;
+  };
+  std::map<std::pair<int, int>, Cell> cells;
   for (const auto& p : data_.points) {
     if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
     const int i = static_cast<int>(std::find(xs.begin(), xs.end(), p.axis_values.at(xa)) - xs.begin());
     const int j = static_cast<int>(std::find(ys.begin(), ys.end(), p.axis_values.at(ya)) - ys.begin());
-    // A diverged trial takes the worst colour, and says so.
-    const bool diverged = !std::isfinite(p.loss);
-    const double value = diverged ? hi : p.loss;
-    map->data()->setCell(i, j, value);
+    auto& cell = cells[{i, j}];
+    ++cell.trials;
+    if (std::isfinite(p.loss)) {
+      ++cell.finite;
+      cell.best = std::min(cell.best, p.loss);
+    }
+  }
+  // The colour scale spans the cells' values: text contrast follows it.
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& [at, cell] : cells)
+    if (cell.finite) {
+      lo = std::min(lo, cell.best);
+      hi = std::max(hi, cell.best);
+    }
+  if (!std::isfinite(lo)) lo = hi = 0;  // every trial diverged
+  for (const auto& [at, cell] : cells) {
+    const bool diverged = cell.finite == 0;  // takes the worst colour, and says so
+    const double value = diverged ? hi : cell.best;
+    map->data()->setCell(at.first, at.second, value);
     auto* label = new QCPItemText(heatmap_);
-    label->position->setCoords(i, j);
-    label->setText(diverged ? QString("diverged") : QString::number(p.loss, 'g', 4));
+    label->position->setCoords(at.first, at.second);
+    QString text = diverged ? QString("diverged") : QString::number(cell.best, 'g', 4);
+    if (cell.trials > 1) text += QString("\nbest of %1").arg(cell.trials);
+    label->setText(text);
     // Viridis runs from dark purple to yellow: dark text on the light end.
     label->setColor(hi > lo && (value - lo) / (hi - lo) > 0.55 ? Qt::black : Qt::white);
     label->setFont(QFont(font().family(), 8));
   }
   auto* scale = new QCPColorScale(heatmap_);
   heatmap_->plotLayout()->addElement(0, 1, scale);
-  scale->axis()->setLabel("tail loss");
+  scale->axis()->setLabel("tail loss (best in the cell)");
   map->setColorScale(scale);
   QCPColorGradient gradient = viridis_gradient();
   gradient.setNanHandling(QCPColorGradient::nhTransparent);

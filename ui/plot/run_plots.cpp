@@ -114,6 +114,7 @@ void style_plot(QCustomPlot* plot, const Theme& t) {
     axis->setTickLabelColor(t.foreground);
     axis->setLabelColor(t.foreground);
     axis->grid()->setPen(QPen(t.grid, 0, Qt::DotLine));
+    axis->grid()->setZeroLinePen(Qt::NoPen);
   }
   if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) title->setTextColor(t.foreground);
   plot->legend->setBrush(QBrush(t.background));
@@ -266,7 +267,7 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   plots_box->addWidget(grid_box);
   plots_box->setStretchFactor(0, 1);
   plots_box->setStretchFactor(1, 6);
-  plots_box->setSizes({180, 1000});
+  plots_box->setSizes({260, 1000});
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->setObjectName("plots:splitter");
   splitter->addWidget(plots_box);
@@ -347,8 +348,15 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label) {
       const double value = word.mid(eq + 1).toDouble(&number);
       run->item->setData(column + 1, Qt::UserRole + 1, number ? QVariant(value) : QVariant(word.mid(eq + 1)));
     }
-    run->item->setText(static_cast<int>(legend_keys_.size()) + 1, other.join(' '));
     run->other_text = other.join(' ');
+    bool has_values = false;
+    for (int c = 1; c <= static_cast<int>(legend_keys_.size()); ++c) has_values = has_values || !run->item->text(c).isEmpty();
+    if (has_values) {
+      run->item->setText(static_cast<int>(legend_keys_.size()) + 1, run->other_text);
+    } else {  // the allreduce baseline: its label across the row
+      run->item->setText(0, QString("%1 %2").arg(run_id).arg(run->other_text));
+      run->item->setFirstColumnSpanned(true);
+    }
     for (int c = 0; c < run_list_->columnCount(); ++c) run->item->setToolTip(c, label);
   }
   restyle(*run);
