@@ -1,8 +1,8 @@
 // Gradient compressors' kernels, BytePS-style (docs/compressors.md has the
 // wire formats). Raw pointers and sizes: core/compress wraps them. The
 // entropy coding is CPU only; the element-wise parts have CUDA twins (below),
-// which the compressed hook does not use yet: it moves a GPU bucket to the
-// host first.
+// which the compressed hook's device path (core/compress/device_compressor)
+// runs on a GPU bucket.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +41,8 @@ void onebit_unpack(const std::uint32_t* words, std::int64_t n, float scale, floa
 // topk: the indices of the k largest |x| (ties: the lower index first),
 // ascending; writes k (index, value) pairs.
 void topk_select(const float* x, std::int64_t n, std::int64_t k, std::uint32_t* indices, float* values);
+// randomk's draws: k indices uniform in [0, n), with replacement, from `rng`.
+void randomk_indices(std::int64_t n, std::int64_t k, Xorshift128p& rng, std::uint32_t* indices);
 // randomk: k indices drawn uniformly with replacement; writes the pairs,
 // values multiplied by `scale` (n/k for an unbiased estimate, or 1).
 void randomk_select(const float* x, std::int64_t n, std::int64_t k, float scale, Xorshift128p& rng,
@@ -72,6 +74,17 @@ void dithering_decode(const std::uint8_t* in, std::size_t bytes, std::int64_t n,
 // out[i] += decoded[i] * weight
 void dithering_decode_add(const std::uint8_t* in, std::size_t bytes, std::int64_t n, const DitheringOptions& options,
                           float weight, float* out);
+
+// onebit's scale without packing: what onebit_pack returns, summed in its
+// order (64 float lanes per 4096-element block, folded into a double), so a
+// bucket on a GPU gets the CPU's bits. `partial` is scratch on the same
+// device, onebit_scale_scratch(n) floats; the scale lands in *scale there
+// (no copy to the host).
+std::int64_t onebit_scale_scratch(std::int64_t n);
+void onebit_scale(Device device, const float* x, std::int64_t n, bool scaled, float* partial, float* scale,
+                  void* stream = nullptr);
+// Nesterov momentum folded into x, element by element: m = mu m + x; x += mu m.
+void nesterov_fold(Device device, float* x, float* momentum, std::int64_t n, float mu, void* stream = nullptr);
 
 // The element-wise parts of the compressors, on the CPU or on a CUDA device
 // (pointers into that device's memory; kernels/cuda/compress_kernels.cu),

@@ -75,6 +75,15 @@ void scatter_add(Device device, const std::uint32_t* indices, const float* value
   COMMTUNE_DISPATCH(scatter_add, indices, values, k, weight, out);
 }
 
+void nesterov_fold(Device device, float* x, float* momentum, std::int64_t n, float mu, void* stream) {
+  COMMTUNE_DISPATCH(nesterov_fold, x, momentum, n, mu);
+}
+
+void onebit_scale(Device device, const float* x, std::int64_t n, bool scaled, float* partial, float* scale,
+                  void* stream) {
+  COMMTUNE_DISPATCH(onebit_scale, x, n, scaled, partial, scale);
+}
+
 void dithering_levels(Device device, const float* x, std::int64_t first, std::int64_t count, float inverse,
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q, void* stream) {
   COMMTUNE_DISPATCH(dithering_levels, x, first, count, inverse, options, key, q);

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "kernels/cpu/dispatch.h"
 
 namespace commtune {
 
@@ -43,7 +42,11 @@ Schema<CompressorOptions> CompressorOptions::schema() {
       .integer("ranks_per_node", &O::ranks_per_node, {0, 4096}, "ranks",
                "two-level compression: groups of this many consecutive ranks (a node) sum in fp16 first, then "
                "only each node's first rank exchanges compressed payloads, and broadcasts the result in its node "
-               "(0: one level)");
+               "(0: one level)")
+      .choice("byteps_compress_on", &O::byteps_compress_on, {"auto", "host", "device"},
+              "where a bucket is compressed and decoded: auto (on the bucket's device: a GPU bucket on its GPU, "
+              "no copy to the host), host (copied to the host first), device (the device path also for a CPU "
+              "bucket); dithering and plugins' compressors always run on the host");
 }
 
 std::int64_t resolve_k(double k, std::int64_t n) {
@@ -214,7 +217,7 @@ class NesterovMomentum final : public Decorator {
   NesterovMomentum(std::unique_ptr<Compressor> inner, std::int64_t n, float mu)
       : Decorator(std::move(inner)), momentum_(static_cast<std::size_t>(n), 0.0f), mu_(mu) {}
   std::size_t compress(float* x, std::int64_t n, std::uint8_t* payload) override {
-    kernels::cpu::nesterov_fold(x, momentum_.data(), n, mu_);
+    kernels::nesterov_fold(kernels::Device::Cpu, x, momentum_.data(), n, mu_);
     return inner_->compress(x, n, payload);
   }
   void save(std::vector<std::uint8_t>& out) const override {
@@ -280,20 +283,25 @@ CompressorRegistry& compressor_registry() {
   return registry;
 }
 
-std::unique_ptr<Compressor> make_compressor(const CompressorOptions& o, std::int64_t n, std::uint64_t stream) {
-  const auto seed = static_cast<std::uint64_t>(o.byteps_seed) * 0x100000001b3ull + stream;
+std::uint64_t compressor_seed(const CompressorOptions& o, std::uint64_t stream) {
+  return static_cast<std::uint64_t>(o.byteps_seed) * 0x100000001b3ull + stream;
+}
+
+void check_composition(const CompressorOptions& o) {
   const auto& type = o.byteps_compressor_type;
-  const auto* entry = compressor_registry().find(type);
-  if (!entry) throw ConfigError("hook.byteps_compressor_type", "unknown compressor '" + type + "'");
-  std::unique_ptr<Compressor> c = entry->make(o, n, seed);
-  if (o.byteps_ef_type == "vanilla") {
-    if (type == "randomk" && o.byteps_compressor_randomk_rescale)
-      throw ConfigError("hook.byteps_compressor_randomk_rescale",
-                        "cannot go with error feedback (byteps_ef_type=vanilla): error feedback needs a compressor "
-                        "that shrinks its input, and rescaled randomk multiplies the kept elements by n/k, so the "
-                        "error would grow every step. Turn one of them off");
-    c = std::make_unique<ErrorFeedback>(std::move(c), n);
-  }
+  if (!compressor_registry().find(type))
+    throw ConfigError("hook.byteps_compressor_type", "unknown compressor '" + type + "'");
+  if (o.byteps_ef_type == "vanilla" && type == "randomk" && o.byteps_compressor_randomk_rescale)
+    throw ConfigError("hook.byteps_compressor_randomk_rescale",
+                      "cannot go with error feedback (byteps_ef_type=vanilla): error feedback needs a compressor "
+                      "that shrinks its input, and rescaled randomk multiplies the kept elements by n/k, so the "
+                      "error would grow every step. Turn one of them off");
+}
+
+std::unique_ptr<Compressor> make_compressor(const CompressorOptions& o, std::int64_t n, std::uint64_t stream) {
+  check_composition(o);
+  std::unique_ptr<Compressor> c = compressor_registry().find(o.byteps_compressor_type)->make(o, n, compressor_seed(o, stream));
+  if (o.byteps_ef_type == "vanilla") c = std::make_unique<ErrorFeedback>(std::move(c), n);
   if (o.byteps_momentum_type == "nesterov")
     c = std::make_unique<NesterovMomentum>(std::move(c), n, static_cast<float>(o.byteps_momentum_mu));
   return c;

@@ -35,6 +35,9 @@ struct CompressorOptions {
   // that sums in fp16 first; only node leaders exchange compressed payloads.
   // 0: one level, every rank exchanges payloads.
   std::int64_t ranks_per_node = 0;
+  // Where a bucket is compressed and decoded: auto (on its device: a GPU
+  // bucket on the GPU), host (copied to the host first), device.
+  std::string byteps_compress_on = "auto";
   static Schema<CompressorOptions> schema();
 };
 
@@ -92,6 +95,11 @@ CompressorRegistry& compressor_registry();
 // The composition the options describe, for a bucket of n elements; `stream`
 // separates random generators (rank and bucket).
 std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options, std::int64_t n, std::uint64_t stream);
+// Throws ConfigError for a composition that cannot work (an unknown type,
+// rescaled randomk under error feedback).
+void check_composition(const CompressorOptions& options);
+// The generator seed of a bucket's compressor: the options' seed and `stream`.
+std::uint64_t compressor_seed(const CompressorOptions& options, std::uint64_t stream);
 
 // k for n elements: a count (k >= 1) or a fraction of n (k < 1), in [1, n].
 std::int64_t resolve_k(double k, std::int64_t n);

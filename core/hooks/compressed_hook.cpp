@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/compress/compressor.h"
+#include "core/compress/device_compressor.h"
 
 namespace commtune {
 
@@ -50,39 +51,51 @@ class CompressedHook final : public CommHook {
 
   void save_state(State& out) const override {
     c10::impl::GenericDict dict(c10::IntType::get(), c10::TensorType::get());
-    for (const auto& [index, entry] : compressors_) {
-      std::vector<std::uint8_t> bytes;
-      entry.compressor->save(bytes);
+    auto put = [&](std::size_t index, std::int64_t numel, const std::vector<std::uint8_t>& bytes) {
       auto t = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
       std::memcpy(t.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
       dict.insert(static_cast<std::int64_t>(index), t);
-      out.insert("numel_" + std::to_string(index), entry.numel);
+      out.insert("numel_" + std::to_string(index), numel);
+    };
+    for (const auto& [index, entry] : compressors_) {
+      std::vector<std::uint8_t> bytes;
+      if (entry.compressor)
+        entry.compressor->save(bytes);
+      else
+        entry.device->save(bytes);
+      put(index, entry.numel, bytes);
     }
+    for (const auto& [index, state] : loaded_)  // restored from a checkpoint, not used since
+      if (!compressors_.count(index)) put(index, state.first, state.second);
     out.insert("compressors", dict);
   }
 
   void load_state(const State& in) override {
     compressors_.clear();
+    loaded_.clear();
     for (const auto& item : in.at("compressors").toGenericDict()) {
       const auto index = static_cast<std::size_t>(item.key().toInt());
       const auto t = item.value().toTensor().contiguous();
       const auto numel = in.at("numel_" + std::to_string(index)).toInt();
-      std::vector<std::uint8_t> bytes(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel());
-      std::size_t pos = 0;
-      compressor_for(index, numel).load(bytes, pos);
+      loaded_[index] = {numel, std::vector<std::uint8_t>(t.data_ptr<std::uint8_t>(), t.data_ptr<std::uint8_t>() + t.numel())};
     }
   }
 
  private:
   struct Entry {
     std::int64_t numel = 0;
-    std::unique_ptr<Compressor> compressor;
+    std::unique_ptr<Compressor> compressor;     // the host path's, or
+    std::unique_ptr<DeviceCompressor> device;  // the device path's
   };
 
   // Compresses `gradients` (n floats), exchanges the payloads over `comm`,
   // and returns the sum of every payload's decoding, each weighted by
   // 1/ranks (the world's ranks), decoded in rank order.
   at::Tensor exchange(Communicator* comm, const at::Tensor& gradients, std::size_t index, int ranks) {
+    const auto& where = options_.byteps_compress_on;
+    if ((where == "device" || (where == "auto" && gradients.is_cuda())) &&
+        has_device_path(options_.byteps_compressor_type))
+      return exchange_on_device(comm, gradients, index, ranks);
     const auto n = gradients.numel();
     const int world = comm->size();
     auto start = thread_cpu_ns();
@@ -119,23 +132,79 @@ class CompressedHook final : public CommHook {
                                 sum.data_ptr<float>());
     env_.clock.add_compute_ns(thread_cpu_ns() - start);
 
-    env_.stats.set_bucket(index, "payload_bytes", static_cast<double>(used));
-    env_.stats.set_bucket(index, "compression_rate", 4.0 * static_cast<double>(n) / static_cast<double>(used));
     std::vector<std::pair<std::string, double>> reports;
     compressor.report(reports);
-    for (const auto& [name, value] : reports) env_.stats.set_bucket(index, name, value);
+    report(index, n, used, reports);
     return sum;
   }
 
-  // One compressor per bucket; a bucket that changed size (DDP rebuilds its
-  // buckets after the first step) starts afresh.
+  // The same exchange without leaving the bucket's device: compressed,
+  // gathered and decoded there (device_compressor.h). Every payload has the
+  // same size, so no size exchange.
+  at::Tensor exchange_on_device(Communicator* comm, const at::Tensor& gradients, std::size_t index, int ranks) {
+    const auto n = gradients.numel();
+    const int world = comm->size();
+    auto start = thread_cpu_ns();
+    auto& compressor = device_compressor_for(index, n, gradients.device());
+    auto x = gradients.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
+    const auto width = compressor.payload_bytes();
+    auto outgoing = at::empty({width}, x.options().dtype(at::kByte));
+    compressor.compress(x, outgoing);
+    env_.clock.add_compute_ns(thread_cpu_ns() - start);
+    auto incoming = at::empty({world * width}, outgoing.options());
+    Communicator::wait(comm->allgather(outgoing, incoming));
+
+    start = thread_cpu_ns();
+    auto sum = at::zeros({n}, x.options());
+    const float weight = 1.0f / static_cast<float>(ranks);
+    for (int r = 0; r < world; ++r) compressor.decompress_add(incoming.narrow(0, r * width, width), weight, sum);
+    env_.clock.add_compute_ns(thread_cpu_ns() - start);
+    std::vector<std::pair<std::string, double>> reports;
+    compressor.report(reports);
+    report(index, n, static_cast<std::size_t>(width), reports);
+    return sum;
+  }
+
+  void report(std::size_t index, std::int64_t n, std::size_t used,
+              const std::vector<std::pair<std::string, double>>& reports) {
+    env_.stats.set_bucket(index, "payload_bytes", static_cast<double>(used));
+    env_.stats.set_bucket(index, "compression_rate", 4.0 * static_cast<double>(n) / static_cast<double>(used));
+    for (const auto& [name, value] : reports) env_.stats.set_bucket(index, name, value);
+  }
+
+  // One compressor per bucket, on the host or on the bucket's device; a
+  // bucket that changed size (DDP rebuilds its buckets after the first
+  // step) starts afresh. A checkpoint's state is applied when the bucket's
+  // compressor is made, on whichever side (both keep the same layout).
   Compressor& compressor_for(std::size_t index, std::int64_t n) {
     auto& entry = compressors_[index];
     if (!entry.compressor || entry.numel != n) {
-      const auto stream = (static_cast<std::uint64_t>(env_.rank()) << 32) | index;
-      entry = {n, make_compressor(options_, n, stream)};
+      entry = {n, make_compressor(options_, n, stream_of(index)), nullptr};
+      restore(index, n, *entry.compressor);
     }
     return *entry.compressor;
+  }
+
+  DeviceCompressor& device_compressor_for(std::size_t index, std::int64_t n, const at::Device& device) {
+    auto& entry = compressors_[index];
+    if (!entry.device || entry.numel != n) {
+      entry = {n, nullptr, make_device_compressor(options_, n, stream_of(index), device)};
+      restore(index, n, *entry.device);
+    }
+    return *entry.device;
+  }
+
+  std::uint64_t stream_of(std::size_t index) const { return (static_cast<std::uint64_t>(env_.rank()) << 32) | index; }
+
+  template <class AnyCompressor>
+  void restore(std::size_t index, std::int64_t n, AnyCompressor& compressor) {
+    const auto it = loaded_.find(index);
+    if (it == loaded_.end()) return;
+    if (it->second.first == n) {
+      std::size_t pos = 0;
+      compressor.load(it->second.second, pos);
+    }
+    loaded_.erase(it);
   }
 
   CompressorOptions options_;
@@ -143,6 +212,7 @@ class CompressedHook final : public CommHook {
   std::unique_ptr<Communicator> node_;     // two-level: this rank's node
   std::unique_ptr<Communicator> leaders_;  // two-level: the node leaders, on leaders only
   std::map<std::size_t, Entry> compressors_;
+  std::map<std::size_t, std::pair<std::int64_t, std::vector<std::uint8_t>>> loaded_;  // from a checkpoint, by bucket
 };
 
 }  // namespace
@@ -153,7 +223,11 @@ const char* const kBytepsDoc =
     "feedback and Nesterov momentum), payloads are allgathered, decoded in rank order and averaged";
 
 std::unique_ptr<CommHook> make_byteps_hook(const CompressorOptions& options, HookEnv& env) {
-  make_compressor(options, 1024, 0);  // validates the combination before training starts
+  check_composition(options);  // before training starts
+  if (options.byteps_compress_on == "device" && !has_device_path(options.byteps_compressor_type))
+    throw ConfigError("hook.byteps_compress_on",
+                      "'device' needs onebit, topk or randomk: " + options.byteps_compressor_type +
+                          " encodes on the host (use auto or host)");
   return std::make_unique<CompressedHook>(options, env);
 }
 }  // namespace

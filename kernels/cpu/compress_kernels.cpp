@@ -212,16 +212,19 @@ void cpu::topk_select(SimdBuild build, const float* x, std::int64_t n, std::int6
   topk_with(scan_of(build), x, n, k, indices, values);
 }
 
-void randomk_select(const float* x, std::int64_t n, std::int64_t k, float scale, Xorshift128p& rng,
-                    std::uint32_t* indices, float* values) {
+void randomk_indices(std::int64_t n, std::int64_t k, Xorshift128p& rng, std::uint32_t* indices) {
   const auto range = static_cast<std::uint64_t>(n);
   for (std::int64_t j = 0; j < k; ++j) {
     // Multiply-shift maps 64 random bits onto [0, n) without a division.
     __extension__ using wide = unsigned __int128;
-    const auto i = static_cast<std::uint32_t>((static_cast<wide>(rng.next()) * range) >> 64);
-    indices[j] = i;
-    values[j] = x[i] * scale;
+    indices[j] = static_cast<std::uint32_t>((static_cast<wide>(rng.next()) * range) >> 64);
   }
+}
+
+void randomk_select(const float* x, std::int64_t n, std::int64_t k, float scale, Xorshift128p& rng,
+                    std::uint32_t* indices, float* values) {
+  randomk_indices(n, k, rng, indices);
+  for (std::int64_t j = 0; j < k; ++j) values[j] = x[indices[j]] * scale;
 }
 
 void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t k, float weight, float* out) {

@@ -35,6 +35,7 @@ void gather_scaled(const float* x, const std::uint32_t* indices, std::int64_t k,
 // Nesterov momentum folded into x: m = mu m + x; x += mu m (the compressors'
 // momentum decorator).
 void nesterov_fold(float* x, float* momentum, std::int64_t n, float mu);
+void onebit_scale(const float* x, std::int64_t n, bool scaled, float* partial, float* scale);
 void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q);
 // The builds of the streaming and bit-packing kernels (topk's candidate
@@ -77,5 +78,7 @@ void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t
                  void* stream);
 void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,
                       const DitheringOptions& options, std::uint64_t key, std::uint8_t* q, void* stream);
+void nesterov_fold(float* x, float* momentum, std::int64_t n, float mu, void* stream);
+void onebit_scale(const float* x, std::int64_t n, bool scaled, float* partial, float* scale, void* stream);
 }  // namespace commtune::kernels::cuda
 #endif

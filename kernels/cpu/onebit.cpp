@@ -197,6 +197,27 @@ void onebit_unpack(const std::uint32_t* words, std::int64_t n, float scale, floa
   unpack_with(fastest().unpack, false, words, n, scale, weight, out);
 }
 
+std::int64_t onebit_scale_scratch(std::int64_t n) { return 16 * ((n + kLanes * kBlockChunks - 1) / (kLanes * kBlockChunks)); }
+
+// The order of pack_with, element by element: lane j of a block sums the
+// block's elements j, j + 64, ... in float; each block folds its lanes to 16
+// floats, added into a double in block and lane order. `partial` holds the
+// folded floats (as the CUDA twin's first pass leaves them).
+void cpu::onebit_scale(const float* x, std::int64_t n, bool scaled, float* partial, float* scale) {
+  constexpr std::int64_t kBlock = kLanes * kBlockChunks;
+  double abs_sum = 0;
+  for (std::int64_t first = 0, b = 0; first < n; first += kBlock, ++b) {
+    float lanes[kLanes] = {};
+    const std::int64_t last = std::min(first + kBlock, n);
+    for (std::int64_t i = first; i < last; ++i) lanes[(i - first) % kLanes] += std::fabs(x[i]);
+    for (int j = 0; j < 16; ++j) {
+      partial[16 * b + j] = (lanes[j] + lanes[j + 16]) + (lanes[j + 32] + lanes[j + 48]);
+      abs_sum += partial[16 * b + j];
+    }
+  }
+  *scale = scaled && n > 0 ? static_cast<float>(abs_sum / static_cast<double>(n)) : 1.0f;
+}
+
 float cpu::onebit_pack(SimdBuild build, const float* x, std::int64_t n, bool scaled, std::uint32_t* words) {
   return pack_with(kernels_of(build).pack, x, n, scaled, words);
 }

@@ -86,6 +86,37 @@ __global__ void dithering_levels_kernel(const float* __restrict__ x, std::int64_
   }
 }
 
+// onebit's scale, pass one: a thread per (4096-element block, lane j < 64)
+// sums |x| of the block's elements j, j + 64, ... in order, as the CPU's
+// lane does; lanes 0..15 of a block then fold their four lanes as the CPU.
+__global__ void onebit_lanes_kernel(const float* __restrict__ x, std::int64_t n, float* __restrict__ partial) {
+  __shared__ float lanes[64];
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(4096);
+  const int j = threadIdx.x;
+  float sum = 0.0f;
+  for (std::int64_t i = first + j; i < first + 4096 && i < n; i += 64) sum = __fadd_rn(sum, fabsf(x[i]));
+  lanes[j] = sum;
+  __syncthreads();
+  if (j < 16)
+    partial[16 * blockIdx.x + j] = __fadd_rn(__fadd_rn(lanes[j], lanes[j + 16]), __fadd_rn(lanes[j + 32], lanes[j + 48]));
+}
+
+// Pass two, one thread: the folds into a double in block and lane order.
+__global__ void onebit_fold_kernel(const float* __restrict__ partial, std::int64_t count, std::int64_t n, bool scaled,
+                                   float* __restrict__ scale) {
+  double sum = 0;
+  for (std::int64_t i = 0; i < count; ++i) sum = __dadd_rn(sum, static_cast<double>(partial[i]));
+  *scale = scaled && n > 0 ? static_cast<float>(__ddiv_rn(sum, static_cast<double>(n))) : 1.0f;
+}
+
+__global__ void nesterov_fold_kernel(float* __restrict__ x, float* __restrict__ momentum, std::int64_t n, float mu) {
+  COMMTUNE_GRID_LOOP(i, n) {
+    const float m = __fadd_rn(__fmul_rn(mu, momentum[i]), x[i]);
+    momentum[i] = m;
+    x[i] = __fadd_rn(x[i], __fmul_rn(mu, m));
+  }
+}
+
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
@@ -116,6 +147,22 @@ void scatter_add(const std::uint32_t* indices, const float* values, std::int64_t
   if (k == 0) return;
   scatter_add_kernel<<<blocks_for(k), kThreads, 0, as_stream(stream)>>>(indices, values, k, weight, out);
   check_launch("scatter_add");
+}
+
+void onebit_scale(const float* x, std::int64_t n, bool scaled, float* partial, float* scale, void* stream) {
+  const std::int64_t blocks = (n + 4095) / 4096;
+  if (blocks > 0) {
+    onebit_lanes_kernel<<<static_cast<unsigned>(blocks), 64, 0, as_stream(stream)>>>(x, n, partial);
+    check_launch("onebit_lanes");
+  }
+  onebit_fold_kernel<<<1, 1, 0, as_stream(stream)>>>(partial, 16 * blocks, n, scaled, scale);
+  check_launch("onebit_fold");
+}
+
+void nesterov_fold(float* x, float* momentum, std::int64_t n, float mu, void* stream) {
+  if (n == 0) return;
+  nesterov_fold_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(x, momentum, n, mu);
+  check_launch("nesterov_fold");
 }
 
 void dithering_levels(const float* x, std::int64_t first, std::int64_t count, float inverse,

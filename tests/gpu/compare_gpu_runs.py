@@ -6,6 +6,12 @@ Tolerances: against PyTorch on the GPU, every loss within 1e-5 relative (the
 same libtorch kernels run on both sides); against the CPU, within 1e-3
 relative over 40 steps (cuBLAS and the CPU BLAS sum in different orders),
 1e-2 with PowerSGD, whose orthogonalisations amplify those differences.
+
+Then the compressors' device path (compressed, gathered and decoded on the
+GPU) against their host path (the bucket copied to the host) on the same
+GPU and ranks: the same losses bit for bit (onebit's and randomk's payloads
+are the host's bytes; topk's too unless |x| ties at the k-th largest), and
+the hook's time per step of each.
 """
 import argparse
 import json
@@ -91,6 +97,25 @@ def main():
             failures += vs_cpu > (1e-2 if "powersgd" in name or "byteps" in name else 1e-3)
         except RuntimeError as e:
             line += f"   (no CPU run: {str(e).strip().splitlines()[-1]})"
+        print(line, flush=True)
+    gpus = int(subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                              capture_output=True, text=True).stdout.strip() or 0)
+    for kind in ("onebit", "topk", "randomk"):
+        overrides = {"hook.name": "byteps", "hook.byteps_compressor_type": kind, "hook.byteps_compressor_k": 0.01,
+                     "hook.byteps_ef_type": "vanilla", "hook.byteps_momentum_type": "nesterov",
+                     "optimizer.momentum": 0, "steps": 40, "device": "cuda", "world_size": max(1, gpus),
+                     "model.hidden": 2048}
+        line = f"byteps {kind:8s} device path"
+        results = {}
+        for where in ("device", "host"):
+            workdir = os.path.join(args.out, f"byteps_{kind}_{where}")
+            os.makedirs(workdir, exist_ok=True)
+            results[where] = run(cli, workdir, dict(overrides, **{"hook.byteps_compress_on": where}))
+        same = results["device"][0] == results["host"][0]
+        hook_ms = {w: results[w][1]["step_time_ms"]["hook"] for w in results}
+        line += (f" vs host path on {max(1, gpus)} GPU(s): {'bit-identical' if same else 'DIFFERS'}; hook "
+                 f"{hook_ms['device']:.3f} ms/step on the device, {hook_ms['host']:.3f} via the host")
+        failures += not same
         print(line, flush=True)
     print("FAILED" if failures else "all GPU runs agree within the stated tolerances")
     return 1 if failures else 0

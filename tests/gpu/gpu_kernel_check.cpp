@@ -71,6 +71,23 @@ void check_compressors(std::size_t n, std::mt19937& rng) {
   k::onebit_signs(Device::Cuda, dx.ptr, static_cast<std::int64_t>(n), dwords.ptr);
   expect_same(words, dwords, "onebit signs", n);
 
+  // onebit's scale in the CPU's summation order; lands in device memory.
+  std::vector<float> partial(static_cast<std::size_t>(k::onebit_scale_scratch(static_cast<std::int64_t>(n))) + 1);
+  DeviceCopy<float> dpartial(partial);
+  std::vector<float> scale(1);
+  DeviceCopy<float> dscale(scale);
+  k::onebit_scale(Device::Cpu, x.data(), static_cast<std::int64_t>(n), true, partial.data(), scale.data());
+  k::onebit_scale(Device::Cuda, dx.ptr, static_cast<std::int64_t>(n), true, dpartial.ptr, dscale.ptr);
+  expect_same(scale, dscale, "onebit scale", n);
+
+  auto momentum = random_floats(n, rng, 0.3f);
+  auto folded = x;
+  DeviceCopy<float> dmomentum(momentum), dfolded(folded);
+  k::nesterov_fold(Device::Cpu, folded.data(), momentum.data(), static_cast<std::int64_t>(n), 0.9f);
+  k::nesterov_fold(Device::Cuda, dfolded.ptr, dmomentum.ptr, static_cast<std::int64_t>(n), 0.9f);
+  expect_same(folded, dfolded, "nesterov fold (x)", n);
+  expect_same(momentum, dmomentum, "nesterov fold (momentum)", n);
+
   auto acc = random_floats(n, rng, 1.0f);
   DeviceCopy<float> dacc(acc);
   k::onebit_unpack_add(Device::Cpu, words.data(), static_cast<std::int64_t>(n), 0.37f, 0.25f, acc.data());

@@ -106,6 +106,26 @@ class State(unittest.TestCase):
         settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["randomk"], **{"model.hidden": 256, "world_size": 2})
         ct.check_resume_repeats(self, settings, steps=20, resume_at=8)
 
+    def test_the_device_path_trains_as_the_host_path(self):
+        """The path a GPU bucket takes (compressed, gathered and decoded where it
+        lives), run here on CPU buckets: every rank's loss at every step is the
+        host path's, bit for bit, and a run resumed on one path from a checkpoint
+        of the other repeats the uninterrupted run (the state has one layout)."""
+        with tempfile.TemporaryDirectory() as d:
+            for kind in ("onebit", "topk", "randomk"):
+                with self.subTest(compressor=kind):
+                    settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS[kind], steps=30, world_size=2)
+                    host = ct.run_commtune(d, dict(settings, **{"hook.byteps_compress_on": "host"}),
+                                           extra_args=["--no-store"])
+                    device = ct.run_commtune(d, dict(settings, **{"hook.byteps_compress_on": "device"}),
+                                             extra_args=["--no-store"])
+                    self.assertEqual(device.losses(), host.losses())
+                    self.assertEqual(device.summary["traffic"]["wire_bytes_per_step"],
+                                     host.summary["traffic"]["wire_bytes_per_step"])
+            settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["topk"], **{"model.hidden": 256, "world_size": 2})
+            ct.check_resume_repeats(self, dict(settings, **{"hook.byteps_compress_on": "host"}), steps=20, resume_at=8,
+                                    resume_settings={"hook.byteps_compress_on": "device"})
+
 
 class Export(unittest.TestCase):
     def test_production_export_gives_bytepss_compression_params(self):
@@ -144,6 +164,11 @@ class Settings(unittest.TestCase):
     def test_nodes_must_divide_the_world(self):
         stderr = self.run_bad(**{"hook.ranks_per_node": 3, "world_size": 4})
         self.assertIn("hook.ranks_per_node", stderr)
+
+    def test_dithering_has_no_device_path(self):
+        stderr = self.run_bad(**{"hook.byteps_compressor_type": "dithering", "hook.byteps_compressor_k": 4,
+                                 "hook.byteps_compress_on": "device"})
+        self.assertIn("hook.byteps_compress_on", stderr)
 
     def test_rescaled_randomk_refuses_error_feedback(self):
         stderr = self.run_bad(**{"hook.byteps_compressor_type": "randomk", "hook.byteps_ef_type": "vanilla",

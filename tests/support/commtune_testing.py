@@ -206,15 +206,17 @@ def frobenius_error(a, b):
     return diff / norm if norm > 0 else diff
 
 
-def check_resume_repeats(test, settings, steps, resume_at):
-    """Runs `settings` for `steps` steps with a checkpoint at `resume_at`, then again resumed from it;
-    asserts the resumed run repeats the uninterrupted one loss for loss and ends with the same parameters."""
+def check_resume_repeats(test, settings, steps, resume_at, resume_settings=None):
+    """Runs `settings` for `steps` steps with a checkpoint at `resume_at`, then again resumed from it (with
+    `resume_settings` over `settings`); asserts the resumed run repeats the uninterrupted one loss for loss and
+    ends with the same parameters."""
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
         folder = os.path.join(a, "checkpoints")
         full = run_commtune(a, dict(settings, **{"steps": steps, "checkpoint.dir": folder,
                                                  "checkpoint.every": resume_at}), extra_args=["--no-store"])
-        resumed = run_commtune(b, dict(settings, **{"steps": steps, "checkpoint.resume":
-                                                    os.path.join(folder, f"step-{resume_at:06d}")}),
+        resumed = run_commtune(b, dict(settings, **(resume_settings or {}),
+                                       **{"steps": steps,
+                                          "checkpoint.resume": os.path.join(folder, f"step-{resume_at:06d}")}),
                                extra_args=["--no-store"])
         for rank, losses in enumerate(resumed.losses()):
             test.assertEqual(losses, full.losses()[rank][resume_at:], f"rank {rank}")
