@@ -98,6 +98,49 @@ def main():
         except RuntimeError as e:
             line += f"   (no CPU run: {str(e).strip().splitlines()[-1]})"
         print(line, flush=True)
+    # A PowerSGDState exported from a GPU run's checkpoint continues in PyTorch's own hook on the GPU.
+    workdir = os.path.join(args.out, "powersgd_export")
+    os.makedirs(workdir, exist_ok=True)
+    init, checkpoints = os.path.join(workdir, "init.pt"), os.path.join(workdir, "checkpoints")
+    psgd = {"hook.name": "powersgd", "hook.matrix_approximation_rank": 2, "hook.start_powerSGD_iter": 3,
+            "device": "cuda", "world_size": 1}
+    run(cli, workdir, dict(psgd, **{"steps": 8, "weights.save_initial": init, "checkpoint.dir": checkpoints}))
+    folder = os.path.join(checkpoints, "step-000008")
+    subprocess.run([cli, "export", "powersgd", "--from", folder, "--runtime-state", "--out",
+                    os.path.join(workdir, "export")], check=True, capture_output=True)
+    resumed_dir = os.path.join(workdir, "resumed")
+    os.makedirs(resumed_dir, exist_ok=True)
+    mine, _ = run(cli, resumed_dir, dict(psgd, **{"steps": 17, "checkpoint.resume": folder}))
+    summary = json.load(open(os.path.join(workdir, "summary.json")))
+    summary["config"]["steps"] = 17
+    continued = os.path.join(workdir, "continued.json")
+    json.dump(summary, open(continued, "w"))
+    ref_out = os.path.join(workdir, "reference.json")
+    subprocess.run([sys.executable, REFERENCE, "--config", continued, "--init", init, "--out", ref_out,
+                    "--powersgd-state", os.path.join(workdir, "export", "powersgd_state-rank{rank}.pt"),
+                    "--resume", folder], check=True)
+    vs_torch = worst(mine, json.load(open(ref_out))["losses"])
+    print(f"{'powersgd export':22s} PyTorch continues the GPU run from its exported state: {vs_torch:.2e}",
+          flush=True)
+    failures += vs_torch > 1e-5
+
+    # The production snippets, run unmodified in PyTorch on NCCL.
+    for label, overrides, command, file in (
+            ("fp16 wrapper", {"hook.name": "allreduce", "hook.wrapper": "fp16"}, "production", "use_hook.py"),
+            ("powersgd", {"hook.name": "powersgd", "hook.start_powerSGD_iter": 2}, "powersgd", "use_powersgd.py")):
+        workdir = os.path.join(args.out, "snippet_" + label.replace(" ", "_"))
+        os.makedirs(workdir, exist_ok=True)
+        run(cli, workdir, dict(overrides, **{"steps": 3, "device": "cuda", "world_size": 1}))
+        subprocess.run([cli, "export", command, "--from", os.path.join(workdir, "summary.json"), "--out",
+                        os.path.join(workdir, "export")], check=True, capture_output=True)
+        proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "oracle", "run_exported.py"),
+                               os.path.join(workdir, "export", file), os.path.join(workdir, "losses.json"), "--nccl"],
+                              capture_output=True, text=True)
+        ok = proc.returncode == 0 and len(json.load(open(os.path.join(workdir, "losses.json")))) == 6
+        print(f"{'snippet ' + label:22s} exported {file} trains 6 steps in PyTorch on NCCL: {'yes' if ok else 'NO'}"
+              + ("" if ok else ": " + proc.stderr.strip()[-300:]), flush=True)
+        failures += not ok
+
     gpus = int(subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
                               capture_output=True, text=True).stdout.strip() or 0)
     for kind in ("onebit", "topk", "randomk"):
