@@ -122,62 +122,62 @@ class DeviceDecorator : public DeviceCompressor {
   std::unique_ptr<DeviceCompressor> inner_;
 };
 
-// Vanilla error feedback: p = g + e; c = C(p); e = p - D(c).
-class DeviceErrorFeedback final : public DeviceDecorator {
+// A decorator with one memory per element (error, momentum), saved after the
+// inner compressor's state, as the host decorators save theirs.
+class DeviceMemoryDecorator : public DeviceDecorator {
+ public:
+  DeviceMemoryDecorator(std::unique_ptr<DeviceCompressor> inner, std::int64_t n, const at::Device& device)
+      : DeviceDecorator(std::move(inner)), memory_(at::zeros({n}, at::dtype(at::kFloat).device(device))) {}
+  void save(std::vector<std::uint8_t>& out) const override {
+    inner_->save(out);
+    append_tensor(out, memory_);
+  }
+  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override {
+    inner_->load(in, pos);
+    read_tensor(in, pos, memory_);
+  }
+
+ protected:
+  at::Tensor memory_;
+};
+
+// Vanilla error feedback: p = g + e; c = C(p); e = p - D(c). The memory is e.
+class DeviceErrorFeedback final : public DeviceMemoryDecorator {
  public:
   DeviceErrorFeedback(std::unique_ptr<DeviceCompressor> inner, std::int64_t n, const at::Device& device)
-      : DeviceDecorator(std::move(inner)),
-        error_(at::zeros({n}, at::dtype(at::kFloat).device(device))),
-        decoded_(at::empty_like(error_)) {}
+      : DeviceMemoryDecorator(std::move(inner), n, device), decoded_(at::empty_like(memory_)) {}
   void compress(at::Tensor& x, at::Tensor& payload) override {
     const auto device = kernel_device(x);
     void* stream = kernel_stream(x);
-    kernels::add_into_both(device, x.data_ptr<float>(), error_.data_ptr<float>(), x.numel(), stream);
+    kernels::add_into_both(device, x.data_ptr<float>(), memory_.data_ptr<float>(), x.numel(), stream);
     inner_->compress(x, payload);
     decoded_.zero_();
     inner_->decompress_add(payload, 1.0f, decoded_);
-    error_norm_ = std::sqrt(kernels::subtract_and_square_sum(device, error_.data_ptr<float>(),
+    error_norm_ = std::sqrt(kernels::subtract_and_square_sum(device, memory_.data_ptr<float>(),
                                                              decoded_.data_ptr<float>(), x.numel(), stream));
   }
   void report(std::vector<std::pair<std::string, double>>& stats) const override {
     inner_->report(stats);
     stats.emplace_back("ef_error_norm", error_norm_);
   }
-  void save(std::vector<std::uint8_t>& out) const override {
-    inner_->save(out);
-    append_tensor(out, error_);
-  }
-  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override {
-    inner_->load(in, pos);
-    read_tensor(in, pos, error_);
-  }
 
  private:
-  at::Tensor error_, decoded_;
+  at::Tensor decoded_;
   double error_norm_ = 0;
 };
 
-// Nesterov momentum: m = mu m + g; p = g + mu m.
-class DeviceNesterov final : public DeviceDecorator {
+// Nesterov momentum: m = mu m + g; p = g + mu m. The memory is m.
+class DeviceNesterov final : public DeviceMemoryDecorator {
  public:
   DeviceNesterov(std::unique_ptr<DeviceCompressor> inner, std::int64_t n, float mu, const at::Device& device)
-      : DeviceDecorator(std::move(inner)), momentum_(at::zeros({n}, at::dtype(at::kFloat).device(device))), mu_(mu) {}
+      : DeviceMemoryDecorator(std::move(inner), n, device), mu_(mu) {}
   void compress(at::Tensor& x, at::Tensor& payload) override {
-    kernels::nesterov_fold(kernel_device(x), x.data_ptr<float>(), momentum_.data_ptr<float>(), x.numel(), mu_,
+    kernels::nesterov_fold(kernel_device(x), x.data_ptr<float>(), memory_.data_ptr<float>(), x.numel(), mu_,
                            kernel_stream(x));
     inner_->compress(x, payload);
   }
-  void save(std::vector<std::uint8_t>& out) const override {
-    inner_->save(out);
-    append_tensor(out, momentum_);
-  }
-  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override {
-    inner_->load(in, pos);
-    read_tensor(in, pos, momentum_);
-  }
 
  private:
-  at::Tensor momentum_;
   float mu_;
 };
 
