@@ -88,6 +88,17 @@ std::string order_column(const std::string& key) {
 
 }  // namespace
 
+namespace {
+
+// A run or sweep that is missing, or that a live process is running, is not deleted.
+void refuse_unless_deletable(const char* what, std::int64_t id, const std::string* state, const std::string* owner) {
+  const auto name = std::string(what) + " " + std::to_string(id);
+  if (!state) throw Error("there is no " + name);
+  if (*state == status::kRunning && owner_alive(*owner)) throw Error(name + " is running: stop it before deleting it");
+}
+
+}  // namespace
+
 bool status::is_end(const std::string& s) {
   return s == kSucceeded || s == kFailed || s == kDiverged || s == kCancelled || s == kInterrupted || s == kStopped;
 }
@@ -176,9 +187,7 @@ void Store::rename_sweep(std::int64_t sweep_id, const std::string& name) {
 void Store::delete_sweep(std::int64_t sweep_id) {
   Transaction transaction(connection_);
   const auto found = sweep(sweep_id);
-  if (!found) throw Error("there is no sweep " + std::to_string(sweep_id));
-  if (found->status == status::kRunning && owner_alive(found->owner))
-    throw Error("sweep " + std::to_string(sweep_id) + " is running: stop it before deleting it");
+  refuse_unless_deletable("sweep", sweep_id, found ? &found->status : nullptr, found ? &found->owner : nullptr);
   auto running = connection_.prepare("SELECT count(*) FROM runs WHERE sweep_id = ? AND status = ?");
   running.bind_all(sweep_id, status::kRunning);
   if (running.next() && running.integer(0) > 0)
@@ -338,9 +347,7 @@ void Store::annotate_run(std::int64_t run_id, const std::string& tags, const std
 void Store::delete_run(std::int64_t run_id) {
   Transaction transaction(connection_);
   const auto found = run(run_id);
-  if (!found) throw Error("there is no run " + std::to_string(run_id));
-  if (found->status == status::kRunning && owner_alive(found->owner))
-    throw Error("run " + std::to_string(run_id) + " is running: stop it before deleting it");
+  refuse_unless_deletable("run", run_id, found ? &found->status : nullptr, found ? &found->owner : nullptr);
   connection_.prepare("DELETE FROM runs WHERE id = ?").run(run_id);  // metrics, stats, events, params cascade
   transaction.commit();
 }

@@ -266,6 +266,8 @@ class GuiTest : public QObject {
     QCOMPARE(runs->visible_runs(), 18);
     runs->search()->setText("hook.use_error_feedback = true");  // stored as 1, shown and matched as true
     QCOMPARE(runs->visible_runs(), 30);
+    runs->search()->setText("loss = nan");  // nan is a word (a diverged run's loss), not a number equal to all
+    QCOMPARE(runs->visible_runs(), 0);
     runs->search()->setText("rnk = 2");
     QVERIFY2(runs->filter_problem().contains("rnk"), qPrintable(runs->filter_problem()));
     runs->search()->clear();

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalBlocker>
+#include <cmath>
 #include <map>
 
 namespace commtune::ui {
@@ -16,6 +17,17 @@ QString value_text(const nlohmann::json& value) {
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number_float()) return QString::number(value.get<double>(), 'g', 12);
   return QString::fromStdString(value.dump());
+}
+
+std::optional<double> finite_number(const QString& text) {
+  bool ok = false;
+  const double value = text.toDouble(&ok);
+  return ok && std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
+}
+
+QVariant sort_key(const QString& text) {
+  const auto number = finite_number(text);
+  return number ? QVariant(*number) : QVariant(text);
 }
 
 QString short_param_name(const QString& path) {

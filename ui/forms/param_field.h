@@ -7,6 +7,8 @@
 #pragma once
 
 #include <QString>
+#include <QVariant>
+#include <optional>
 #include <QWidget>
 #include <nlohmann/json.hpp>
 
@@ -52,6 +54,12 @@ class ParamField : public QWidget {
 
 // "1e-05" rather than "1.0000000000000001e-05": how a value reads in a field.
 QString value_text(const nlohmann::json& value);
+
+// A value's text read as a finite number ("4", "0.05"); nullopt for text,
+// and for nan and inf, which tables and filters treat as words.
+std::optional<double> finite_number(const QString& text);
+// What a table sorts a value by: the number when the text is one, else the text.
+QVariant sort_key(const QString& text);
 
 // A parameter's name short enough for a column header or a plot axis:
 // hook.matrix_approximation_rank -> rank, optimizer.lr -> lr.

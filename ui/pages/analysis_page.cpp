@@ -456,6 +456,7 @@ void AnalysisPage::fill_parallel_table() {
   parallel_table_->setColumnCount(static_cast<int>(headers.size()));
   parallel_table_->setHorizontalHeaderLabels(headers);
   parallel_table_->setRowCount(0);
+  // A number rounded to `precision` decimals but kept a number, so the column sorts numerically.
   auto number = [](double v, int precision) {
     auto* item = new QTableWidgetItem;
     item->setData(Qt::DisplayRole, std::isfinite(v) ? QVariant(QString::number(v, 'f', precision).toDouble())
@@ -572,9 +573,8 @@ void AnalysisPage::draw_heatmap() {
   auto order = [](std::set<QString> values) {
     std::vector<QString> v(values.begin(), values.end());
     std::sort(v.begin(), v.end(), [](const QString& a, const QString& b) {
-      bool na = false, nb = false;
-      const double da = a.toDouble(&na), db = b.toDouble(&nb);
-      return na && nb ? da < db : a < b;
+      const auto da = finite_number(a), db = finite_number(b);
+      return da && db ? *da < *db : a < b;
     });
     return v;
   };

@@ -114,10 +114,9 @@ bool holds(const QString& actual, const Condition& c, bool is_tags) {
     for (const auto& tag : actual.split(',')) has = has || tag.trimmed().compare(c.value, Qt::CaseInsensitive) == 0;
     return (c.op == "=") == has;
   }
-  bool actual_is_number = false, wanted_is_number = false;
-  const double a = actual.toDouble(&actual_is_number), w = c.value.toDouble(&wanted_is_number);
-  const int order = actual_is_number && wanted_is_number ? (a < w ? -1 : a > w ? 1 : 0)
-                                                         : actual.compare(c.value, Qt::CaseInsensitive);
+  // Numbers compare as numbers; nan and inf (a diverged run's loss) as words, so `loss = nan` finds them.
+  const auto a = finite_number(actual), w = finite_number(c.value);
+  const int order = a && w ? (*a < *w ? -1 : *a > *w ? 1 : 0) : actual.compare(c.value, Qt::CaseInsensitive);
   if (c.op == "=") return order == 0;
   if (c.op == "!=") return order != 0;
   if (actual.isEmpty()) return false;  // no value is neither above nor below anything
@@ -467,10 +466,8 @@ void RunsPage::refresh() {
           items << created;
           for (const auto& param : param_columns_) {
             const auto text = param_texts.value(param).toString();
-            bool number = false;
-            const double value = text.toDouble(&number);
             auto* item = new QStandardItem(text);
-            item->setData(number ? QVariant(value) : QVariant(text), Qt::UserRole + 1);
+            item->setData(sort_key(text), Qt::UserRole + 1);
             items << item;
           }
           model_->appendRow(items);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "ui/forms/param_field.h"
 #include "ui/plot/qcustomplot.h"
 #include "ui/plot/run_plots.h"
 #include "ui/theme.h"
@@ -14,12 +15,6 @@ namespace commtune::ui {
 namespace {
 
 constexpr double kAxisGrip = 0.25;  // how far from an axis (in axis spacings) a drag still brushes it
-
-bool as_number(const QString& text, double& value) {
-  bool ok = false;
-  value = text.toDouble(&ok);
-  return ok && std::isfinite(value);
-}
 
 }  // namespace
 
@@ -53,9 +48,8 @@ void ParallelCoordinates::set_data(const std::vector<QString>& axes, const std::
     for (const auto& line : lines_) {
       const auto& text = line.values[a];
       if (text.isEmpty()) continue;
-      double v = 0;
-      if (as_number(text, v))
-        numbers.push_back(v);
+      if (const auto v = finite_number(text))
+        numbers.push_back(*v);
       else
         scale.numeric = false;
       if (std::find(texts.begin(), texts.end(), text) == texts.end()) texts.push_back(text);
@@ -72,13 +66,13 @@ void ParallelCoordinates::set_data(const std::vector<QString>& axes, const std::
     for (std::size_t l = 0; l < lines_.size(); ++l) {
       const auto& text = lines_[l].values[a];
       if (text.isEmpty()) continue;
-      double v = 0;
+      const auto v = finite_number(text);
       if (!scale.numeric) {
         const auto index = std::find(scale.categories.begin(), scale.categories.end(), text) - scale.categories.begin();
         positions_[l][a] = scale.categories.size() > 1 ? double(index) / double(scale.categories.size() - 1) : 0.5;
-      } else if (as_number(text, v)) {
+      } else if (v) {
         const double lo = scale.log ? std::log(scale.lo) : scale.lo, hi = scale.log ? std::log(scale.hi) : scale.hi;
-        const double x = scale.log ? std::log(v) : v;
+        const double x = scale.log ? std::log(*v) : *v;
         positions_[l][a] = hi > lo ? (x - lo) / (hi - lo) : 0.5;
       }
     }

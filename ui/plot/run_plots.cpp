@@ -344,9 +344,7 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label) {
         update_legend_header();
       }
       run->item->setText(column + 1, word.mid(eq + 1));
-      bool number = false;
-      const double value = word.mid(eq + 1).toDouble(&number);
-      run->item->setData(column + 1, Qt::UserRole + 1, number ? QVariant(value) : QVariant(word.mid(eq + 1)));
+      run->item->setData(column + 1, Qt::UserRole + 1, sort_key(word.mid(eq + 1)));
     }
     run->other_text = other.join(' ');
     bool has_values = false;
