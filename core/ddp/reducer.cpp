@@ -116,6 +116,9 @@ bool Reducer::begin_step() {
   compute_ns_at_start_ = clock_.compute_ns();
   inline_ns_ = 0;
   bucket_ready_.assign(buckets_.size(), steady::time_point{});
+  bucket_began_.assign(buckets_.size(), steady::time_point{});
+  bucket_work_s_.assign(buckets_.size(), 0.0);
+  bucket_done_ns_ = std::make_shared<std::vector<std::atomic<std::int64_t>>>(buckets_.size());
   armed_ = true;
   return rebuild;
 }
@@ -167,16 +170,27 @@ void Reducer::run_bucket(std::size_t b) {
   Future future;
   std::exception_ptr error;
   std::int64_t spent = 0;
+  const auto began = steady::now();
+  const auto blocked_before = Communicator::blocked_ns_on_this_thread();
+  double work_s = 0;
   try {
     BucketScope scope(static_cast<std::int32_t>(b));
     const auto start = thread_cpu_ns();
     future = hook_.run(bucket);
     spent = thread_cpu_ns() - start;
+    work_s = std::max(0.0, seconds_since(began) -
+                               static_cast<double>(Communicator::blocked_ns_on_this_thread() - blocked_before) * 1e-9);
     clock_.add_compute_ns(spent);
+    if (future)
+      future->addCallback([done = bucket_done_ns_, b](c10::ivalue::Future&) {
+        (*done)[b].store(steady::now().time_since_epoch().count(), std::memory_order_relaxed);
+      });
   } catch (...) {
     error = std::current_exception();
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  bucket_began_[b] = began;
+  bucket_work_s_[b] = work_s;
   if (!hook_thread_.joinable()) inline_ns_ += spent;
   futures_[b] = std::move(future);
   errors_[b] = error;
@@ -242,6 +256,9 @@ BackwardReport Reducer::finish_backward() {
     try {
       if (errors_[b]) std::rethrow_exception(errors_[b]);
       result = Communicator::wait(futures_[b]);
+      // A waiter can wake before the future's callbacks have run: then now is when it completed, near enough.
+      std::int64_t unset = 0;
+      (*bucket_done_ns_)[b].compare_exchange_strong(unset, steady::now().time_since_epoch().count());
     } catch (const CommunicationError& e) {
       throw CommunicationError("reducing bucket " + std::to_string(b) + " of step " + std::to_string(step_) + ": " +
                                e.what());
@@ -256,6 +273,12 @@ BackwardReport Reducer::finish_backward() {
   report.hook_compute_s = static_cast<double>(clock_.compute_ns() - compute_ns_at_start_) * 1e-9;
   report.hook_inline_s = static_cast<double>(inline_ns_) * 1e-9;
   report.bucket_ready = bucket_ready_;
+  report.bucket_began = bucket_began_;
+  report.bucket_work_s = bucket_work_s_;
+  for (const auto& ns : *bucket_done_ns_) {
+    const auto at = ns.load(std::memory_order_relaxed);
+    report.bucket_done.push_back(at ? steady::time_point(steady::duration(at)) : steady::time_point{});
+  }
   const double share = 2.0 * (comm_.size() - 1) / comm_.size();
   report.uncompressed_wire_bytes = static_cast<std::uint64_t>(share * 4.0 * static_cast<double>(params_.total_numel()));
   ++step_;

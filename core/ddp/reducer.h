@@ -7,6 +7,7 @@
 // hooks that never wait, a dedicated hook thread for those that may.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,6 +44,13 @@ struct BackwardReport {
   double hook_compute_s = 0;                  // hook compute time of this step (overlaps backward)
   double hook_inline_s = 0;                   // the part of it spent on the autograd thread, inside backward
   std::vector<std::chrono::steady_clock::time_point> bucket_ready;  // when each bucket's gradients were all in
+  // When the hook began on each bucket (later than ready when the hook thread
+  // was busy with an earlier one) and when its result was complete: the
+  // bucket's chain of hook work and collectives, in wall time.
+  std::vector<std::chrono::steady_clock::time_point> bucket_began, bucket_done;
+  // The hook's own work on each bucket in wall time (waiting for a core
+  // included, waiting on its collectives not).
+  std::vector<double> bucket_work_s;
   std::uint64_t uncompressed_wire_bytes = 0;  // fp32 ring allreduce of every bucket
   bool rebuilt_buckets = false;
 };
@@ -121,6 +129,11 @@ class Reducer {
   std::int64_t compute_ns_at_start_ = 0;
   std::int64_t inline_ns_ = 0;  // hook time on the autograd thread this step
   std::vector<std::chrono::steady_clock::time_point> bucket_ready_;
+  std::vector<std::chrono::steady_clock::time_point> bucket_began_;
+  std::vector<double> bucket_work_s_;
+  // Set by the futures' callbacks, on whichever thread completes them; shared
+  // so that a callback after an aborted step writes into its own step's record.
+  std::shared_ptr<std::vector<std::atomic<std::int64_t>>> bucket_done_ns_;
 
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> autograd_hooks_;
   std::thread hook_thread_;  // only for hooks that may block

@@ -346,8 +346,18 @@ Future Communicator::completed(const at::Tensor& value) {
   return future;
 }
 
+namespace {
+thread_local std::int64_t t_blocked_ns = 0;
+}  // namespace
+
+std::int64_t Communicator::blocked_ns_on_this_thread() { return t_blocked_ns; }
+
 at::Tensor Communicator::wait(const Future& future) {
-  future->wait();  // c10 futures do not throw here; the error is inspected below
+  if (!future->completed()) {
+    const auto start = std::chrono::steady_clock::now();
+    future->wait();  // c10 futures do not throw here; the error is inspected below
+    t_blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  }
   if (future->hasError()) throw CommunicationError(future->tryRetrieveErrorMessage());
   return future_tensor(future->value());
 }

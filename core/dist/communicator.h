@@ -113,6 +113,9 @@ class Communicator {
   static Future completed(const at::Tensor& value);
   // Waits for a future; failures become CommunicationError. Returns its tensor.
   static at::Tensor wait(const Future& future);
+  // Wall time the calling thread has spent blocked in wait(), in nanoseconds:
+  // what a hook's time on its thread was not its own work.
+  static std::int64_t blocked_ns_on_this_thread();
 
  private:
   Communicator();

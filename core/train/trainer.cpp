@@ -112,6 +112,12 @@ void add_communication_stats(events::StepRecord& record, const std::vector<Colle
     if (report.bucket_ready[b] != steady::time_point{})
       record.bucket_stats.push_back({static_cast<std::uint32_t>(b), "ready_s",
                                      std::max(0.0, seconds_between(backward_start, report.bucket_ready[b]))});
+  for (std::size_t b = 0; b < std::min(report.bucket_began.size(), report.bucket_done.size()); ++b)
+    if (report.bucket_began[b] != steady::time_point{} && report.bucket_done[b] != steady::time_point{}) {
+      record.bucket_stats.push_back({static_cast<std::uint32_t>(b), "chain_s",
+                                     std::max(0.0, seconds_between(report.bucket_began[b], report.bucket_done[b]))});
+      record.bucket_stats.push_back({static_cast<std::uint32_t>(b), "hook_work_s", report.bucket_work_s.at(b)});
+    }
   record.stats.push_back({"hook_inline_s", report.hook_inline_s});
 }
 
@@ -136,9 +142,31 @@ nlohmann::json parameter_list(const FlatParameters& flat) {
   return list;
 }
 
+// This machine's link, measured before training: a float32 allreduce at two
+// sizes (the best of five tries each, after one to warm up). The network model
+// replaces the transfer time it implies with the target link's
+// (docs/network-model.md); null with one rank.
+nlohmann::json probe_link(Communicator& comm, const c10::Device& device) {
+  if (comm.size() < 2) return nullptr;
+  nlohmann::json bytes = nlohmann::json::array(), seconds = nlohmann::json::array();
+  for (const std::int64_t numel : {std::int64_t{16384}, std::int64_t{1048576}}) {  // 64 KiB, 4 MiB
+    auto tensor = at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device));
+    double best = INFINITY;
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      const auto start = steady::now();
+      Communicator::wait(comm.allreduce_sum(tensor));
+      if (attempt > 0) best = std::min(best, seconds_between(start, steady::now()));
+    }
+    bytes.push_back(4 * numel);
+    seconds.push_back(best);
+  }
+  comm.take_collectives();  // not the run's
+  return {{"bytes", bytes}, {"seconds", seconds}};
+}
+
 // The run itself, once the process group stands.
 bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& device, int threads, Communicator& comm,
-                events::EventWriter* events) {
+                const nlohmann::json& link_probe, events::EventWriter* events) {
   const auto run_start = steady::now();
   auto& cat = catalog();
   auto dataset = cat.datasets.create(config.data, DataContext{config.run.seed});
@@ -214,7 +242,9 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
                      {"dataset", dataset->spec().describe()},
                      {"batches_per_epoch", loader.batches_per_epoch()},
                      {"first_step", first_step},
-                     {"config", config.to_json()}});
+                     {"config", config.to_json()},
+                     {"hook_blocking", hook->may_block()},
+                     {"link_probe", link_probe}});
     events->message({{"kind", "buckets"}, {"step", first_step}, {"buckets", reducer.layout_json()}});
   }
 
@@ -348,10 +378,11 @@ bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
 
   Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
                     std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));
+  const auto link_probe = probe_link(comm, device);  // the real link, before any emulation
   if (const auto cluster = config.network.emulated_cluster(env.world_size)) comm.emulate_link(*cluster);
 
   try {
-    return train_with(config, env, device, threads, comm, events);
+    return train_with(config, env, device, threads, comm, link_probe, events);
   } catch (const std::exception& e) {
     // Report before the process group unwinds: its destructor may wait on
     // collectives that a failed peer never joins.
