@@ -1,13 +1,15 @@
 // Will it pay off? A measured run's profile (compute, hook work, and the
 // collectives of each bucket) predicts its step time on another cluster.
-// docs/network-model.md states the model:
-//
-//   bucket b's chain starts when its gradients are ready (as measured, as a
-//   share of backward) and when the link is free after bucket b-1; it runs
-//   the hook's work off the backward thread, then its collectives, each
-//   taking max(net::collective_time on the target, its measured time here). step = data + forward + backward
-//   + max(0, end of the last chain - backward) + collectives outside buckets
-//   + optimizer.
+// docs/network-model.md states the model. In short: a collective's transfer
+// moves from this machine's link to the target's (net::collective_time), the
+// link carrying one at a time; its reduction and software overlap the
+// transfer (Gloo pipelines them), so a bucket's chain of hook work and
+// collectives, measured here in wall time, becomes the longer of that chain
+// (less the transfer time a faster link saves) and its transfers after the
+// hook's own work; a hook that waits on its collectives works on one bucket
+// after another;
+//   step = data + forward + backward + optimizer
+//        + max(0, end of the last chain - backward) + collectives outside buckets.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,13 @@ struct CollectiveUse {
 struct BucketProfile {
   std::int32_t index = 0;
   double ready_s = 0;  // after backward started
+  // From the hook beginning on the bucket to its result being complete, in
+  // wall time: the hook's own work (waiting for a core included) and its
+  // collectives; and the hook's own work in it (its time not blocked on a
+  // collective). Not recorded by older versions (measured_chain false).
+  double chain_s = 0;
+  double work_s = 0;
+  bool measured_chain = false;
   double fp32_bytes = 0;
   std::vector<CollectiveUse> collectives;
 };
@@ -50,6 +59,13 @@ struct RunProfile {
   double hook_s = 0;         // all hook work
   double hook_inline_s = 0;  // the part done on the backward thread (inside backward_s)
   double measured_step_s = 0;
+  // The hook waits on its collectives on a thread of its own, one bucket
+  // after another (PowerSGD, the compressors); else collectives run
+  // asynchronously, several at once.
+  bool serial_hook = false;
+  // This machine's link as the run measured it before training: the
+  // bandwidth of a ring allreduce, bytes per second per rank (0: unknown).
+  double link_bytes_per_s = 0;
   std::vector<BucketProfile> buckets;
   std::vector<CollectiveUse> step_collectives;  // outside any bucket
 
@@ -86,7 +102,7 @@ struct TargetCompute {
   double forward_s = 0, backward_s = 0;  // Given
   std::optional<RunProfile> target_run;  // FromRun: its data, forward, backward and optimizer times
 
-  // "each run's own, as measured", "x0.05 of each run's", ...: every prediction says which it assumed.
+  // "this machine's, pooled ...", "... x 0.05", ...: every prediction says which it assumed.
   std::string describe() const;
 };
 

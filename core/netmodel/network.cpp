@@ -1,5 +1,6 @@
 #include "core/netmodel/network.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "core/schema/param_schema.h"
@@ -101,6 +102,12 @@ double ring_time(Collective kind, double bytes, double p, const Link& link) {
 
 double collective_time(Collective kind, double bytes, const Cluster& cluster) {
   return ring_time(kind, bytes, cluster.ranks(), cluster.bottleneck());
+}
+
+double probed_bandwidth(double small_bytes, double small_s, double large_bytes, double large_s, int ranks) {
+  if (ranks < 2 || !(large_bytes > small_bytes) || !(large_s > small_s) || !std::isfinite(large_s)) return 0;
+  const double p = ranks;
+  return 2 * (p - 1) / p * (large_bytes - small_bytes) / (large_s - small_s);
 }
 
 std::string collective_stat_prefix(Collective kind, const Group& group) {

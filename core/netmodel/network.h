@@ -69,6 +69,12 @@ struct Group {
 // commtune's node splits are), else the link between nodes sets the pace.
 double collective_time(Collective kind, double bytes, const Cluster& cluster, const Group& group);
 
+// The bandwidth (bytes per second per rank, as the formulas above use it)
+// that two timed ring allreduces imply, each rank contributing `small` then
+// `large` bytes: from their difference, so the per-call software cost
+// cancels. 0 when they do not tell (equal times, one rank, bad values).
+double probed_bandwidth(double small_bytes, double small_s, double large_bytes, double large_s, int ranks);
+
 // Where a run stores a collective's per-step totals (docs/store.md):
 // comm.<kind>[@<size>x<stride>] + .bytes, .calls, .seconds
 std::string collective_stat_prefix(Collective kind, const Group& group);

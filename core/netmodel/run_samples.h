@@ -1,0 +1,59 @@
+// A run's steady steps as the store holds them, one value per step averaged
+// over ranks: the raw material of a RunProfile. Kept per step (not reduced to
+// medians at once) so that a profile can be taken over any resample of the
+// steps: the bootstrap behind every predicted figure's interval
+// (core/verdict/evidence.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/netmodel/cost_model.h"
+#include "db/store.h"
+
+namespace commtune {
+
+struct CollectiveSeries {
+  net::Collective kind = net::Collective::Allreduce;
+  net::Group group;
+  std::int32_t bucket = db::kWholeStep;
+  // Per steady step. In a bucket: NaN where no rank reported it. Outside
+  // buckets: 0 where none did (parameter averaging every few steps is
+  // amortised over the steps between).
+  std::vector<double> bytes, calls, seconds;
+};
+
+struct RunSamples {
+  std::int64_t run_id = 0;
+  int world_size = 0;
+  std::vector<std::int64_t> steps;  // the steady steps (run_metrics.h), in order
+  // Per steady step, averaged over ranks. `optimizer` leaves out collectives
+  // outside buckets (modelled on their own); `pure_backward` is backward
+  // without the hook work done on the backward thread.
+  std::vector<double> data, forward, backward, pure_backward, optimizer, hook, hook_inline, total;
+  std::vector<double> wire_bytes, uncompressed_bytes;  // per rank
+  std::map<std::int32_t, std::vector<double>> ready;   // bucket -> seconds after backward started (NaN: not reported)
+  std::map<std::int32_t, std::vector<double>> chain;   // bucket -> its hook chain's wall time (NaN: not reported)
+  std::map<std::int32_t, std::vector<double>> work;    // bucket -> the hook's own work in it, wall time
+  bool serial_hook = false;                             // from the run's start
+  double link_bytes_per_s = 0;                          // this machine's link, probed at the start (0: unknown)
+  std::vector<CollectiveSeries> collectives;
+  std::map<std::int32_t, double> bucket_fp32_bytes;  // the newest layout's
+
+  // Throws db::Error when the run has too few steps or lacks the statistics
+  // (runs stored before the network model existed).
+  static RunSamples from_store(const db::Store& store, std::int64_t run_id);
+
+  std::size_t size() const { return steps.size(); }
+  // Scales every wall and CPU time the hook and its collectives took by
+  // `factor`: a run measured while the machine ran at another speed,
+  // brought to a common one (core/verdict/evidence.h). Compute stays.
+  void scale_hook_times(double factor);
+  // Medians (means for collectives outside buckets) over the steps at
+  // `picks`, indices into `steps` that may repeat.
+  RunProfile profile(const std::vector<std::size_t>& picks) const;
+  RunProfile profile() const;  // over every steady step
+};
+
+}  // namespace commtune
