@@ -1,5 +1,10 @@
 #include "core/catalog.h"
 
+#include <map>
+#include <mutex>
+
+#include "core/config/run_config.h"
+
 #include "core/hooks/compressed_hook.h"
 #include "core/hooks/local_sgd.h"
 #include "core/hooks/powersgd.h"
@@ -42,6 +47,25 @@ Catalog& catalog() {
   }();
   (void)plugins_loaded;
   return instance;
+}
+
+std::vector<std::vector<std::int64_t>> parameter_shapes(const RunConfig& config) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<std::vector<std::int64_t>>> known;
+  const auto key = nlohmann::json{{"model", config.model}, {"data", config.data}, {"seed", config.run.seed}}.dump();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto at = known.find(key); at != known.end()) return at->second;
+  std::vector<std::vector<std::int64_t>> shapes;
+  try {
+    auto& cat = catalog();
+    const auto dataset = cat.datasets.create(config.data, DataContext{config.run.seed});
+    const auto model = cat.models.create(config.model, dataset->spec());
+    for (const auto& [name, tensor] : model->named_parameters()) shapes.push_back(tensor.sizes().vec());
+  } catch (const std::exception&) {  // a dataset or model file missing here: nothing to check against
+    shapes.clear();
+  }
+  known[key] = shapes;
+  return shapes;
 }
 
 }  // namespace commtune

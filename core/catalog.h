@@ -23,4 +23,10 @@ struct Catalog {
 // The process-wide catalog, with the built-ins registered on first use.
 Catalog& catalog();
 
+class RunConfig;
+// The shapes of the parameters of a configuration's model, in its order,
+// from a model built on the CPU for its data (remembered per model, data and
+// seed). Empty when the model or data cannot be built here (a missing file).
+std::vector<std::vector<std::int64_t>> parameter_shapes(const RunConfig& config);
+
 }  // namespace commtune

@@ -9,6 +9,7 @@
 #include "core/export/production_export.h"
 #include "core/netmodel/cost_model.h"
 #include "core/netmodel/recommend.h"
+#include "core/verdict/evidence.h"
 
 namespace commtune::cli {
 namespace {
@@ -108,7 +109,11 @@ TargetCompute target_compute(const ComputeArgs& args, const db::Store& store) {
     compute.backward_s = args.forward_backward_ms.at(1) / 1e3;
   } else if (args.from_run) {
     compute.kind = TargetCompute::Kind::FromRun;
-    compute.target_run = RunProfile::from_store(store, *args.from_run);
+    // As every prediction sees a run: its compute pooled over its steps (here, its alone).
+    const auto target = Evidence::gather(store, {*args.from_run}, {0, 0});
+    if (target.configurations().empty()) throw db::Error("there is no run " + std::to_string(*args.from_run));
+    if (!target.profile_problem(0).empty()) throw db::Error(target.profile_problem(0));
+    compute.target_run = target.profile(0);
   }
   return compute;
 }
@@ -143,77 +148,112 @@ struct PredictArgs {
   bool as_json = false;
 };
 
+// "12.30 (11.90-12.80)": a figure with its 95% interval.
+std::string with_interval(const Estimate& e, double scale, const char* unit = "") {
+  if (std::isnan(e.value)) return "-";
+  auto text = format("%.2f", scale * e.value) + unit;
+  if (e.has_interval()) text += " (" + format("%.2f", scale * e.low) + "-" + format("%.2f", scale * e.high) + ")";
+  return text;
+}
+
 int predict_command(const PredictArgs& args, const Context& context) {
   const auto store = open_store(context.db);
   auto ids = select_runs(*store, args.runs, args.sweep);
   if (ids.empty()) throw std::invalid_argument("nothing to predict: name runs, or a sweep with --sweep");
-  const auto baseline = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
-  const auto compute = target_compute(args.compute, *store);
-  std::vector<RunProfile> profiles;
-  std::vector<std::string> labels;
-  std::vector<db::RunRecord> runs;
-  for (const auto id : ids) {
-    auto run = store->run(id);
-    if (run->status != db::status::kSucceeded && run->status != db::status::kStopped) continue;
-    profiles.push_back(on_target(RunProfile::from_store(*store, id), compute));
-    labels.push_back(run->name.empty() ? describe_hook(run->config) : run->name);
-    runs.push_back(std::move(*run));
+  if (args.baseline && std::find(ids.begin(), ids.end(), *args.baseline) == ids.end()) {
+    if (!store->run(*args.baseline)) throw std::invalid_argument("there is no run " + std::to_string(*args.baseline));
+    ids.insert(ids.begin(), *args.baseline);
   }
-  if (profiles.empty()) throw std::invalid_argument("none of these runs finished: nothing measured to predict from");
-  const auto targets =
-      clusters(args.cluster, profiles.front().world_size, {"100mbit", "1gbit", "10gbit", "25gbit", "100gbit"});
-  std::optional<RunProfile> baseline_profile;
-  if (baseline) baseline_profile = on_target(RunProfile::from_store(*store, *baseline), compute);
+  std::vector<std::int64_t> finished;
+  for (const auto id : ids)
+    if (const auto run = store->run(id);
+        run && (run->status == db::status::kSucceeded || run->status == db::status::kStopped))
+      finished.push_back(id);
+  if (finished.empty()) throw std::invalid_argument("none of these runs finished: nothing measured to predict from");
+  const auto evidence = Evidence::gather(*store, finished);
+  const auto compute = target_compute(args.compute, *store);
+  const auto& configs = evidence.configurations();
+  std::optional<std::size_t> forced;
+  if (args.baseline) forced = evidence.configuration_of(*args.baseline);
+  std::vector<std::size_t> shown;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (!evidence.profile_problem(c).empty()) {
+      std::cerr << "commtune: run " << configs[c].runs.front() << ": " << evidence.profile_problem(c) << "\n";
+      continue;
+    }
+    shown.push_back(c);
+  }
+  if (shown.empty()) throw std::invalid_argument("none of these runs can be profiled: nothing to predict from");
+  const auto targets = clusters(args.cluster, evidence.profile(shown.front()).world_size,
+                                {"100mbit", "1gbit", "10gbit", "25gbit", "100gbit"});
+  const auto compute_text = compute.kind == TargetCompute::Kind::Measured
+                                ? "compute: this machine's, " + evidence.compute_source(shown.front())
+                                : compute.describe();
 
   auto out = nlohmann::json::array();
   std::vector<std::string> notes;
-  std::vector<std::string> headers{"run", "label", "measured ms"};
+  std::vector<std::string> headers{"run", "label", "seeds", "measured ms"};
   for (const auto& c : targets) headers.push_back(network_name(c) + " ms");
-  if (baseline_profile)
-    for (const auto& c : targets) headers.push_back(network_name(c) + " speedup");
+  for (const auto& c : targets) headers.push_back(network_name(c) + " speedup");
   Table table(headers);
-  for (std::size_t i = 0; i < profiles.size(); ++i) {
-    const auto& p = profiles[i];
-    std::vector<std::string> cells{std::to_string(p.run_id) + (baseline && p.run_id == *baseline ? "*" : ""), labels[i],
-                                   format("%.2f", 1e3 * p.measured_step_s)};
+  for (const auto c : shown) {
+    const auto& config = configs[c];
+    const auto& p = evidence.profile(c);
+    const auto baseline = forced ? forced : evidence.baseline_of(c);
+    const bool is_baseline = baseline && *baseline == c;
+    std::vector<std::string> cells{std::to_string(config.runs.front()) + (is_baseline ? "*" : ""), config.label,
+                                   std::to_string(config.runs.size()), format("%.2f", 1e3 * p.measured_step_s)};
     std::vector<std::string> speedups;
     auto predictions = nlohmann::json::array();
-    for (const auto& c : targets) {
-      const auto prediction = predict(p, c);
-      cells.push_back(format("%.2f", 1e3 * prediction.step_s));
-      auto j = prediction.to_json();
-      j["cluster"] = c.describe();
-      j["network"] = network_name(c);
-      if (baseline_profile) {
-        const double speedup = predict(*baseline_profile, c).step_s / prediction.step_s;
-        speedups.push_back(format("%.2fx", speedup));
-        j["speedup_over_allreduce"] = speedup;
+    for (const auto& cluster : targets) {
+      const auto step = evidence.predicted_step_s(c, cluster, compute);
+      cells.push_back(with_interval(step, 1e3));
+      auto j = predict(on_target(p, compute), cluster).to_json();
+      j["step_s_interval"] = step.to_json();
+      j["cluster"] = cluster.describe();
+      j["network"] = network_name(cluster);
+      if (baseline && evidence.profile_problem(*baseline).empty()) {
+        const auto speedup = evidence.speedup(c, *baseline, cluster, compute);
+        speedups.push_back(with_interval(speedup, 1, "x") + (speedup.includes(1.0) ? " ~" : ""));
+        j["speedup_over_allreduce"] = speedup.value;
+        j["speedup_interval"] = speedup.to_json();
+        j["measurable"] = !speedup.includes(1.0);
+      } else {
+        speedups.push_back("-");
       }
       predictions.push_back(j);
     }
     cells.insert(cells.end(), speedups.begin(), speedups.end());
     table.add(cells);
-    out.push_back({{"run_id", p.run_id}, {"label", labels[i]}, {"profile", p.to_json()}, {"predictions", predictions}});
-    if (runs[i].config["hook"].value("name", "") == "slowmo") {
+    out.push_back({{"run_id", config.runs.front()},
+                   {"runs", config.runs},
+                   {"label", config.label},
+                   {"baseline_run", baseline ? nlohmann::json(configs[*baseline].runs.front()) : nlohmann::json(nullptr)},
+                   {"profile", on_target(p, compute).to_json()},
+                   {"predictions", predictions}});
+    if (config.config.is_object() && config.config.value("hook", nlohmann::json::object()).value("name", "") == "slowmo") {
+      const auto run = store->run(config.runs.front());
       auto guidance = nlohmann::json::array();
-      for (const auto& c : targets) guidance.push_back(slowmo_guidance(runs[i], p, c));
+      for (const auto& cluster : targets) guidance.push_back(slowmo_guidance(*run, on_target(p, compute), cluster));
       out.back()["slowmo_guidance"] = guidance;
       for (const auto& g : guidance)
-        notes.push_back("run " + std::to_string(p.run_id) + ": " + g["text"].get<std::string>());
+        notes.push_back("run " + std::to_string(config.runs.front()) + ": " + g["text"].get<std::string>());
     }
   }
   if (args.as_json) {
-    std::cout << nlohmann::json{{"baseline_run", baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr)},
-                                {"compute", compute.describe()},
+    std::cout << nlohmann::json{{"baseline_run", forced ? nlohmann::json(*args.baseline) : nlohmann::json(nullptr)},
+                                {"compute", compute_text},
                                 {"runs", out}}
                      .dump(2)
               << "\n";
     return kExitOk;
   }
   std::cout << "predicted step time on " << targets.front().describe().substr(0, targets.front().describe().find(','))
-            << "; " << compute.describe() << (baseline ? "; * is the allreduce baseline the speedups are over" : "")
-            << "\n";
+            << "; " << compute_text << "\n";
   table.print(std::cout);
+  std::cout << "(95% intervals in parentheses, from resampling runs and steps; * a baseline; speedups are over the "
+               "allreduce run with the same settings outside the hook; ~ the interval holds 1.0: no measurable "
+               "difference)\n";
   for (const auto& note : notes) std::cout << note << "\n";
   return kExitOk;
 }
@@ -255,13 +295,15 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
     return kExitOk;
   }
   std::cout << "on " << r.cluster.describe() << " (" << r.compute << "), loss within " << format("%g%%", 100 * r.tolerance)
-            << " of allreduce (run " << r.baseline_run << "):\n";
-  Table table({"run", "label", "tail loss", "vs base", "predicted ms", "speedup", "excluded because"});
-  for (const auto& c : r.candidates)
-    table.add({std::to_string(c.run_id) + (c.run_id == r.baseline_run ? "*" : ""), c.label,
-               format_optional("%.5f", c.loss), c.loss_change ? format("%+.2f%%", 100 * *c.loss_change) : "-",
-               c.prediction ? format("%.2f", 1e3 * c.prediction->step_s) : "-", format_optional("%.2fx", c.speedup),
-               c.excluded.empty() ? "-" : c.excluded});
+            << " of allreduce's at the same settings:\n";
+  Table table({"run", "label", "seeds", "tail loss", "vs base", "predicted ms", "speedup", "excluded because"});
+  for (const auto& c : r.candidates) {
+    auto loss = format_optional("%.5f", c.loss);
+    if (c.loss_sd) loss += " ±" + format("%.5f", *c.loss_sd);
+    table.add({std::to_string(c.run_id) + (c.is_baseline ? "*" : ""), c.label, std::to_string(c.runs.size()), loss,
+               c.is_baseline || !c.baseline_run ? "-" : c.loss_change.describe(), with_interval(c.step_s, 1e3),
+               c.is_baseline ? "-" : with_interval(c.speedup, 1, "x"), c.excluded.empty() ? "-" : c.excluded});
+  }
   table.print(std::cout);
   std::cout << "\n" << r.verdict << "\n";
   if (!args.export_dir.empty()) {
@@ -282,7 +324,9 @@ void add_netmodel_commands(CLI::App& app, Context& context) {
   predict_cmd->add_option("--baseline", predict_args->baseline, "speedups over this run (default: the allreduce run)");
   add_cluster_options(*predict_cmd, predict_args->cluster, "100mbit,1gbit,10gbit,25gbit,100gbit");
   add_compute_options(*predict_cmd, predict_args->compute);
-  predict_cmd->add_flag("--json", predict_args->as_json, "machine-readable, with each run's measured profile");
+  predict_cmd->add_flag("--json", predict_args->as_json,
+                        "machine-readable, with each configuration's profile (the pooled compute, its own hook and "
+                        "collectives)");
   predict_cmd->callback([predict_args, &context] { context.exit_code = predict_command(*predict_args, context); });
 
   auto recommend_args = std::make_shared<RecommendArgs>();

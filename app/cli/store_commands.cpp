@@ -10,6 +10,7 @@
 #include "core/config/run_config.h"
 #include "core/netmodel/recommend.h"
 #include "core/store/run_metrics.h"
+#include "core/verdict/evidence.h"
 
 namespace commtune::cli {
 namespace {
@@ -219,14 +220,31 @@ int compare_command(const CompareArgs& args, const Context& context) {
     params.emplace_back(p.begin(), p.end());
     digests.push_back(digest_run(*store, id));
   }
-  const auto baseline = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
-  std::optional<double> baseline_loss;
-  for (std::size_t i = 0; i < runs.size(); ++i)
-    if (baseline && runs[i].id == *baseline) baseline_loss = digests[i].loss;
-  if (baseline && !baseline_loss && args.baseline) {
-    const auto d = digest_run(*store, *baseline);
-    baseline_loss = d.loss;
+  // Each run against the allreduce run with its own settings outside the hook
+  // and its own seed (or the one named), never one baseline for all.
+  auto with_baseline = ids;
+  if (args.baseline && std::find(ids.begin(), ids.end(), *args.baseline) == ids.end()) {
+    if (!store->run(*args.baseline)) throw std::invalid_argument("there is no run " + std::to_string(*args.baseline));
+    with_baseline.push_back(*args.baseline);
   }
+  const auto evidence = Evidence::gather(*store, with_baseline, {0, 0});
+  const auto& configs = evidence.configurations();
+  const auto baseline_config = [&](std::size_t c) -> std::optional<std::size_t> {
+    if (args.baseline) return evidence.configuration_of(*args.baseline);
+    return evidence.baseline_of(c);
+  };
+  // A run's baseline run: the one of its baseline configuration with the same seed, else its first.
+  const auto baseline_run_of = [&](const db::RunRecord& run) -> std::optional<std::int64_t> {
+    const auto c = evidence.configuration_of(run.id);
+    if (!c) return std::nullopt;
+    const auto b = baseline_config(*c);
+    if (!b) return std::nullopt;
+    const auto& base = configs[*b];
+    const auto seed = run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0;
+    for (std::size_t i = 0; i < base.runs.size(); ++i)
+      if (base.seeds[i] == seed) return base.runs[i];
+    return base.runs.front();
+  };
   const auto columns = differing_params(params);
 
   auto rows = nlohmann::json::array();
@@ -236,17 +254,46 @@ int compare_command(const CompareArgs& args, const Context& context) {
     for (const auto& c : columns) row["params"][c] = params[i].count(c) ? params[i].at(c) : nlohmann::json(nullptr);
     row["digest"] = digest_json(digests[i]);
     const auto& loss = digests[i].loss;
+    const auto baseline = baseline_run_of(runs[i]);
+    std::optional<double> baseline_loss;
+    if (baseline) baseline_loss = tail_loss(store->curve(*baseline));
     row["loss_change"] = baseline_loss && loss && std::isfinite(*loss) && std::isfinite(*baseline_loss) &&
                                  *baseline_loss != 0
                              ? nlohmann::json(*loss / *baseline_loss - 1)
                              : nlohmann::json(nullptr);
     row["baseline"] = baseline && runs[i].id == *baseline;
+    row["baseline_run"] = baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr);
     rows.push_back(row);
   }
+  // Configurations run with several seeds: their mean, spread and the change
+  // against their baseline with its interval.
+  auto replicated = nlohmann::json::array();
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (configs[c].runs.size() < 2) continue;
+    const auto b = baseline_config(c);
+    nlohmann::json j{{"runs", configs[c].runs},
+                     {"label", configs[c].label},
+                     {"seeds", configs[c].runs.size()},
+                     {"tail_loss_mean", figure_json(configs[c].mean_loss())},
+                     {"tail_loss_sd", figure_json(configs[c].loss_sd())}};
+    if (b && *b != c) {
+      const auto change = evidence.loss_change(c, *b);
+      j["baseline_runs"] = configs[*b].runs;
+      j["loss_change"] = change.change.to_json();
+      j["loss_change_text"] = change.describe();
+    }
+    replicated.push_back(std::move(j));
+  }
+  // The baseline of the comparison: the one named, else the first baseline among the runs.
+  std::optional<std::int64_t> first_baseline = args.baseline;
+  for (const auto& row : rows)
+    if (!first_baseline && row["baseline"].get<bool>()) first_baseline = row["id"].get<std::int64_t>();
   if (args.as_json) {
-    std::cout << nlohmann::json{{"baseline_run", baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr)},
+    std::cout << nlohmann::json{{"baseline_run",
+                                 first_baseline ? nlohmann::json(*first_baseline) : nlohmann::json(nullptr)},
                                 {"params", columns},
-                                {"runs", rows}}
+                                {"runs", rows},
+                                {"configurations", replicated}}
                      .dump(2)
               << "\n";
     return kExitOk;
@@ -271,9 +318,25 @@ int compare_command(const CompareArgs& args, const Context& context) {
     table.add(cells);
   }
   table.print(std::cout);
-  std::cout << (baseline ? "* baseline (allreduce); " : "no allreduce baseline among these runs; ")
+  const bool any_baseline = std::any_of(rows.begin(), rows.end(), [](const nlohmann::json& r) { return r["baseline"].get<bool>(); });
+  std::cout << (any_baseline ? "* a baseline (allreduce); vs base: against the allreduce run with the same settings "
+                               "outside the hook and the same seed; "
+                             : "no allreduce baseline among these runs; ")
             << "tail loss: mean over ranks and the last 10% of steps (inf: it diverged); ms/step: median over the "
                "steady second half\n";
+  if (!replicated.empty()) {
+    std::cout << "\nconfigurations run with several seeds:\n";
+    Table seeds_table({"runs", "label", "seeds", "tail loss mean", "sd", "vs base (95% interval)"});
+    for (const auto& j : replicated) {
+      std::string list;
+      for (const auto& id : j["runs"]) list += (list.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
+      seeds_table.add({list, j["label"].get<std::string>(), std::to_string(j["seeds"].get<std::size_t>()),
+                       format_optional("%.5f", figure_from_json(j["tail_loss_mean"])),
+                       format_optional("%.5f", figure_from_json(j["tail_loss_sd"])),
+                       j.value("loss_change_text", std::string("-"))});
+    }
+    seeds_table.print(std::cout);
+  }
   return kExitOk;
 }
 

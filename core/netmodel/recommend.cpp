@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 
 #include "core/store/run_metrics.h"
@@ -10,34 +11,53 @@ namespace commtune {
 
 namespace {
 
-bool is_plain_allreduce(const nlohmann::json& config) {
-  const auto hook = config.value("hook", nlohmann::json::object());
-  const auto name = hook.value("name", "allreduce");
-  return (name == "allreduce" || name == "none") && hook.value("wrapper", "none") == "none";
-}
-
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.2f%%", 100 * fraction);
+std::string format_text(const char* pattern, ...) __attribute__((format(printf, 1, 2)));
+std::string format_text(const char* pattern, ...) {
+  char text[1024];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(text, sizeof text, pattern, args);
+  va_end(args);
   return text;
 }
 
-std::string milliseconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f ms", 1e3 * seconds);
-  return text;
+std::string percent(double fraction) { return format_text("%.2f%%", 100 * fraction); }
+
+// "1.19x (95%: 1.12-1.25)"
+std::string speedup_text(const Estimate& s) {
+  if (!s.has_interval()) return format_text("%.2fx", s.value);
+  return format_text("%.2fx (95%%: %.2f-%.2f)", s.value, s.low, s.high);
 }
 
 nlohmann::json optional_number(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+std::string run_list(const std::vector<std::int64_t>& runs) {
+  std::string out;
+  for (const auto id : runs) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
 }  // namespace
 
-std::string describe_hook(const nlohmann::json& config) {
+bool is_plain_allreduce(const nlohmann::json& config) {
+  if (!config.is_object()) return false;
   const auto hook = config.value("hook", nlohmann::json::object());
-  std::string text = hook.value("name", "allreduce");
-  const auto wrapper = hook.value("wrapper", "none");
+  if (!hook.is_object()) return false;
+  const auto name = hook.value("name", nlohmann::json("allreduce"));
+  const auto wrapper = hook.value("wrapper", nlohmann::json("none"));
+  return (name == "allreduce" || name == "none") && wrapper == "none";
+}
+
+std::string describe_hook(const nlohmann::json& config) {
+  const auto hook = config.is_object() ? config.value("hook", nlohmann::json::object()) : nlohmann::json::object();
+  const auto text_of = [&](const char* key, const char* fallback) {
+    const auto v = hook.is_object() ? hook.value(key, nlohmann::json(fallback)) : nlohmann::json(fallback);
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  std::string text = text_of("name", "allreduce");
+  const auto wrapper = text_of("wrapper", "none");
   if (wrapper != "none") text += " (" + wrapper + " wrapper)";
   return text;
 }
@@ -58,108 +78,169 @@ std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, cons
 
 Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>& run_ids,
                          const RecommendOptions& options) {
+  auto ids = run_ids;
+  if (options.baseline_run && std::find(ids.begin(), ids.end(), *options.baseline_run) == ids.end()) {
+    if (!store.run(*options.baseline_run)) throw db::Error("there is no run " + std::to_string(*options.baseline_run));
+    ids.insert(ids.begin(), *options.baseline_run);
+  }
+  return recommend(Evidence::gather(store, ids), options);
+}
+
+Recommendation recommend(const Evidence& evidence, const RecommendOptions& options) {
   Recommendation r;
   r.cluster = options.cluster;
   r.tolerance = options.tolerance;
-  r.compute = options.compute.describe();
-  const auto predict_on_target = [&](std::int64_t id) {
-    return predict(on_target(RunProfile::from_store(store, id), options.compute), options.cluster);
-  };
-  const auto baseline_id = options.baseline_run ? options.baseline_run : find_allreduce_baseline(store, run_ids);
-  if (!baseline_id)
+  const auto& configs = evidence.configurations();
+  std::optional<std::size_t> forced;
+  if (options.baseline_run) {
+    forced = evidence.configuration_of(*options.baseline_run);
+    if (!forced) throw db::Error("there is no run " + std::to_string(*options.baseline_run) + " among these runs");
+  }
+  bool any_baseline = forced.has_value();
+  for (std::size_t c = 0; c < configs.size() && !any_baseline; ++c) any_baseline = configs[c].plain_allreduce;
+  if (!any_baseline)
     throw db::Error(
         "no finished allreduce run among these runs to compare with: run one (a sweep with \"baseline\": true adds "
-        "it) or name one with --baseline");
-  const auto baseline = store.run(*baseline_id);
-  if (!baseline) throw db::Error("there is no run " + std::to_string(*baseline_id));
-  r.baseline_run = *baseline_id;
-  const auto baseline_loss = tail_loss(store.curve(*baseline_id));
-  const auto baseline_step = predict_on_target(*baseline_id).step_s;
+        "one at every value of the parameters it sweeps outside the hook) or name one with --baseline");
 
-  auto ids = run_ids;
-  if (std::find(ids.begin(), ids.end(), *baseline_id) == ids.end()) ids.insert(ids.begin(), *baseline_id);
-  for (const auto id : ids) {
-    const auto run = store.run(id);
-    if (!run) continue;
-    Candidate c;
-    c.run_id = id;
-    c.hook = describe_hook(run->config);
-    c.label = run->name.empty() ? c.hook : run->name;
-    if (run->status != db::status::kSucceeded)
-      c.excluded = "it " + (run->status == db::status::kStopped ? std::string("was stopped early") : run->status);
-    else if (run->fingerprint != baseline->fingerprint)
-      c.excluded = "it trained another model or data than the baseline";
-    else if (run->steps_completed != baseline->steps_completed)
-      c.excluded = "it ran " + std::to_string(run->steps_completed) + " steps, the baseline " +
-                   std::to_string(baseline->steps_completed);
-    c.loss = tail_loss(store.curve(id));
-    if (c.loss && baseline_loss && *baseline_loss != 0) {
-      c.loss_change = (*c.loss - *baseline_loss) / std::fabs(*baseline_loss);
-      c.within_tolerance =
-          std::isfinite(*c.loss) && *c.loss <= *baseline_loss + options.tolerance * std::fabs(*baseline_loss);
+  std::string compute_source;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    const auto& config = configs[c];
+    Candidate k;
+    k.run_id = config.runs.front();
+    k.runs = config.runs;
+    k.label = config.label;
+    k.hook = config.hook;
+    k.is_baseline = config.plain_allreduce && !forced;
+    if (forced && *forced == c) k.is_baseline = true;
+    const double mean = config.mean_loss();
+    if (!std::isnan(mean)) k.loss = mean;
+    if (const double sd = config.loss_sd(); !std::isnan(sd)) k.loss_sd = sd;
+    if (!config.all_succeeded()) {
+      for (std::size_t i = 0; i < config.runs.size() && k.excluded.empty(); ++i)
+        if (config.statuses[i] != db::status::kSucceeded)
+          k.excluded = "run " + std::to_string(config.runs[i]) + " " +
+                       (config.statuses[i] == db::status::kStopped ? std::string("was stopped early")
+                                                                    : config.statuses[i]);
     }
-    try {
-      c.prediction = predict_on_target(id);
-      c.speedup = baseline_step / c.prediction->step_s;
-    } catch (const db::Error& e) {
-      if (c.excluded.empty()) c.excluded = e.what();
+    const auto baseline = forced ? forced : evidence.baseline_of(c);
+    if (baseline) {
+      const auto& base = configs[*baseline];
+      k.baseline_run = base.runs.front();
+      k.loss_change = evidence.loss_change(c, *baseline);
+      k.within_tolerance = k.loss_change.judge(options.tolerance) == LossChange::Judgement::Within;
+      if (evidence.profile_problem(c).empty() && evidence.profile_problem(*baseline).empty()) {
+        k.speedup = evidence.speedup(c, *baseline, options.cluster, options.compute);
+      }
+      if (k.excluded.empty() && base.fingerprint_family != config.fingerprint_family)
+        k.excluded = "it trained another model or data than its baseline (run " + std::to_string(base.runs.front()) +
+                     ")";
+      if (k.excluded.empty() && !k.is_baseline) {
+        const auto differences = evidence.differences_outside_hook(c, *baseline);
+        if (!differences.empty())
+          k.excluded = "its baseline (run " + std::to_string(base.runs.front()) + ") differs outside the hook (" +
+                       differences + "): a difference in loss or time could come from that";
+      }
+      if (k.excluded.empty() && !base.all_succeeded())
+        k.excluded = "its baseline (runs " + run_list(base.runs) + ") did not succeed";
+    } else if (k.excluded.empty()) {
+      k.excluded =
+          "no allreduce run with the same parameters outside the hook to compare with (a sweep with a baseline adds "
+          "one at every value it sweeps)";
     }
-    if (c.excluded.empty() && !c.within_tolerance)
-      c.excluded = "its loss is " + percent(c.loss_change.value_or(NAN)) + " from the baseline's, beyond " +
-                   percent(options.tolerance).substr(1);
-    r.candidates.push_back(std::move(c));
+    if (evidence.profile_problem(c).empty()) {
+      k.step_s = evidence.predicted_step_s(c, options.cluster, options.compute);
+      k.prediction = predict(on_target(evidence.profile(c), options.compute), options.cluster);
+      if (compute_source.empty()) compute_source = evidence.compute_source(c);
+    } else if (k.excluded.empty()) {
+      k.excluded = evidence.profile_problem(c);
+    }
+    if (k.excluded.empty() && !k.is_baseline && baseline) k.excluded = evidence.inactive_reason(c, *baseline);
+    if (k.excluded.empty() && !k.is_baseline) {
+      switch (k.loss_change.judge(options.tolerance)) {
+        case LossChange::Judgement::Beyond:
+          k.excluded = "its loss is " + k.loss_change.describe() + " from its baseline's, beyond " +
+                       percent(options.tolerance);
+          break;
+        case LossChange::Judgement::Uncertain:
+          k.excluded = "its loss is " + k.loss_change.describe() + " from its baseline's: the seeds cannot tell "
+                       "whether it is within " + percent(options.tolerance);
+          break;
+        case LossChange::Judgement::Within:
+          break;
+      }
+    }
+    r.candidates.push_back(std::move(k));
   }
+  r.compute = options.compute.kind == TargetCompute::Kind::Measured
+                  ? "compute: this machine's, " + (compute_source.empty() ? std::string("as measured") : compute_source)
+                  : options.compute.describe();
   std::stable_sort(r.candidates.begin(), r.candidates.end(), [](const Candidate& a, const Candidate& b) {
-    const double ta = a.prediction ? a.prediction->step_s : INFINITY,
-                 tb = b.prediction ? b.prediction->step_s : INFINITY;
+    const double ta = std::isnan(a.step_s.value) ? INFINITY : a.step_s.value;
+    const double tb = std::isnan(b.step_s.value) ? INFINITY : b.step_s.value;
     return ta < tb;
   });
 
   const Candidate* best = nullptr;
   for (const auto& c : r.candidates)
-    if (c.excluded.empty() && c.run_id != r.baseline_run && c.speedup && (!best || *c.speedup > *best->speedup))
+    if (c.excluded.empty() && !c.is_baseline && std::isfinite(c.speedup.value) &&
+        (!best || c.speedup.value > best->speedup.value))
       best = &c;
+  for (const auto& c : r.candidates)
+    if (c.is_baseline && !r.baseline_run) r.baseline_run = c.run_id;
+  if (best && best->baseline_run) r.baseline_run = *best->baseline_run;
   const auto where = options.cluster.describe() + " (" + r.compute + ")";
-  if (best && *best->speedup >= options.min_speedup) {
+  const bool measurable = best && best->speedup.has_interval() && best->speedup.low > 1.0;
+  if (best && measurable && best->speedup.value >= options.min_speedup) {
     r.chosen_run = best->run_id;
-    char text[1024];
-    std::snprintf(text, sizeof text,
-                  "use %s (run %lld): predicted %s per step against %s for allreduce on %s (%.2fx), loss %s from "
-                  "allreduce's",
-                  best->label.c_str(), static_cast<long long>(best->run_id),
-                  milliseconds(best->prediction->step_s).c_str(), milliseconds(baseline_step).c_str(), where.c_str(),
-                  *best->speedup, percent(best->loss_change.value_or(0)).c_str());
-    r.verdict = text;
+    r.verdict = format_text(
+        "use %s (run %lld): predicted %.2f ms per step against %.2f ms for allreduce at the same settings on %s, "
+        "%s; loss %s from allreduce's",
+        best->label.c_str(), static_cast<long long>(best->run_id), 1e3 * best->step_s.value,
+        1e3 * best->step_s.value * best->speedup.value, where.c_str(), speedup_text(best->speedup).c_str(),
+        best->loss_change.describe().c_str());
+  } else if (best && !measurable) {
+    r.verdict = format_text(
+        "keep allreduce: no measurable difference on %s; the best configuration within %s of its loss, %s, is "
+        "%s, an interval that holds 1.0",
+        where.c_str(), percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
+  } else if (best) {
+    r.verdict = format_text(
+        "keep allreduce: the best configuration within %s of its loss, %s, is predicted only %s on %s, below the "
+        "model's margin of %.2fx",
+        percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str(), where.c_str(),
+        options.min_speedup);
   } else {
-    r.verdict = "keep allreduce: ";
-    if (best) {
-      char text[1024];
-      std::snprintf(text, sizeof text,
-                    "the best configuration within %s of its loss, %s, is predicted only %.2fx as fast on %s",
-                    percent(options.tolerance).substr(1).c_str(), best->label.c_str(), *best->speedup, where.c_str());
-      r.verdict += text;
-    } else {
-      r.verdict += "no other configuration keeps the loss within " + percent(options.tolerance).substr(1) +
-                   " of allreduce's and can be predicted on " + where;
-    }
+    r.verdict = "keep allreduce: no other configuration keeps the loss within " + percent(options.tolerance) +
+                " of allreduce's, compressed during its measured steps, and can be predicted on " + where;
   }
   return r;
 }
 
+nlohmann::json Candidate::to_json() const {
+  nlohmann::json j{{"run_id", run_id},
+                   {"runs", runs},
+                   {"seeds", runs.size()},
+                   {"label", label},
+                   {"hook", hook},
+                   {"baseline", is_baseline},
+                   {"baseline_run", baseline_run ? nlohmann::json(*baseline_run) : nlohmann::json(nullptr)},
+                   {"loss", optional_number(loss)},
+                   {"loss_sd", optional_number(loss_sd)},
+                   {"loss_change", optional_number(loss_change.change.value)},
+                   {"loss_change_interval", loss_change.change.to_json()},
+                   {"within_tolerance", within_tolerance},
+                   {"speedup", optional_number(speedup.value)},
+                   {"speedup_interval", speedup.to_json()},
+                   {"step_s", step_s.to_json()}};
+  if (prediction) j["prediction"] = prediction->to_json();
+  if (!excluded.empty()) j["excluded"] = excluded;
+  return j;
+}
+
 nlohmann::json Recommendation::to_json() const {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& c : candidates) {
-    nlohmann::json j{{"run_id", c.run_id},
-                     {"label", c.label},
-                     {"hook", c.hook},
-                     {"loss", optional_number(c.loss)},
-                     {"loss_change", optional_number(c.loss_change)},
-                     {"within_tolerance", c.within_tolerance},
-                     {"speedup", optional_number(c.speedup)}};
-    if (c.prediction) j["prediction"] = c.prediction->to_json();
-    if (!c.excluded.empty()) j["excluded"] = c.excluded;
-    list.push_back(std::move(j));
-  }
+  for (const auto& c : candidates) list.push_back(c.to_json());
   return {{"cluster", cluster.describe()},
           {"compute", compute},
           {"tolerance", tolerance},

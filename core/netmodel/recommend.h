@@ -1,8 +1,17 @@
 // The recommendation: among runs of the same model and data, the
-// configuration whose loss stays within a tolerance of the allreduce
-// baseline and whose predicted step time on the target cluster is best; or,
-// honestly, "keep allreduce" when nothing beats it by a margin the model can
-// tell apart.
+// configuration whose loss stays within a tolerance of its allreduce
+// baseline (the one at its own learning rate, batch, ...: core/verdict/
+// evidence.h) and whose predicted step time on the target cluster beats it
+// by more than noise and the model's error; or, honestly, "keep allreduce".
+//
+// A configuration is recommended only when
+//   - every run of it succeeded, and its baseline has the same values of
+//     every parameter outside the hook;
+//   - its hook acted on the wire during the steps its figures come from;
+//   - its loss is within the tolerance of the baseline's over the whole
+//     interval the seeds give (one seed: the point, said so);
+//   - its predicted speedup's 95% interval lies above 1 and the speedup
+//     reaches min_speedup.
 #pragma once
 
 #include <cstdint>
@@ -13,35 +22,43 @@
 #include <nlohmann/json.hpp>
 
 #include "core/netmodel/cost_model.h"
+#include "core/verdict/evidence.h"
 #include "db/store.h"
 
 namespace commtune {
 
 struct RecommendOptions {
   net::Cluster cluster;
-  TargetCompute compute;  // the target's compute (default: each run's own)
+  TargetCompute compute;                     // the target's compute (default: this machine's, pooled)
   double tolerance = 0.01;                   // relative: a loss at most (1 + tolerance) x the baseline's
   double min_speedup = 1.05;                 // predicted gains below 5% are within the model's error
-  std::optional<std::int64_t> baseline_run;  // default: the allreduce run among the candidates
+  std::optional<std::int64_t> baseline_run;  // compare everything with this run's configuration
 };
 
 struct Candidate {
-  std::int64_t run_id = 0;
-  std::string label;                  // the run's name, or its hook
-  std::string hook;                   // hook name (+ wrapper)
-  std::optional<double> loss;         // tail_loss
-  std::optional<double> loss_change;  // relative to the baseline's
+  std::int64_t run_id = 0;          // the configuration's first run
+  std::vector<std::int64_t> runs;   // all of its runs (one per seed)
+  std::string label;                // the run's name (without its seed), or its hook
+  std::string hook;                 // hook name (+ wrapper)
+  bool is_baseline = false;         // a plain-allreduce configuration: a reference, not a candidate
+  std::optional<std::int64_t> baseline_run;  // the first run of the baseline it is compared with
+  std::optional<double> loss;       // mean tail loss over its seeds
+  std::optional<double> loss_sd;    // their standard deviation (two seeds or more)
+  LossChange loss_change;           // against its baseline
   bool within_tolerance = false;
   std::string excluded;  // why it cannot be recommended ("" when it can)
   std::optional<StepPrediction> prediction;
-  std::optional<double> speedup;  // baseline's predicted step / this one's
+  Estimate step_s;   // predicted, with its interval
+  Estimate speedup;  // its baseline's predicted step / its own
+
+  nlohmann::json to_json() const;
 };
 
 struct Recommendation {
   net::Cluster cluster;
-  std::string compute;  // which compute the predictions assumed (TargetCompute::describe)
+  std::string compute;  // which compute the predictions assumed
   double tolerance = 0;
-  std::int64_t baseline_run = 0;
+  std::int64_t baseline_run = 0;           // the chosen one's baseline, else the first baseline
   std::vector<Candidate> candidates;       // fastest predicted first
   std::optional<std::int64_t> chosen_run;  // null: keep allreduce
   std::string verdict;                     // one sentence for humans
@@ -49,12 +66,16 @@ struct Recommendation {
   nlohmann::json to_json() const;
 };
 
-// Throws db::Error when no baseline can be found or it cannot be profiled.
+// Throws db::Error when the runs hold no allreduce baseline (and none is named).
+Recommendation recommend(const Evidence& evidence, const RecommendOptions& options);
 Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>& run_ids,
                          const RecommendOptions& options);
 
-// The run among `run_ids` that plain allreduce trained (hook allreduce or
-// none, no wrapper), preferring the one with most steps; nullopt if none.
+// Whether a configuration trains with plain allreduce (hook allreduce or none, no wrapper).
+bool is_plain_allreduce(const nlohmann::json& config);
+
+// The run among `run_ids` that plain allreduce trained, preferring the one
+// with most steps; nullopt if none.
 std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids);
 
 // "powersgd (fp16 wrapper)" and the like.

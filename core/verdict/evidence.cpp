@@ -1,0 +1,547 @@
+#include "core/verdict/evidence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <regex>
+#include <set>
+#include <tuple>
+
+#include "core/hooks/hook_activity.h"
+#include "core/netmodel/recommend.h"
+#include "core/store/run_metrics.h"
+#include "core/sweep/draw.h"
+
+namespace commtune {
+
+namespace {
+
+// Keys of a run's configuration that are bookkeeping, not training: where
+// checkpoints and dumps go, how long to wait for a peer, what to do on NaN.
+const std::vector<std::string> kBookkeeping = {"seed", "checkpoint", "timeout_s", "on_nonfinite", "threads",
+                                               "cpu_affinity"};
+
+nlohmann::json without_bookkeeping(nlohmann::json config) {
+  if (!config.is_object()) return nlohmann::json::object();
+  for (const auto& key : kBookkeeping) config.erase(key);
+  if (config.contains("weights") && config["weights"].is_object()) {
+    config["weights"].erase("save_initial");
+    config["weights"].erase("save_final");
+  }
+  if (config.contains("debug") && config["debug"].is_object()) {
+    config["debug"].erase("dump_grads_steps");
+    config["debug"].erase("dump_dir");
+  }
+  return config;
+}
+
+double percentile(std::vector<double> values, double q) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }), values.end());
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  const double at = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(at));
+  const auto hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (at - static_cast<double>(lo)) * (values[hi] - values[lo]);
+}
+
+Estimate from_replicates(double value, const std::vector<double>& replicates) {
+  Estimate e;
+  e.value = value;
+  if (replicates.size() >= 2) {
+    e.low = percentile(replicates, 0.025);
+    e.high = percentile(replicates, 0.975);
+  }
+  return e;
+}
+
+// "matrix_approximation_rank=4 lr=0.1 seed=2" -> without the seed: replicates share one label.
+std::string without_seed(const std::string& name) {
+  static const std::regex seed_suffix("(^| )seed=[0-9]+$");
+  return std::regex_replace(name, seed_suffix, "");
+}
+
+// Several runs' steps as one run's, for resampling a replicated configuration.
+// Series a run lacks are NaN (per bucket) or 0 (outside buckets) there.
+RunSamples concatenate(const std::vector<RunSamples>& runs, std::vector<std::size_t>& offsets) {
+  RunSamples out = runs.front();
+  offsets = {0};
+  using Key = std::tuple<int, int, int, std::int32_t>;
+  const auto key = [](const CollectiveSeries& c) {
+    return Key{static_cast<int>(c.kind), c.group.size, c.group.stride, c.bucket};
+  };
+  for (std::size_t r = 1; r < runs.size(); ++r) {
+    const auto& s = runs[r];
+    offsets.push_back(out.steps.size());
+    const auto before = out.steps.size();
+    const auto append = [](std::vector<double>& to, const std::vector<double>& from) {
+      to.insert(to.end(), from.begin(), from.end());
+    };
+    append(out.data, s.data);
+    append(out.forward, s.forward);
+    append(out.backward, s.backward);
+    append(out.pure_backward, s.pure_backward);
+    append(out.optimizer, s.optimizer);
+    append(out.hook, s.hook);
+    append(out.hook_inline, s.hook_inline);
+    append(out.total, s.total);
+    append(out.wire_bytes, s.wire_bytes);
+    append(out.uncompressed_bytes, s.uncompressed_bytes);
+    out.steps.insert(out.steps.end(), s.steps.begin(), s.steps.end());
+    const auto after = out.steps.size();
+    using Series = std::map<std::int32_t, std::vector<double>> RunSamples::*;
+    for (const Series field : {&RunSamples::ready, &RunSamples::chain, &RunSamples::work}) {
+      for (const auto& [bucket, series] : s.*field) {
+        auto& to = (out.*field)[bucket];
+        to.resize(before, NAN);
+        append(to, series);
+      }
+      for (auto& [bucket, series] : out.*field) series.resize(after, NAN);
+    }
+    for (const auto& c : s.collectives) {
+      auto at = std::find_if(out.collectives.begin(), out.collectives.end(),
+                             [&](const CollectiveSeries& o) { return key(o) == key(c); });
+      if (at == out.collectives.end()) {
+        out.collectives.push_back({c.kind, c.group, c.bucket, {}, {}, {}});
+        at = std::prev(out.collectives.end());
+      }
+      const double missing = c.bucket == db::kWholeStep ? 0.0 : NAN;
+      for (auto* v : {&at->bytes, &at->calls, &at->seconds}) v->resize(before, missing);
+      append(at->bytes, c.bytes);
+      append(at->calls, c.calls);
+      append(at->seconds, c.seconds);
+    }
+    for (auto& c : out.collectives) {
+      const double missing = c.bucket == db::kWholeStep ? 0.0 : NAN;
+      for (auto* v : {&c.bytes, &c.calls, &c.seconds}) v->resize(after, missing);
+    }
+  }
+  return out;
+}
+
+// Steps of runs picked with replacement, each run's steps picked with
+// replacement: indices into the concatenation at `offsets` of runs of `sizes`.
+std::vector<std::size_t> two_level_picks(Draw& draw, const std::vector<std::size_t>& offsets,
+                                         const std::vector<std::size_t>& sizes) {
+  std::vector<std::size_t> picks;
+  for (std::size_t r = 0; r < sizes.size(); ++r) {
+    const auto run = draw.index(sizes.size());
+    for (std::size_t k = 0; k < sizes[run]; ++k) picks.push_back(offsets[run] + draw.index(sizes[run]));
+  }
+  return picks;
+}
+
+// A configuration's own profile with the pool's compute: data, forward and
+// optimizer are the pool's; backward is the pool's pure backward plus this
+// configuration's own hook work on the backward thread, and its buckets
+// become ready at the same fractions of backward as they did.
+RunProfile with_compute(RunProfile p, const std::array<double, 4>& pool) {
+  const double backward = pool[2] + p.hook_inline_s;
+  const double scale = p.backward_s > 0 ? backward / p.backward_s : 1.0;
+  for (auto& b : p.buckets) b.ready_s *= scale;
+  p.data_s = pool[0];
+  p.forward_s = pool[1];
+  p.backward_s = backward;
+  p.optimizer_s = pool[3];
+  return p;
+}
+
+void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+    return;
+  }
+  out[prefix] = j.dump();
+}
+
+}  // namespace
+
+bool Estimate::includes(double x) const { return has_interval() ? low <= x && x <= high : value == x; }
+
+nlohmann::json Estimate::to_json() const {
+  const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"value", number(value)}, {"low", number(low)}, {"high", number(high)}};
+}
+
+LossChange::Judgement LossChange::judge(double tolerance) const {
+  if (std::isnan(change.value) || change.value == INFINITY) return Judgement::Beyond;
+  if (!change.has_interval()) return change.value <= tolerance ? Judgement::Within : Judgement::Beyond;
+  if (change.high <= tolerance) return Judgement::Within;
+  if (change.low > tolerance) return Judgement::Beyond;
+  return Judgement::Uncertain;
+}
+
+std::string LossChange::describe() const {
+  char text[160];
+  if (!std::isfinite(change.value)) return change.value > 0 ? "diverged" : "unknown";
+  if (change.has_interval())
+    std::snprintf(text, sizeof text, "%+.2f%% (95%%: %+.2f..%+.2f%%, %d %s)", 100 * change.value, 100 * change.low,
+                  100 * change.high, pairs > 0 ? pairs : 0, pairs > 0 ? "seeds" : "runs, unpaired");
+  else
+    std::snprintf(text, sizeof text, "%+.2f%% (one seed: spread unknown)", 100 * change.value);
+  return text;
+}
+
+bool Configuration::all_succeeded() const {
+  return std::all_of(statuses.begin(), statuses.end(), [](const std::string& s) { return s == db::status::kSucceeded; });
+}
+
+double Configuration::mean_loss() const {
+  double sum = 0;
+  int n = 0;
+  for (const auto& l : tail_losses)
+    if (l) sum += *l, ++n;
+  return n ? sum / n : NAN;
+}
+
+double Configuration::loss_sd() const {
+  const double mean = mean_loss();
+  double ss = 0;
+  int n = 0;
+  for (const auto& l : tail_losses)
+    if (l) ss += (*l - mean) * (*l - mean), ++n;
+  return n >= 2 && std::isfinite(mean) ? std::sqrt(ss / (n - 1)) : NAN;
+}
+
+std::string replicate_key(const nlohmann::json& config) { return without_bookkeeping(config).dump(); }
+
+std::string baseline_key(const nlohmann::json& config) {
+  auto j = without_bookkeeping(config);
+  j.erase("hook");
+  return j.dump();
+}
+
+std::string compute_key(const nlohmann::json& config) {
+  if (!config.is_object()) return "{}";
+  nlohmann::json j = nlohmann::json::object();
+  for (const char* key : {"model", "data", "world_size", "device", "threads", "cpu_affinity"})
+    if (config.contains(key)) j[key] = config[key];
+  if (config.contains("optimizer") && config["optimizer"].is_object() && config["optimizer"].contains("name"))
+    j["optimizer"] = config["optimizer"]["name"];
+  return j.dump();
+}
+
+double t_quantile_95(int df) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df < 1) return NAN;
+  if (df <= 30) return table[df - 1];
+  return 1.960 + 2.5 / df;
+}
+
+Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t>& run_ids,
+                          const EvidenceOptions& options) {
+  Evidence e;
+  e.options_ = options;
+  std::map<std::string, std::size_t> by_key;
+  for (const auto id : run_ids) {
+    const auto run = store.run(id);
+    if (!run || e.config_of_run_.count(id)) continue;
+    const auto key = replicate_key(run->config) + "|" + std::to_string(run->steps_requested);
+    auto [at, added] = by_key.emplace(key, e.configurations_.size());
+    if (added) {
+      Configuration c;
+      c.hook = describe_hook(run->config);
+      c.label = run->name.empty() ? c.hook : without_seed(run->name);
+      if (c.label.empty()) c.label = c.hook;
+      c.config = run->config;
+      c.plain_allreduce = is_plain_allreduce(run->config);
+      c.steps_requested = run->steps_requested;
+      auto family = run->config.is_object() ? run->config : nlohmann::json::object();
+      family = nlohmann::json{{"model", family.value("model", nlohmann::json())},
+                              {"data", family.value("data", nlohmann::json())}};
+      c.fingerprint_family = family.dump();
+      e.configurations_.push_back(std::move(c));
+      e.figures_.emplace_back();
+    }
+    auto& c = e.configurations_[at->second];
+    c.runs.push_back(id);
+    c.seeds.push_back(run->config.is_object() ? run->config.value("seed", std::int64_t{0}) : 0);
+    c.tail_losses.push_back(tail_loss(store.curve(id)));
+    c.statuses.push_back(run->status);
+    e.config_of_run_[id] = at->second;
+    auto& f = e.figures_[at->second];
+    try {
+      f.samples.push_back(RunSamples::from_store(store, id));
+    } catch (const db::Error& error) {
+      f.problem = error.what();
+    }
+  }
+
+  // Pools of compute, by model, data, ranks and optimizer kind.
+  std::map<std::string, std::size_t> pool_of;
+  for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
+    auto& f = e.figures_[c];
+    if (!f.problem.empty()) f.samples.clear();
+    if (f.samples.empty()) {
+      if (f.problem.empty()) f.problem = "it has no stored steps";
+      continue;
+    }
+    auto [at, added] = pool_of.emplace(compute_key(e.configurations_[c].config), e.pools_.size());
+    if (added) e.pools_.emplace_back();
+    f.pool = at->second;
+    for (std::size_t r = 0; r < f.samples.size(); ++r) e.pools_[f.pool].members.push_back({c, r});
+  }
+  const int replicates = std::max(0, options.replicates);
+  for (std::size_t p = 0; p < e.pools_.size(); ++p) {
+    auto& pool = e.pools_[p];
+    std::vector<const RunSamples*> members;
+    for (const auto& [c, r] : pool.members) members.push_back(&e.figures_[c].samples[r]);
+    const auto figures = [&](const std::vector<std::pair<std::size_t, std::vector<std::size_t>>>& picks) {
+      std::array<std::vector<double>, 4> values;
+      for (const auto& [m, steps] : picks) {
+        const auto* s = members[m];
+        for (const auto i : steps) {
+          values[0].push_back(s->data[i]);
+          values[1].push_back(s->forward[i]);
+          values[2].push_back(s->pure_backward[i]);
+          values[3].push_back(s->optimizer[i]);
+        }
+      }
+      std::array<double, 4> out{};
+      for (std::size_t k = 0; k < 4; ++k) out[k] = median(std::move(values[k]));
+      return out;
+    };
+    std::vector<std::pair<std::size_t, std::vector<std::size_t>>> all;
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      std::vector<std::size_t> steps(members[m]->size());
+      std::iota(steps.begin(), steps.end(), std::size_t{0});
+      pool.steps += steps.size();
+      all.push_back({m, std::move(steps)});
+    }
+    pool.point = figures(all);
+    Draw draw(options.seed * 1000003u + 7919u * p + 1);
+    for (int r = 0; r < replicates; ++r) {
+      std::vector<std::pair<std::size_t, std::vector<std::size_t>>> picks;
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        const auto m = draw.index(members.size());
+        std::vector<std::size_t> steps;
+        for (std::size_t i = 0; i < members[m]->size(); ++i) steps.push_back(draw.index(members[m]->size()));
+        picks.push_back({m, std::move(steps)});
+      }
+      pool.replicates.push_back(figures(picks));
+    }
+  }
+
+  for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
+    auto& f = e.figures_[c];
+    if (f.samples.empty()) continue;
+    const auto& pool = e.pools_[f.pool];
+    // A run that trained while the machine was slower (or faster) measured
+    // its hook's work and collectives at that speed too: brought to the
+    // pool's by the ratio of the pool's compute to its own.
+    for (auto& s : f.samples) {
+      std::vector<double> own;
+      for (std::size_t i = 0; i < s.size(); ++i) own.push_back(s.forward[i] + s.pure_backward[i]);
+      const double mine = median(std::move(own));
+      if (mine > 0) s.scale_hook_times((pool.point[1] + pool.point[2]) / mine);
+    }
+    std::vector<std::size_t> offsets, sizes;
+    for (const auto& s : f.samples) sizes.push_back(s.size());
+    const auto merged = f.samples.size() == 1 ? f.samples.front() : concatenate(f.samples, offsets);
+    if (offsets.empty()) offsets = {0};
+    f.point = with_compute(merged.profile(), pool.point);
+    f.point.run_id = e.configurations_[c].runs.front();
+    Draw draw(options.seed * 1000003u + 104729u * c + 2);
+    for (int r = 0; r < replicates; ++r)
+      f.replicates.push_back(
+          with_compute(merged.profile(two_level_picks(draw, offsets, sizes)), pool.replicates[static_cast<std::size_t>(r)]));
+  }
+  return e;
+}
+
+std::optional<std::size_t> Evidence::configuration_of(std::int64_t run_id) const {
+  const auto at = config_of_run_.find(run_id);
+  if (at == config_of_run_.end()) return std::nullopt;
+  return at->second;
+}
+
+std::optional<std::size_t> Evidence::baseline_of(std::size_t config) const {
+  const auto key = baseline_key(configurations_.at(config).config);
+  const auto steps = configurations_[config].steps_requested;
+  std::optional<std::size_t> best;
+  for (std::size_t b = 0; b < configurations_.size(); ++b) {
+    const auto& candidate = configurations_[b];
+    if (!candidate.plain_allreduce || candidate.steps_requested != steps || baseline_key(candidate.config) != key)
+      continue;
+    // Prefer the one with most succeeded runs.
+    const auto succeeded = [](const Configuration& c) {
+      return std::count(c.statuses.begin(), c.statuses.end(), std::string(db::status::kSucceeded));
+    };
+    if (!best || succeeded(candidate) > succeeded(configurations_[*best])) best = b;
+  }
+  return best;
+}
+
+std::string Evidence::differences_outside_hook(std::size_t a, std::size_t b) const {
+  std::map<std::string, std::string> fa, fb;
+  auto ja = without_bookkeeping(configurations_.at(a).config), jb = without_bookkeeping(configurations_.at(b).config);
+  ja.erase("hook");
+  jb.erase("hook");
+  flatten(ja, "", fa);
+  flatten(jb, "", fb);
+  std::string out;
+  std::set<std::string> keys;
+  for (const auto& [k, v] : fa) keys.insert(k);
+  for (const auto& [k, v] : fb) keys.insert(k);
+  for (const auto& k : keys) {
+    const auto va = fa.count(k) ? fa[k] : "(unset)", vb = fb.count(k) ? fb[k] : "(unset)";
+    if (va != vb) out += (out.empty() ? "" : ", ") + k + " " + va + " vs " + vb;
+  }
+  return out;
+}
+
+const std::string& Evidence::profile_problem(std::size_t config) const { return figures_.at(config).problem; }
+
+const RunProfile& Evidence::profile(std::size_t config) const { return figures_.at(config).point; }
+
+std::string Evidence::compute_source(std::size_t config) const {
+  const auto& f = figures_.at(config);
+  if (f.samples.empty()) return "";
+  const auto& pool = pools_[f.pool];
+  char text[200];
+  std::snprintf(text, sizeof text, "pooled over the %zu run%s of this model, data and ranks (median of %zu steps)",
+                pool.members.size(), pool.members.size() == 1 ? "" : "s", pool.steps);
+  return text;
+}
+
+Estimate Evidence::predicted_step_s(std::size_t config, const net::Cluster& cluster,
+                                    const TargetCompute& compute) const {
+  const auto& f = figures_.at(config);
+  if (f.samples.empty()) return {};
+  std::vector<double> replicates;
+  for (const auto& p : f.replicates) replicates.push_back(predict(on_target(p, compute), cluster).step_s);
+  return from_replicates(predict(on_target(f.point, compute), cluster).step_s, replicates);
+}
+
+Estimate Evidence::speedup(std::size_t config, std::size_t baseline, const net::Cluster& cluster,
+                           const TargetCompute& compute) const {
+  const auto& f = figures_.at(config);
+  const auto& b = figures_.at(baseline);
+  if (f.samples.empty() || b.samples.empty()) return {};
+  const auto ratio = [&](const RunProfile& base, const RunProfile& own) {
+    return predict(on_target(base, compute), cluster).step_s / predict(on_target(own, compute), cluster).step_s;
+  };
+  std::vector<double> replicates;
+  for (std::size_t r = 0; r < std::min(f.replicates.size(), b.replicates.size()); ++r)
+    replicates.push_back(ratio(b.replicates[r], f.replicates[r]));
+  return from_replicates(ratio(b.point, f.point), replicates);
+}
+
+LossChange Evidence::loss_change(std::size_t config, std::size_t baseline) const {
+  const auto& c = configurations_.at(config);
+  const auto& b = configurations_.at(baseline);
+  LossChange out;
+  std::vector<double> differences, base_losses;
+  bool nonfinite = false;
+  for (std::size_t i = 0; i < c.runs.size(); ++i) {
+    for (std::size_t j = 0; j < b.runs.size(); ++j) {
+      if (b.seeds[j] != c.seeds[i] || !c.tail_losses[i] || !b.tail_losses[j]) continue;
+      if (!std::isfinite(*c.tail_losses[i])) nonfinite = true;
+      differences.push_back(*c.tail_losses[i] - *b.tail_losses[j]);
+      base_losses.push_back(*b.tail_losses[j]);
+      break;
+    }
+  }
+  if (nonfinite) {
+    out.change.value = INFINITY;
+    out.pairs = static_cast<int>(differences.size());
+    return out;
+  }
+  const auto mean_of = [](const std::vector<double>& v) -> double {
+    return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  };
+  const auto sd_of = [&](const std::vector<double>& v) -> double {
+    if (v.size() < 2) return NAN;
+    const double m = mean_of(v);
+    double ss = 0;
+    for (const double x : v) ss += (x - m) * (x - m);
+    return std::sqrt(ss / static_cast<double>(v.size() - 1));
+  };
+  if (!differences.empty()) {
+    const double scale = std::fabs(mean_of(base_losses));
+    if (!(scale > 0)) return out;
+    out.pairs = static_cast<int>(differences.size());
+    out.change.value = mean_of(differences) / scale;
+    if (differences.size() >= 2) {
+      const double half = t_quantile_95(out.pairs - 1) * sd_of(differences) / std::sqrt(double(out.pairs)) / scale;
+      out.change.low = out.change.value - half;
+      out.change.high = out.change.value + half;
+    }
+    return out;
+  }
+  // No seed in common: the means, with Welch's interval when both have a spread.
+  std::vector<double> lc, lb;
+  for (const auto& l : c.tail_losses)
+    if (l) lc.push_back(*l);
+  for (const auto& l : b.tail_losses)
+    if (l) lb.push_back(*l);
+  if (lc.empty() || lb.empty()) return out;
+  for (const double l : lc)
+    if (!std::isfinite(l)) {
+      out.change.value = INFINITY;
+      return out;
+    }
+  const double scale = std::fabs(mean_of(lb));
+  if (!(scale > 0)) return out;
+  out.change.value = (mean_of(lc) - mean_of(lb)) / scale;
+  if (lc.size() >= 2 && lb.size() >= 2) {
+    const double vc = sd_of(lc) * sd_of(lc) / lc.size(), vb = sd_of(lb) * sd_of(lb) / lb.size();
+    const double df = (vc + vb) * (vc + vb) /
+                      (vc * vc / static_cast<double>(lc.size() - 1) + vb * vb / static_cast<double>(lb.size() - 1));
+    const double half = t_quantile_95(std::max(1, static_cast<int>(std::floor(df)))) * std::sqrt(vc + vb) / scale;
+    out.change.low = out.change.value - half;
+    out.change.high = out.change.value + half;
+  }
+  return out;
+}
+
+double Evidence::wire_bytes_per_step(std::size_t config) const {
+  const auto& f = figures_.at(config);
+  double sum = 0;
+  std::size_t n = 0;
+  for (const auto& s : f.samples)
+    for (const double b : s.wire_bytes) sum += b, ++n;
+  return n ? sum / static_cast<double>(n) : NAN;
+}
+
+std::pair<std::int64_t, std::int64_t> Evidence::steady_steps(std::size_t config) const {
+  const auto& f = figures_.at(config);
+  std::int64_t first = -1, last = -1;
+  for (const auto& s : f.samples) {
+    if (s.steps.empty()) continue;
+    first = first < 0 ? s.steps.front() : std::min(first, s.steps.front());
+    last = std::max(last, s.steps.back());
+  }
+  return {first, last};
+}
+
+std::string Evidence::inactive_reason(std::size_t config, std::size_t baseline) const {
+  const auto& c = configurations_.at(config);
+  if (c.plain_allreduce || figures_.at(config).samples.empty()) return "";
+  const auto [first, last] = steady_steps(config);
+  char text[400];
+  const auto activity = hook_activity(c.config);
+  if (activity.first_active_step > first) {
+    std::snprintf(text, sizeof text,
+                  "its hook switches on at step %lld (%s), after the first of the steps its figures come from "
+                  "(%lld-%lld): run at least %lld steps",
+                  static_cast<long long>(activity.first_active_step), activity.start_field.c_str(),
+                  static_cast<long long>(first), static_cast<long long>(last),
+                  static_cast<long long>(2 * activity.first_active_step));
+    return text;
+  }
+  const double own = wire_bytes_per_step(config), base = wire_bytes_per_step(baseline);
+  if (std::isfinite(own) && std::isfinite(base) && base > 0 && own >= 0.98 * base) {
+    std::snprintf(text, sizeof text,
+                  "it did not compress in the steps its figures come from (%lld-%lld): %.3f MB per step, allreduce "
+                  "%.3f",
+                  static_cast<long long>(first), static_cast<long long>(last), own / 1e6, base / 1e6);
+    return text;
+  }
+  return "";
+}
+
+}  // namespace commtune

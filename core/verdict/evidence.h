@@ -1,0 +1,164 @@
+// What a set of stored runs can support, with its uncertainty: the figures
+// behind `predict`, `recommend`, `compare` and the Analysis page.
+//
+// - Configurations: runs that differ only in their seed are one
+//   configuration, replicated; its loss is the mean over seeds, with the
+//   spread.
+// - Fair baselines: each configuration is compared with the plain-allreduce
+//   configuration that has the same value of every parameter outside the
+//   hook (learning rate, batch, optimizer, steps, ...), seed by seed where
+//   both ran it. A learning-rate effect is never read as a hook's.
+// - Compute that does not depend on the machine's mood: runs of the same
+//   model, data, batch and ranks share one compute profile (data, forward,
+//   backward without the hook's work, optimizer), pooled over all of their
+//   steady steps; only what the hook changes (its own work, bytes, calls,
+//   local collective times, when buckets are ready) stays per configuration,
+//   its times brought to the pool's speed by the ratio of the pool's forward
+//   + backward to the run's own (a run measured on a busy machine measured
+//   its collectives slowly too).
+// - Intervals: every predicted figure is a point and a 95% interval from a
+//   bootstrap that resamples the pool's runs and steps and each
+//   configuration's runs and steps; a speedup is the ratio within each
+//   replicate, so the shared compute cancels as it should.
+//
+// No Qt: the CLI and the desktop app read the same verdicts.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/netmodel/cost_model.h"
+#include "core/netmodel/run_samples.h"
+#include "db/store.h"
+
+namespace commtune {
+
+// A figure and its 95% interval (both ends NaN when there is no interval).
+struct Estimate {
+  double value = NAN;
+  double low = NAN, high = NAN;
+  bool has_interval() const { return !std::isnan(low) && !std::isnan(high); }
+  // True when the interval holds x (or, without an interval, when the value is x).
+  bool includes(double x) const;
+  nlohmann::json to_json() const;  // {"value", "low", "high"}
+};
+
+// The relative change of a configuration's tail loss from its baseline's,
+// (config - baseline) / |baseline|, from seeds both ran (paired), with a
+// Student t interval when there are at least two pairs.
+struct LossChange {
+  Estimate change;
+  int pairs = 0;  // seeds both configurations ran
+  enum class Judgement { Within, Beyond, Uncertain };
+  // Against a tolerance: within when the whole interval is at most the
+  // tolerance, beyond when all of it is above, uncertain when it straddles
+  // it. With one pair the point decides (and says the spread is unknown).
+  Judgement judge(double tolerance) const;
+  // "+0.31% (95%: -0.52..+1.14%, 3 seeds)" or "+0.31% (one seed: spread unknown)".
+  std::string describe() const;
+};
+
+struct Configuration {
+  std::vector<std::int64_t> runs;  // in id order
+  std::vector<std::int64_t> seeds;
+  std::vector<std::optional<double>> tail_losses;  // per run (infinite when it diverged)
+  std::vector<std::string> statuses;
+  std::string label;  // the first run's name, or its hook
+  std::string hook;   // "powersgd (fp16 wrapper)"
+  nlohmann::json config;
+  bool plain_allreduce = false;
+  std::int64_t steps_requested = 0;
+  std::string fingerprint_family;  // model and data (the seed left out)
+
+  bool all_succeeded() const;
+  // Mean and sample standard deviation of the tail losses (sd NaN with one seed).
+  double mean_loss() const;
+  double loss_sd() const;
+};
+
+struct EvidenceOptions {
+  int replicates = 200;     // bootstrap replicates behind every interval
+  std::uint64_t seed = 0;   // the bootstrap's: the same store gives the same verdicts
+};
+
+class Evidence {
+ public:
+  // Reads the runs (all steps of each, once). A run that cannot be profiled
+  // (too few steps, an older store) still counts for its loss.
+  static Evidence gather(const db::Store& store, const std::vector<std::int64_t>& run_ids,
+                         const EvidenceOptions& options = {});
+
+  const std::vector<Configuration>& configurations() const { return configurations_; }
+  // The configuration holding a run.
+  std::optional<std::size_t> configuration_of(std::int64_t run_id) const;
+  // The plain-allreduce configuration with the same values of every
+  // parameter outside the hook; nullopt when the runs have none.
+  std::optional<std::size_t> baseline_of(std::size_t config) const;
+  // What differs between a configuration and another outside their hooks
+  // ("optimizer.lr 0.1 vs 0.05"); "" when nothing does.
+  std::string differences_outside_hook(std::size_t a, std::size_t b) const;
+
+  // Why a configuration has no step-time figures ("" when it has them).
+  const std::string& profile_problem(std::size_t config) const;
+  // Its profile with the pooled compute (the one every prediction uses).
+  const RunProfile& profile(std::size_t config) const;
+  // The pooled compute's description: "pooled over 31 runs ... (median of 1860 steps)".
+  std::string compute_source(std::size_t config) const;
+
+  Estimate predicted_step_s(std::size_t config, const net::Cluster& cluster, const TargetCompute& compute) const;
+  // baseline's predicted step / config's, replicate by replicate.
+  Estimate speedup(std::size_t config, std::size_t baseline, const net::Cluster& cluster,
+                   const TargetCompute& compute) const;
+  LossChange loss_change(std::size_t config, std::size_t baseline) const;
+  // "" when the configuration's hook acted on the wire during the steps its
+  // figures come from; else why not (it never compressed, it switched on
+  // late). Plain allreduce variants always act.
+  std::string inactive_reason(std::size_t config, std::size_t baseline) const;
+  // Mean bytes per step and rank over the steady steps of its runs.
+  double wire_bytes_per_step(std::size_t config) const;
+  // The steady steps its figures use: [first, last] of its runs.
+  std::pair<std::int64_t, std::int64_t> steady_steps(std::size_t config) const;
+
+ private:
+  struct Pool {  // the compute shared by runs of one model, data, batch and ranks
+    std::vector<std::pair<std::size_t, std::size_t>> members;  // (configuration, run within it)
+    std::size_t steps = 0;
+    // data, forward, pure backward, optimizer: the point and each replicate
+    std::array<double, 4> point{};
+    std::vector<std::array<double, 4>> replicates;
+  };
+  struct Figures {
+    std::string problem;
+    std::vector<RunSamples> samples;  // per run of the configuration (empty when it cannot be profiled)
+    std::size_t pool = 0;
+    RunProfile point;
+    std::vector<RunProfile> replicates;
+  };
+
+  std::vector<Configuration> configurations_;
+  std::vector<Figures> figures_;
+  std::vector<Pool> pools_;
+  std::map<std::int64_t, std::size_t> config_of_run_;
+  EvidenceOptions options_;
+};
+
+// The configuration as identity keys: what makes runs replicates of one
+// configuration (everything but the seed and the bookkeeping: checkpoints,
+// debug output), what a baseline must share (that, without the hook), and
+// what shares one compute profile (model, data, ranks, device, threads,
+// optimizer kind).
+std::string replicate_key(const nlohmann::json& config);
+std::string baseline_key(const nlohmann::json& config);
+std::string compute_key(const nlohmann::json& config);
+
+// Two-sided 95% Student t quantile for `df` degrees of freedom.
+double t_quantile_95(int df);
+
+}  // namespace commtune
