@@ -100,7 +100,7 @@ void EngineSession::start_run(const nlohmann::json& raw_config, const QString& n
 }
 
 void EngineSession::start_sweep(const nlohmann::json& spec_json) {
-  const auto spec = SweepSpec::parse(spec_json);
+  const auto spec = SweepSpec::parse_new(spec_json);
   start([this, spec](db::Writer& store) { return run_stored_sweep(store, create_sweep(spec, store)); });
 }
 

@@ -10,6 +10,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "core/config/run_config.h"
+#include "core/hooks/hook_activity.h"
 #include "core/launch/event_files.h"
 #include "core/launch/job.h"
 #include "core/launch/run_report.h"
@@ -56,6 +57,8 @@ bool write_summary(const nlohmann::json& summary, const std::string& path) {
 int run_command(const RunArgs& args, const Context& context) {
   const auto config = RunConfig::parse(load_raw_config(args.config_path, args.overrides));
   const int world_size = job_world_size(config);
+  if (const auto warning = hook_inactivity_warning(config.to_json()); !warning.empty())
+    std::fprintf(stderr, "commtune: warning: %s\n", warning.c_str());
 
   std::unique_ptr<db::Writer> store;
   if (!args.no_store) store = open_writer(context.db);

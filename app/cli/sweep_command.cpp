@@ -17,8 +17,8 @@ namespace {
 struct SweepArgs {
   std::string spec_path, config_path, name, strategy, objective, work_dir, early_stop;
   std::vector<std::string> overrides, axes;
-  std::optional<std::int64_t> trials, seed, parallel, checkpoint_every, resume, max_trials;
-  bool no_baseline = false, plan_only = false, verbose = false;
+  std::optional<std::int64_t> trials, seed, seeds, parallel, checkpoint_every, resume, max_trials;
+  bool no_baseline = false, plan_only = false, verbose = false, allow_inactive_hooks = false;
 };
 
 // "a,b,c": each value as JSON when it parses (numbers, true), else as text.
@@ -70,6 +70,8 @@ nlohmann::json spec_json(const SweepArgs& args) {
   if (args.parallel) spec["parallel"] = *args.parallel;
   if (args.checkpoint_every) spec["checkpoint_every"] = *args.checkpoint_every;
   if (args.no_baseline) spec["baseline"] = false;
+  if (args.seeds) spec["seeds"] = *args.seeds;
+  if (args.allow_inactive_hooks) spec["allow_inactive_hooks"] = true;
   if (!args.early_stop.empty()) {
     const auto colon = args.early_stop.find(':');
     try {
@@ -121,7 +123,7 @@ int sweep_command(const SweepArgs& args, const Context& context) {
     writer = open_writer(context.db);
     sweep_id = *args.resume;
   } else {
-    const auto spec = SweepSpec::parse(spec_json(args));
+    const auto spec = SweepSpec::parse_new(spec_json(args));
     if (args.plan_only) {
       print_plan(spec);
       return kExitOk;
@@ -187,7 +189,13 @@ void add_sweep_command(CLI::App& app, Context& context) {
                     "successive halving: MIN_STEPS[:FACTOR], rungs at MIN_STEPS x FACTOR^k (default factor 3)");
   sweep->add_option("--checkpoint-every", args->checkpoint_every,
                     "checkpoint trials this often (steps), so an interrupted trial resumes near where it stopped");
-  sweep->add_flag("--no-baseline", args->no_baseline, "no allreduce baseline trial");
+  sweep->add_flag("--no-baseline", args->no_baseline,
+                  "no allreduce baseline trials (by default one at each value of the axes outside the hook)");
+  sweep->add_option("--seeds", args->seeds,
+                    "run every trial with this many seeds (seed, seed+1, ...): means and spreads, losses judged "
+                    "against the spread");
+  sweep->add_flag("--allow-inactive-hooks", args->allow_inactive_hooks,
+                  "plan trials whose hook would never act within their steps (refused by default)");
   sweep->add_option("--work-dir", args->work_dir, "where trials keep checkpoints (default: sweeps/ beside the store)");
   sweep->add_option("--resume", args->resume, "continue this stored sweep where it stopped");
   sweep->add_flag("--plan", args->plan_only, "print the trials the sweep would run, and run nothing");

@@ -8,38 +8,28 @@
 
 namespace commtune {
 
+Schema<PostLocalSgdOptions> PostLocalSgdOptions::schema() {
+  using O = PostLocalSgdOptions;
+  return Schema<O>()
+      .integer("start_localSGD_iter", &O::start_localSGD_iter, Range::at_least(0), "steps",
+               "average gradients over all ranks for this many steps, then only within subgroups")
+      .flag("post_local_gradient_allreduce", &O::post_local_gradient_allreduce,
+            "after start_localSGD_iter, still average gradients within each subgroup (false: every rank steps "
+            "on its own gradients)")
+      .integer("subgroup_size", &O::subgroup_size, {0, 4096}, "ranks",
+               "ranks per subgroup, consecutive (0: the ranks of one machine, as PyTorch's default intra-node "
+               "subgroups; in a local run, all ranks)")
+      .integer("period", &O::period, Range::at_least(1), "steps",
+               "average the parameters over all ranks every this many steps (PeriodicModelAverager)")
+      .integer("warmup_steps", &O::warmup_steps, Range::at_least(0), "steps",
+               "no parameter averaging before this step (PeriodicModelAverager's warmup_steps)")
+      .text("hierarchy", &O::hierarchy,
+            "HierarchicalModelAverager instead of `period`: period:group_size pairs by increasing period, e.g. "
+            "\"2:2,8:4\" (every 2 steps within groups of 2 consecutive ranks, every 8 over all 4); the last "
+            "group size is the world size");
+}
+
 namespace {
-
-// PostLocalSGDState's parameters, and PeriodicModelAverager's.
-struct PostLocalSgdOptions {
-  std::int64_t start_localSGD_iter = 10;
-  bool post_local_gradient_allreduce = true;
-  std::int64_t subgroup_size = 0;
-  std::int64_t period = 4;
-  std::int64_t warmup_steps = 0;
-  std::string hierarchy;
-
-  static Schema<PostLocalSgdOptions> schema() {
-    using O = PostLocalSgdOptions;
-    return Schema<O>()
-        .integer("start_localSGD_iter", &O::start_localSGD_iter, Range::at_least(0), "steps",
-                 "average gradients over all ranks for this many steps, then only within subgroups")
-        .flag("post_local_gradient_allreduce", &O::post_local_gradient_allreduce,
-              "after start_localSGD_iter, still average gradients within each subgroup (false: every rank steps "
-              "on its own gradients)")
-        .integer("subgroup_size", &O::subgroup_size, {0, 4096}, "ranks",
-                 "ranks per subgroup, consecutive (0: the ranks of one machine, as PyTorch's default intra-node "
-                 "subgroups; in a local run, all ranks)")
-        .integer("period", &O::period, Range::at_least(1), "steps",
-                 "average the parameters over all ranks every this many steps (PeriodicModelAverager)")
-        .integer("warmup_steps", &O::warmup_steps, Range::at_least(0), "steps",
-                 "no parameter averaging before this step (PeriodicModelAverager's warmup_steps)")
-        .text("hierarchy", &O::hierarchy,
-              "HierarchicalModelAverager instead of `period`: period:group_size pairs by increasing period, e.g. "
-              "\"2:2,8:4\" (every 2 steps within groups of 2 consecutive ranks, every 8 over all 4); the last "
-              "group size is the world size");
-  }
-};
 
 // One level of a hierarchical averager: every `period` steps, within
 // groups of `group_size` consecutive ranks.

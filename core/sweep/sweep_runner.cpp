@@ -5,6 +5,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/dist/devices.h"
@@ -112,8 +113,9 @@ class SweepExecution {
   std::vector<double> objective_values(std::int64_t run_id, std::size_t rung, bool diverged);
   // TPE's step_time: measured here, or predicted on the spec's objective_network.
   double step_ms_objective(std::int64_t run_id);
-  // TPE: draws trial t's values from the trials finished so far and stores its configuration.
-  void draw_trial(std::size_t t);
+  // TPE: draws trial t's values from the trials finished so far and stores its
+  // configuration; false when every configuration of the space has been taken.
+  bool draw_trial(std::size_t t);
   bool cancelled() const { return options_.cancel && options_.cancel->load(); }
 
   std::int64_t id_;
@@ -123,7 +125,7 @@ class SweepExecution {
   SweepSpec spec_;
   std::vector<Trial> trials_;
   std::vector<std::int64_t> rung_steps_;
-  std::optional<std::size_t> baseline_;
+  std::set<std::size_t> baselines_;  // run to the end, outside successive halving
   std::vector<std::size_t> asha_trials_;  // ASHA's trial i is trials_[asha_trials_[i]]
   std::unique_ptr<SuccessiveHalving> halving_;
   std::deque<Job> forced_;  // resumed in-flight segments and the baseline, before anything else
@@ -157,17 +159,24 @@ void SweepExecution::load() {
 
   const auto& base = trials_.front().config;
   rung_steps_ = spec_.early_stopping.rungs(base.run.steps);
-  if (spec_.options.baseline) baseline_ = 0;  // the plan puts the baseline first
+  // The plan is deterministic: its baselines are the stored trials at their places.
+  const auto plan = plan_trials(spec_);
+  if (plan.size() == trials_.size()) {
+    for (std::size_t t = 0; t < plan.size(); ++t)
+      if (plan[t].baseline) baselines_.insert(t);
+  } else if (spec_.options.baseline) {
+    baselines_.insert(0);  // planned by an older commtune: one baseline, first
+  }
   for (std::size_t t = 0; t < trials_.size(); ++t)
-    if (t != baseline_) asha_trials_.push_back(t);
+    if (!baselines_.count(t)) asha_trials_.push_back(t);
   halving_ = std::make_unique<SuccessiveHalving>(static_cast<std::int64_t>(asha_trials_.size()), rung_steps_,
                                                  spec_.early_stopping.reduction_factor);
 
   // What the store says happened: rungs finished, trials failed, segments in flight.
-  if (baseline_) {
-    const auto& s = trials_[*baseline_].run.status;
+  for (const auto baseline : baselines_) {
+    const auto& s = trials_[baseline].run.status;
     if (s != db::status::kSucceeded && s != db::status::kFailed && s != db::status::kDiverged)
-      forced_.push_back({*baseline_, rung_steps_.size() - 1, {}});
+      forced_.push_back({baseline, rung_steps_.size() - 1, {}});
   }
   for (std::size_t a = 0; a < asha_trials_.size(); ++a) {
     const auto& run = trials_[asha_trials_[a]].run;
@@ -220,13 +229,20 @@ std::optional<Job> SweepExecution::take_job() {
     if (auto asha = halving_->next()) {
       const auto t = asha_trials_[static_cast<std::size_t>(asha->trial)];
       if (trials_[t].to_draw) {
+        db::RunEnd end;
         try {
-          draw_trial(t);
+          if (!draw_trial(t)) {
+            end.status = db::status::kStopped;
+            end.reason = "TPE: every configuration of the search space has run or is running, and training is "
+                         "deterministic: nothing new to draw";
+          }
         } catch (const ConfigError& e) {  // the drawn values do not make a configuration that can run
-          db::RunEnd end;
           end.status = db::status::kFailed;
           end.reason = e.what();
+        }
+        if (!end.status.empty()) {
           store().call([id = trials_[t].run.id, end](db::Store& s) { s.finish_run(id, end); }).get();
+          trials_[t].to_draw = false;
           halving_->failed(asha->trial);
           continue;
         }
@@ -316,19 +332,44 @@ double SweepExecution::step_ms_objective(std::int64_t run_id) {
       .get();
 }
 
-void SweepExecution::draw_trial(std::size_t t) {
+bool SweepExecution::draw_trial(std::size_t t) {
   std::vector<TpeObservation> history;
   for (const auto& [trial, observation] : observations_) history.push_back(observation);
   const TpeOptions tpe{spec_.options.tpe_startup_trials, spec_.options.tpe_candidates, spec_.options.seed};
-  auto planned = trial_at(spec_, tpe_sample(tpe_dimensions(spec_), history, static_cast<std::int64_t>(t), tpe));
+  // Training is deterministic: a configuration already run (or running) would
+  // only repeat it. Draw again (fresh candidates) until the trial is new.
+  std::set<std::string> taken;
+  for (const auto& other : trials_)
+    if (!other.to_draw) taken.insert(other.config.to_json().dump());
+  const auto dimensions = tpe_dimensions(spec_);
+  std::optional<PlannedTrial> planned;
+  constexpr std::int64_t kRedraws = 64, kStride = 1000003;
+  for (std::int64_t attempt = 0; attempt < kRedraws && !planned; ++attempt) {
+    auto candidate = trial_at(spec_, tpe_sample(dimensions, history, static_cast<std::int64_t>(t) + attempt * kStride, tpe));
+    if (!taken.count(candidate.config.to_json().dump())) planned = std::move(candidate);
+  }
+  if (!planned && std::all_of(spec_.axes.begin(), spec_.axes.end(), [](const SweepAxis& a) { return !a.min; })) {
+    // A space of listed values only: the first configuration of it not taken, if any is left.
+    auto grid = spec_;
+    grid.options.strategy = "grid";
+    grid.options.baseline = false;
+    if (count_trials(grid) <= 100000)
+      for (auto& candidate : plan_trials(grid))
+        if (!taken.count(candidate.config.to_json().dump())) {
+          planned = std::move(candidate);
+          break;
+        }
+  }
+  if (!planned) return false;
   auto& trial = trials_[t];
-  planned.index = trial.run.trial.value_or(static_cast<std::int64_t>(t));
-  const auto run = new_trial_run(planned);
+  planned->index = trial.run.trial.value_or(static_cast<std::int64_t>(t));
+  const auto run = new_trial_run(*planned);
   store().call([id = trial.run.id, run](db::Store& s) { s.plan_pending_run(id, run); }).get();
-  trial.config = planned.config;
+  trial.config = planned->config;
   trial.run.name = run.name;
   trial.run.config = run.config;
   trial.to_draw = false;
+  return true;
 }
 
 void SweepExecution::notify(const TrialEvent& event) {

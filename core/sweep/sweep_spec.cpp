@@ -1,5 +1,7 @@
 #include "core/sweep/sweep_spec.h"
 
+#include "core/catalog.h"
+#include "core/hooks/hook_activity.h"
 #include "core/netmodel/network.h"
 #include "core/sweep/draw.h"
 
@@ -31,7 +33,14 @@ Schema<SweepOptions> SweepOptions::schema() {
       .integer("tpe_candidates", &SweepOptions::tpe_candidates, {1, 10000}, "",
                "TPE: candidates drawn from the good trials' density per parameter")
       .flag("baseline", &SweepOptions::baseline,
-            "also run the base configuration with the allreduce hook, the reference that compare and recommend use")
+            "also run the allreduce hook at every combination of the values the axes outside the hook take (and "
+            "every seed): each trial is compared with the one at its own learning rate, batch, ...")
+      .integer("seeds", &SweepOptions::seeds, {1, 1000}, "runs",
+               "run every trial (and baseline) this many times, with seeds seed, seed+1, ...: tables show the mean "
+               "and spread, and a loss is judged against the spread")
+      .flag("allow_inactive_hooks", &SweepOptions::allow_inactive_hooks,
+            "plan trials whose hook would never change what goes on the wire within their steps (refused by "
+            "default: they would compare allreduce with allreduce)")
       .integer("parallel", &SweepOptions::parallel, {1, 1024}, "trials",
                "trials at once, each on its own share of the cores (CPU) or its own GPUs")
       .integer("checkpoint_every", &SweepOptions::checkpoint_every, Range::at_least(0), "steps",
@@ -210,6 +219,17 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
                                         ": narrow the axes, or raise max_trials (up to 1000000)");
   }
   if (!spec.options.objective_network.empty()) net::link_preset(spec.options.objective_network, "objective_network");
+  if (spec.options.seeds > 1 && spec.options.strategy == "tpe")
+    throw ConfigError("seeds", "TPE draws each trial from the ones before it: replicate seeds with grid or random "
+                               "search (or run the TPE sweep once per seed)");
+  if (spec.options.seeds > 1 && spec.early_stopping.enabled())
+    throw ConfigError("seeds", "successive halving ranks single runs: with seeds > 1, turn early_stopping off");
+  if (spec.options.baseline && spec.options.strategy == "tpe")
+    for (const auto& axis : spec.axes)
+      if (axis.min && axis.param.rfind("hook.", 0) != 0)
+        throw ConfigError("axes." + axis.param,
+                          "TPE draws this range's values as the sweep runs, so no allreduce baseline can be planned "
+                          "at each: list its values, or set baseline to false");
   plan_trials(spec);  // every trial's configuration must be valid
   if (spec.options.strategy == "tpe") {
     // TPE's draws are made as the sweep runs: check random draws from the same space now.
@@ -218,6 +238,54 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
     probe.options.trials = std::min<std::int64_t>(spec.options.trials, 64);
     plan_trials(probe);
   }
+  return spec;
+}
+
+namespace {
+
+constexpr const char* kInactiveHint =
+    " (set allow_inactive_hooks, --allow-inactive-hooks on the command line, if that is what you want)";
+
+// The plan guard: every trial's hook must change what goes on the wire within its steps.
+void check_hooks_act(const SweepSpec& spec) {
+  auto probe = spec;
+  if (spec.options.strategy == "tpe") {  // its draws come later: check random draws from the same space
+    probe.options.strategy = "random";
+    probe.options.trials = std::min<std::int64_t>(spec.options.trials, 64);
+  }
+  const auto field_of = [&](const std::string& param) {
+    for (const auto& axis : spec.axes)
+      if (axis.param == param) return "axes." + param;
+    return "base." + param;
+  };
+  for (const auto& trial : plan_trials(probe)) {
+    if (trial.baseline) continue;
+    const auto config = trial.config.to_json();
+    const auto steps = trial.config.run.steps;
+    const auto activity = hook_activity(config);
+    const auto where = " in trial '" + trial.label + "'";
+    if (!activity.start_field.empty() && activity.first_active_step >= steps)
+      throw ConfigError(field_of(activity.start_field),
+                        std::to_string(activity.first_active_step) + " is not below steps (" + std::to_string(steps) +
+                            ")" + where + ": its hook would never act, and the sweep would compare allreduce with "
+                            "allreduce" + kInactiveHint);
+    if (!activity.start_field.empty() && spec.early_stopping.enabled() &&
+        activity.first_active_step >= spec.early_stopping.min_steps)
+      throw ConfigError("early_stopping.min_steps",
+                        std::to_string(spec.early_stopping.min_steps) + " is not above " + activity.start_field + " (" +
+                            std::to_string(activity.first_active_step) + ")" + where +
+                            ": at the first rung its hook has not acted yet, so successive halving would rank "
+                            "allreduce runs" + kInactiveHint);
+    if (const auto problem = hook_size_problem(config, parameter_shapes(trial.config)))
+      throw ConfigError(field_of(problem.field), problem.problem + where + kInactiveHint);
+  }
+}
+
+}  // namespace
+
+SweepSpec SweepSpec::parse_new(const nlohmann::json& j) {
+  auto spec = parse(j);
+  if (!spec.options.allow_inactive_hooks) check_hooks_act(spec);
   return spec;
 }
 
@@ -299,15 +367,17 @@ bool section_has_name_axis(const SweepSpec& spec, const std::string& param) {
 
 std::int64_t count_trials(const SweepSpec& spec) {
   if (spec.axes.empty()) return 0;
-  if (spec.options.strategy != "grid") return spec.options.trials;
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  if (spec.options.strategy != "grid")
+    return spec.options.trials > kMax / spec.options.seeds ? kMax : spec.options.trials * spec.options.seeds;
   std::int64_t count = 1;
   for (const auto& axis : spec.axes) {
     const auto size = static_cast<std::int64_t>(axis_size(axis));
     if (size == 0) return 0;
     count = count > kMax / size ? kMax : count * size;
   }
-  return count;
+  const auto seeds = std::max<std::int64_t>(1, spec.options.seeds);
+  return count > kMax / seeds ? kMax : count * seeds;
 }
 
 PlannedTrial trial_at(const SweepSpec& spec, const std::vector<double>& position) {
@@ -370,25 +440,92 @@ std::vector<TpeDimension> tpe_dimensions(const SweepSpec& spec) {
   return out;
 }
 
+std::vector<std::string> non_hook_axes(const SweepSpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& axis : spec.axes)
+    if (axis.param.rfind("hook.", 0) != 0) out.push_back(axis.param);
+  return out;
+}
+
+namespace {
+
+// The allreduce baseline at some values of the non-hook axes.
+PlannedTrial baseline_at(const SweepSpec& spec, const nlohmann::json& values) {
+  auto raw = spec.base;
+  PlannedTrial baseline;
+  baseline.label = "baseline: allreduce";
+  for (const auto& axis : spec.axes) {  // in the axes' order: entry names before their parameters
+    if (!values.contains(axis.param)) continue;
+    set_param(raw, axis.param, values[axis.param]);
+    baseline.overrides[axis.param] = values[axis.param];
+    baseline.label += " " + short_name(axis.param) + "=" + value_text(values[axis.param]);
+  }
+  raw["hook"] = {{"name", "allreduce"}};
+  baseline.baseline = true;
+  baseline.config = RunConfig::parse(raw);
+  return baseline;
+}
+
+// Every combination of the listed values of `params` (TPE: its draws are not known yet).
+std::vector<nlohmann::json> listed_combinations(const SweepSpec& spec, const std::vector<std::string>& params) {
+  std::vector<nlohmann::json> out{nlohmann::json::object()};
+  for (const auto& axis : spec.axes) {
+    if (std::find(params.begin(), params.end(), axis.param) == params.end()) continue;
+    std::vector<nlohmann::json> next;
+    for (const auto& partial : out)
+      for (const auto& v : axis.values) {
+        auto j = partial;
+        j[axis.param] = v;
+        next.push_back(std::move(j));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
   std::vector<PlannedTrial> trials;
   std::set<std::string> configs;
-  auto add = [&](PlannedTrial trial) {
-    if (!configs.insert(trial.config.to_json().dump()).second) return;  // the same run twice
-    trial.index = static_cast<std::int64_t>(trials.size());
-    trials.push_back(std::move(trial));
+  const auto seeds = std::max<std::int64_t>(1, spec.options.seeds);
+  // Each planned configuration once per seed; the same run twice is planned once.
+  auto add = [&](const PlannedTrial& planned) {
+    for (std::int64_t k = 0; k < seeds; ++k) {
+      auto trial = planned;
+      if (seeds > 1) {
+        trial.config.run.seed += k;
+        trial.label += (trial.label.empty() ? "" : " ") + std::string("seed=") + std::to_string(trial.config.run.seed);
+      }
+      if (!configs.insert(trial.config.to_json().dump()).second) continue;
+      trial.index = static_cast<std::int64_t>(trials.size());
+      trials.push_back(std::move(trial));
+    }
   };
 
+  const bool tpe = spec.options.strategy == "tpe" && !spec.axes.empty();
+  std::vector<PlannedTrial> planned;
+  if (!tpe)
+    for (const auto& position : positions(spec)) planned.push_back(trial_at(spec, position));
   if (spec.options.baseline) {
-    auto raw = spec.base;
-    raw["hook"] = {{"name", "allreduce"}};
-    PlannedTrial baseline;
-    baseline.label = "baseline: allreduce";
-    baseline.baseline = true;
-    baseline.config = RunConfig::parse(raw);
-    add(std::move(baseline));
+    // A baseline at each combination of values the trials take outside the hook.
+    const auto outside = non_hook_axes(spec);
+    std::vector<nlohmann::json> combinations;
+    if (tpe) {
+      combinations = listed_combinations(spec, outside);
+    } else {
+      std::set<std::string> seen;
+      for (const auto& trial : planned) {
+        nlohmann::json values = nlohmann::json::object();
+        for (const auto& param : outside)
+          if (trial.overrides.contains(param)) values[param] = trial.overrides[param];
+        if (seen.insert(values.dump()).second) combinations.push_back(values);
+      }
+      if (combinations.empty()) combinations.push_back(nlohmann::json::object());
+    }
+    for (const auto& values : combinations) add(baseline_at(spec, values));
   }
-  if (spec.options.strategy == "tpe" && !spec.axes.empty()) {
+  if (tpe) {
     // Each trial's values are drawn when it starts, from the trials finished by then.
     const auto base = RunConfig::parse(spec.base);
     for (std::int64_t t = 0; t < spec.options.trials; ++t) {
@@ -401,7 +538,7 @@ std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
     }
     return trials;
   }
-  for (const auto& position : positions(spec)) add(trial_at(spec, position));
+  for (const auto& trial : planned) add(trial);
   return trials;
 }
 

@@ -8,7 +8,8 @@
 //               "hook.start_powerSGD_iter": [2, 10],
 //               "optimizer.lr": {"min": 0.01, "max": 0.1, "log": true, "points": 3} },
 //     "strategy": "grid",                    (or "random" / "tpe" with "trials" and "seed")
-//     "baseline": true,                      (plus one trial with the allreduce hook)
+//     "baseline": true,                      (plus an allreduce trial at each value of the non-hook axes)
+//     "seeds": 3,                            (every trial three times: seed, seed+1, seed+2)
 //     "parallel": 1,
 //     "early_stopping": {"min_steps": 20, "reduction_factor": 3} }
 //
@@ -44,6 +45,8 @@ struct SweepOptions {
   std::int64_t trials = 10;  // random search
   std::int64_t seed = 0;     // random search
   bool baseline = true;
+  std::int64_t seeds = 1;                    // replicates of every trial, seeds base, base+1, ...
+  bool allow_inactive_hooks = false;         // plan trials whose hook never acts (refused by default)
   std::int64_t parallel = 1;
   std::int64_t checkpoint_every = 0;
   std::int64_t max_trials = 1000;
@@ -79,6 +82,14 @@ struct SweepSpec {
   // Validates everything, including every trial's configuration. Throws
   // ConfigError naming the field (axes.hook.matrix_approximation_rank, ...).
   static SweepSpec parse(const nlohmann::json& spec);
+  // parse, and for a sweep about to be created the plan guard too: unless
+  // allow_inactive_hooks, a sweep with a trial whose hook would not change
+  // what goes on the wire within its steps (PowerSGD or post-local SGD
+  // starting at or after them, or after the first rung of early stopping; a
+  // compressor's minimum size above every bucket; PowerSGD finding no matrix
+  // worth compressing) is refused naming the field. Stored sweeps are read
+  // with parse alone.
+  static SweepSpec parse_new(const nlohmann::json& spec);
   nlohmann::json to_json() const;
 };
 
@@ -95,8 +106,13 @@ struct PlannedTrial {
 // draws), counted without planning them; saturates instead of overflowing.
 std::int64_t count_trials(const SweepSpec& spec);
 
-// The trials of a sweep, in order; deterministic for a spec.
+// The trials of a sweep, in order; deterministic for a spec: the
+// baselines first (one per combination of the values the non-hook axes
+// take, each with every seed), then the trials, each seed after seed.
 std::vector<PlannedTrial> plan_trials(const SweepSpec& spec);
+
+// The parameters of the spec's axes that are outside the hook section.
+std::vector<std::string> non_hook_axes(const SweepSpec& spec);
 
 // A trial at a position: per axis, an index into its listed values, or a
 // fraction of its range (log-scaled when the axis is). Throws ConfigError

@@ -198,7 +198,7 @@ void SweepEditor::revalidate() {
     try {
       const auto s = spec();
       if (s["axes"].empty()) throw ConfigError("axes", "add at least one axis");
-      trials_ = static_cast<int>(plan_trials(SweepSpec::parse(s)).size());
+      trials_ = static_cast<int>(plan_trials(SweepSpec::parse_new(s)).size());
     } catch (const std::exception& e) {
       problem_ = QString::fromUtf8(e.what());
     }

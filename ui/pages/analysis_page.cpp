@@ -22,6 +22,7 @@
 #include "core/netmodel/recommend.h"
 #include "core/store/run_metrics.h"
 #include "core/sweep/sweep_spec.h"
+#include "core/verdict/evidence.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/forms/param_field.h"
@@ -67,39 +68,45 @@ AnalysisData compute(const Query& q) {
   if (q.sweep_id) filter.sweep_id = q.sweep_id;
   filter.statuses = {db::status::kSucceeded, db::status::kStopped, db::status::kPaused, db::status::kDiverged};
   AnalysisData out;
-  std::vector<std::int64_t> ids;
-  int world_size = 1;
   if (q.sweep_id)
     if (const auto sweep = store.sweep(q.sweep_id))
       for (const auto& axis : SweepSpec::parse(sweep->spec).axes) out.axes.push_back(axis.param);
-  const auto baseline = [&] {
-    std::vector<std::int64_t> all;
-    for (const auto& r : store.runs(filter)) all.push_back(r.id);
-    return find_allreduce_baseline(store, all);
-  }();
-  for (const auto& run : store.runs(filter)) {
+  const auto runs = store.runs(filter);
+  std::vector<std::int64_t> ids;
+  for (const auto& run : runs) ids.push_back(run.id);
+  // One read of every run; the pooled compute and the intervals serve every network below.
+  const auto evidence = Evidence::gather(store, ids);
+  int world_size = 1;
+  const auto compute = target_compute(q);
+  for (const auto& run : runs) {
     const auto digest = digest_run(store, run.id);
     if (!digest.loss) continue;
+    const auto c = evidence.configuration_of(run.id);
     AnalysisPoint p;
     p.run_id = run.id;
     p.label = QString::fromStdString(run.name.empty() ? describe_hook(run.config) : run.name);
     p.loss = *digest.loss;
     p.wire_mb = digest.wire_mb;
     p.step_ms = digest.step_ms;
-    p.baseline = baseline && *baseline == run.id;
+    p.loss_mean = p.loss;
     world_size = static_cast<int>(run.world_size);
-    try {
-      p.predicted_ms =
-          predict(on_target(RunProfile::from_store(store, run.id), target_compute(q)),
-                  cluster_for(q, q.link, static_cast<int>(run.world_size)))
-              .step_s *
-          1e3;
-    } catch (const std::exception&) {  // too few steps to profile: no prediction for it
+    if (c) {
+      const auto& config = evidence.configurations()[*c];
+      p.configuration_run = config.runs.front();
+      p.seeds = static_cast<int>(config.runs.size());
+      p.loss_mean = config.mean_loss();
+      p.loss_sd = config.loss_sd();
+      const auto baseline = evidence.baseline_of(*c);
+      p.baseline = baseline && *baseline == *c;
+      if (evidence.profile_problem(*c).empty()) {
+        const auto step = evidence.predicted_step_s(*c, cluster_for(q, q.link, world_size), compute);
+        p.predicted_ms = 1e3 * step.value;
+        if (step.has_interval()) p.predicted_interval_ms = {1e3 * step.low, 1e3 * step.high};
+      }
     }
     for (const auto& [name, value] : store.params(run.id))
       if (std::count(out.axes.begin(), out.axes.end(), name)) p.axis_values[name] = value_text(value);
     out.points.push_back(std::move(p));
-    ids.push_back(run.id);
   }
   QStringList diverged;
   for (const auto& p : out.points)
@@ -114,7 +121,7 @@ AnalysisData compute(const Query& q) {
       Trial t{{}, p.loss};
       for (const auto& axis : out.axes) {
         const auto it = p.axis_values.find(axis);
-        t.values.push_back(it == p.axis_values.end() ? std::string("(not set)") : it->second.toStdString());
+        t.values.push_back(it == p.axis_values.end() ? std::string() : it->second.toStdString());
       }
       trials.push_back(std::move(t));
     }
@@ -125,7 +132,7 @@ AnalysisData compute(const Query& q) {
         q.sweep_id ? "This sweep has no finished trials yet." : "No finished runs yet: start one on the Launch page.";
     return out;
   }
-  if (!baseline) {
+  if (std::none_of(out.points.begin(), out.points.end(), [](const AnalysisPoint& p) { return p.baseline; })) {
     out.note += "No allreduce baseline among these runs: the what-if table needs one (sweeps add it with \"baseline\").";
     return out;
   }
@@ -135,16 +142,16 @@ AnalysisData compute(const Query& q) {
     try {
       RecommendOptions options;
       options.cluster = cluster_for(q, link.name, world_size);
-      options.compute = target_compute(q);
+      options.compute = compute;
       options.tolerance = q.tolerance;
       row.network = QString::fromStdString(options.cluster.describe());
-      const auto r = recommend(store, ids, options);
+      const auto r = recommend(evidence, options);
       row.verdict = QString::fromStdString(r.verdict);
       for (const auto& c : r.candidates) {
-        if (c.run_id == r.baseline_run && c.prediction) row.baseline_ms = c.prediction->step_s * 1e3;
-        if (r.chosen_run && c.run_id == *r.chosen_run && c.prediction) {
+        if (c.run_id == r.baseline_run) row.baseline_ms = c.step_s.value * 1e3;
+        if (r.chosen_run && c.run_id == *r.chosen_run) {
           row.best = QString("%1 %2").arg(c.run_id).arg(QString::fromStdString(c.label));
-          row.best_ms = c.prediction->step_s * 1e3;
+          row.best_ms = c.step_s.value * 1e3;
           row.speedup = c.speedup;
         }
       }
@@ -294,12 +301,9 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   importance_->setMinimumSize(320, 200);
   importance_->yAxis->setLabel("share of the tail loss's variance");
   importance_->yAxis->setRange(0, 1);
-  auto* importance_note = new QLabel(
-      "Each swept parameter's main effect: trials grouped by its value (numbers with many values in 5 quantile bins), "
-      "the variance of the group means over the variance of the tail loss (one-way ANOVA, the main-effect part of "
-      "fANOVA, from the trials themselves, not a fitted model). What the shares leave is interactions and noise; "
-      "diverged trials are left out.",
-      this);
+  importance_note_ = new QLabel(this);
+  importance_note_->setObjectName("analysis:importance_method");
+  auto* importance_note = importance_note_;
   importance_note->setWordWrap(true);
   importance_note->setEnabled(false);
   auto* importance_box = new QWidget(this);
@@ -491,19 +495,26 @@ void AnalysisPage::draw_importance() {
   bars->setPen(QPen(t.series_color(0)));
   bars->setBrush(t.series_color(0));
   bars->setWidth(0.6);
-  for (std::size_t i = 0; i < data_.importance.size(); ++i) {
-    const auto& imp = data_.importance[i];
+  const auto& shares = data_.importance.shares;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    const auto& imp = shares[i];
     ticker->addTick(static_cast<double>(i), QString::fromStdString(imp.param));
     bars->addData(static_cast<double>(i), imp.share);
     auto* value = new QCPItemText(importance_);
     value->position->setCoords(static_cast<double>(i), imp.share);
     value->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
-    value->setText(QString("%1% (%2 groups)").arg(100 * imp.share, 0, 'f', 1).arg(imp.groups));
+    value->setText(imp.kind == Importance::Kind::Parameter
+                       ? QString("%1% (%2 values)").arg(100 * imp.share, 0, 'f', 1).arg(imp.groups)
+                       : QString("%1%").arg(100 * imp.share, 0, 'f', 1));
     value->setColor(t.foreground);
   }
+  importance_note_->setText(
+      QString::fromStdString(data_.importance.method) +
+      (shares.empty() ? QString() : " The shares add up to 100% of the tail loss's variance; allreduce baselines and "
+                                    "diverged trials are left out."));
   importance_->xAxis->setTicker(ticker);
-  importance_->xAxis->setRange(-0.6, std::max<double>(1, static_cast<double>(data_.importance.size())) - 0.4);
-  importance_->xAxis->setLabel(data_.importance.empty() ? "needs a sweep with 3 or more finished trials" : "");
+  importance_->xAxis->setRange(-0.6, std::max<double>(1, static_cast<double>(shares.size())) - 0.4);
+  importance_->xAxis->setLabel(shares.empty() ? "needs a sweep with 3 or more finished trials" : "");
   importance_->replot();
 }
 
@@ -514,35 +525,47 @@ void AnalysisPage::draw_pareto() {
   pareto_->xAxis->setLabel(by_time ? QString("predicted step time on %1 (ms)").arg(link_->currentText())
                                    : QString("MB on the wire per step per rank"));
   const Theme t = current_theme();
+  // One point per configuration: its seeds' mean loss, their spread as an error bar.
   std::vector<std::pair<double, const AnalysisPoint*>> shown;
+  std::set<std::int64_t> seen;
   for (const auto& p : data_.points) {
     const auto x = by_time ? p.predicted_ms : p.wire_mb;
-    if (x && std::isfinite(p.loss)) shown.emplace_back(*x, &p);  // a diverged trial is on no front
+    if (!seen.insert(p.configuration_run ? p.configuration_run : p.run_id).second) continue;
+    if (x && std::isfinite(p.loss_mean)) shown.emplace_back(*x, &p);  // a diverged trial is on no front
   }
   std::sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
-    return a.first < b.first || (a.first == b.first && a.second->loss < b.second->loss);
+    return a.first < b.first || (a.first == b.first && a.second->loss_mean < b.second->loss_mean);
   });
   auto* all = pareto_->addGraph();
   all->setLineStyle(QCPGraph::lsNone);
   all->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, t.series_color(0), 7));
+  auto* spread = new QCPErrorBars(pareto_->xAxis, pareto_->yAxis);
+  spread->setDataPlottable(all);
+  spread->setPen(QPen(t.series_color(0)));
   auto* front = pareto_->addGraph();
   front->setPen(QPen(t.series_color(1), 1.5));
   front->setLineStyle(QCPGraph::lsStepLeft);
   front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(t.series_color(1), 2), QBrush(), 11));
   double best = INFINITY;
+  QVector<double> errors;
   for (const auto& [x, p] : shown) {
-    all->addData(x, p->loss);
-    if (p->loss < best) {  // nothing cheaper reaches this loss
-      best = p->loss;
-      front->addData(x, p->loss);
+    all->addData(x, p->loss_mean);
+    errors.push_back(std::isnan(p->loss_sd) ? 0.0 : p->loss_sd);
+    if (p->loss_mean < best) {  // nothing cheaper reaches this loss
+      best = p->loss_mean;
+      front->addData(x, p->loss_mean);
     }
     auto* text = new QCPItemText(pareto_);
-    text->position->setCoords(x, p->loss);
+    text->position->setCoords(x, p->loss_mean);
     text->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    text->setText(QString("%1%2").arg(p->run_id).arg(p->baseline ? " allreduce" : ""));
+    text->setText(QString("%1%2%3")
+                      .arg(p->configuration_run ? p->configuration_run : p->run_id)
+                      .arg(p->seeds > 1 ? QString(" (%1 seeds)").arg(p->seeds) : QString())
+                      .arg(p->baseline ? " allreduce" : ""));
     text->setColor(p->baseline ? t.series_color(3) : t.muted);
     text->setFont(QFont(font().family(), 8));
   }
+  spread->setData(errors);
   // Compressed runs send orders of magnitude less than allreduce: bytes on a log axis.
   pareto_->xAxis->setScaleType(by_time ? QCPAxis::stLinear : QCPAxis::stLogarithmic);
   pareto_->xAxis->setTicker(by_time ? QSharedPointer<QCPAxisTicker>(new QCPAxisTicker)
@@ -599,15 +622,19 @@ void AnalysisPage::draw_heatmap() {
     int trials = 0, finite = 0;
   };
   std::map<std::pair<int, int>, Cell> cells;
+  std::set<std::int64_t> seen;
+  int max_seeds = 1;
   for (const auto& p : data_.points) {
     if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
+    if (!seen.insert(p.configuration_run ? p.configuration_run : p.run_id).second) continue;  // a configuration once
+    max_seeds = std::max(max_seeds, p.seeds);
     const int i = static_cast<int>(std::find(xs.begin(), xs.end(), p.axis_values.at(xa)) - xs.begin());
     const int j = static_cast<int>(std::find(ys.begin(), ys.end(), p.axis_values.at(ya)) - ys.begin());
     auto& cell = cells[{i, j}];
     ++cell.trials;
-    if (std::isfinite(p.loss)) {
+    if (std::isfinite(p.loss_mean)) {
       ++cell.finite;
-      cell.best = std::min(cell.best, p.loss);
+      cell.best = std::min(cell.best, p.loss_mean);
     }
   }
   // The colour scale spans the cells' values: text contrast follows it.
@@ -633,7 +660,7 @@ void AnalysisPage::draw_heatmap() {
   }
   auto* scale = new QCPColorScale(heatmap_);
   heatmap_->plotLayout()->addElement(0, 1, scale);
-  scale->axis()->setLabel("tail loss (best in the cell)");
+  scale->axis()->setLabel(max_seeds > 1 ? "tail loss (mean over seeds; best in the cell)" : "tail loss (best in the cell)");
   map->setColorScale(scale);
   QCPColorGradient gradient = viridis_gradient();
   gradient.setNanHandling(QCPColorGradient::nhTransparent);
@@ -663,7 +690,13 @@ void AnalysisPage::fill_what_if() {
     what_if_->setItem(r, 1, cell(row.baseline_ms, 1));
     what_if_->setItem(r, 2, new QTableWidgetItem(row.best));
     what_if_->setItem(r, 3, cell(row.best_ms, 1));
-    what_if_->setItem(r, 4, new QTableWidgetItem(row.speedup ? QString::number(*row.speedup, 'f', 2) + "×" : "–"));
+    QString speedup = "–";
+    if (row.speedup) {
+      speedup = QString::number(row.speedup->value, 'f', 2) + "×";
+      if (row.speedup->has_interval())
+        speedup += QString(" (%1–%2)").arg(row.speedup->low, 0, 'f', 2).arg(row.speedup->high, 0, 'f', 2);
+    }
+    what_if_->setItem(r, 4, new QTableWidgetItem(speedup));
     what_if_->setItem(r, 5, new QTableWidgetItem(row.verdict));
     what_if_->item(r, 5)->setToolTip(row.verdict);
   }

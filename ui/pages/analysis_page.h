@@ -10,6 +10,7 @@
 #pragma once
 
 #include <QWidget>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sweep/param_importance.h"
+#include "core/verdict/evidence.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -39,13 +41,19 @@ struct AnalysisPoint {
   QString label;
   double loss = 0;
   std::optional<double> wire_mb, predicted_ms, step_ms;
+  std::optional<std::pair<double, double>> predicted_interval_ms;  // 95%
   bool baseline = false;
+  // Its configuration: the runs that differ from it only in their seed.
+  std::int64_t configuration_run = 0;  // the configuration's first run
+  int seeds = 1;
+  double loss_mean = 0, loss_sd = NAN;  // over the seeds (sd: two seeds or more)
   std::map<std::string, QString> axis_values;  // swept parameter -> value as text
 };
 
 struct WhatIfRow {
   QString network;
-  std::optional<double> baseline_ms, best_ms, speedup;
+  std::optional<double> baseline_ms, best_ms;
+  std::optional<Estimate> speedup;
   QString best, verdict;
 };
 
@@ -53,7 +61,7 @@ struct AnalysisData {
   std::vector<AnalysisPoint> points;
   std::vector<WhatIfRow> what_if;
   std::vector<std::string> axes;  // the sweep's swept parameters
-  std::vector<Importance> importance;
+  ImportanceResult importance;
   QString note;  // why something is missing
 };
 
@@ -102,6 +110,7 @@ class AnalysisPage : public QWidget {
   ParallelCoordinates* parallel_;
   QTableWidget* parallel_table_;
   QCustomPlot* importance_;
+  QLabel* importance_note_;  // the decomposition used
   QComboBox* heat_x_;
   QComboBox* heat_y_;
   QCustomPlot* pareto_;

@@ -9,6 +9,8 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include "core/config/run_config.h"
+#include "core/hooks/hook_activity.h"
 #include "core/schema/param_schema.h"
 #include "ui/forms/config_form.h"
 #include "ui/forms/sweep_editor.h"
@@ -91,6 +93,14 @@ void LaunchPage::set_engine_busy(bool busy) {
 
 void LaunchPage::show_sweep(bool sweep) { mode_->setCurrentIndex(sweep ? 1 : 0); }
 
+std::string LaunchPage::single_run_warning() const {
+  try {
+    return hook_inactivity_warning(RunConfig::parse(form_->raw()).to_json());
+  } catch (const std::exception&) {  // the form names its own problem
+    return "";
+  }
+}
+
 void LaunchPage::update_state() {
   const bool sweep_mode = mode_->currentIndex() == 1;
   const QString problem = sweep_mode ? sweep_->problem() : form_->problem();
@@ -101,6 +111,9 @@ void LaunchPage::update_state() {
   if (!problem.isEmpty()) {
     problem_->setStyleSheet("color: #d9534f;");
     problem_->setText(problem);
+  } else if (const auto warning = sweep_mode ? std::string() : single_run_warning(); !busy_ && !warning.empty()) {
+    problem_->setStyleSheet("color: #c77c02;");
+    problem_->setText(QString("Ready to run, but: %1.").arg(QString::fromStdString(warning)));
   } else {
     problem_->setStyleSheet({});
     problem_->setText(busy_        ? "A job is running: stop it on the Dashboard to start another."

@@ -5,6 +5,7 @@
 
 #include <QWidget>
 #include <nlohmann/json.hpp>
+#include <string>
 
 class QLabel;
 class QLineEdit;
@@ -39,6 +40,8 @@ class LaunchPage : public QWidget {
 
  private:
   void update_state();
+  // Why the form's single run would train as plain allreduce ("" when its hook acts).
+  std::string single_run_warning() const;
 
   ConfigForm* form_;
   SweepEditor* sweep_;

@@ -1,0 +1,110 @@
+#include "core/hooks/hook_activity.h"
+
+#include <algorithm>
+
+#include "core/compress/compressor.h"
+#include "core/ddp/flat_parameters.h"
+#include "core/ddp/reducer.h"
+#include "core/hooks/local_sgd.h"
+#include "core/hooks/powersgd.h"
+
+namespace commtune {
+
+namespace {
+
+const nlohmann::json& hook_section(const nlohmann::json& run_config) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  return run_config.is_object() && run_config.contains("hook") && run_config["hook"].is_object() ? run_config["hook"]
+                                                                                                 : empty;
+}
+
+std::string hook_name(const nlohmann::json& hook) { return hook.value("name", std::string("allreduce")); }
+
+bool wrapped(const nlohmann::json& hook) { return hook.value("wrapper", std::string("none")) != "none"; }
+
+std::string mib(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+HookActivity hook_activity(const nlohmann::json& run_config) {
+  const auto& hook = hook_section(run_config);
+  if (wrapped(hook)) return {};  // the fp16/bf16 wrapper halves every bucket from the first step
+  const auto name = hook_name(hook);
+  if (name == "powersgd" || name == "batched_powersgd")
+    return {PowerSgdOptions::schema().read(hook, "hook").start_powerSGD_iter, "hook.start_powerSGD_iter"};
+  if (name == "post_local_sgd")
+    return {PostLocalSgdOptions::schema().read(hook, "hook").start_localSGD_iter, "hook.start_localSGD_iter"};
+  return {};
+}
+
+std::string hook_inactivity_warning(const nlohmann::json& run_config) {
+  const auto activity = hook_activity(run_config);
+  const auto steps = run_config.is_object() ? run_config.value("steps", std::int64_t{0}) : 0;
+  if (activity.start_field.empty() || activity.first_active_step < steps) return "";
+  return activity.start_field + " is " + std::to_string(activity.first_active_step) + ", not below steps (" +
+         std::to_string(steps) + "): this run's hook never acts, it trains as plain allreduce";
+}
+
+SizeProblem hook_size_problem(const nlohmann::json& run_config, const std::vector<std::vector<std::int64_t>>& shapes) {
+  const auto& hook = hook_section(run_config);
+  if (wrapped(hook)) return {};
+  const auto name = hook_name(hook);
+  if (name == "post_local_sgd") {
+    const auto o = PostLocalSgdOptions::schema().read(hook, "hook");
+    const auto world = run_config.value("world_size", std::int64_t{0});
+    if (o.post_local_gradient_allreduce && o.hierarchy.empty() && (o.subgroup_size == 0 || o.subgroup_size == world))
+      return {"hook.subgroup_size",
+              "with subgroups of every rank (0 in a run on one machine) and post_local_gradient_allreduce on, "
+              "post-local SGD still allreduces every gradient over all ranks and averages parameters on top: it "
+              "never sends less than allreduce"};
+    return {};
+  }
+  if (shapes.empty()) return {};
+  if (name == "powersgd") {
+    const auto o = PowerSgdOptions::schema().read(hook, "hook");
+    for (const auto& shape : shapes) {
+      if (shape.size() < 2) continue;
+      std::int64_t n = shape[0], m = 1;
+      for (std::size_t d = 1; d < shape.size(); ++d) m *= shape[d];
+      const auto r = std::min({n, m, o.matrix_approximation_rank});
+      if (static_cast<double>((n + m) * r) * o.min_compression_rate < static_cast<double>(n * m)) return {};
+    }
+    return {"hook.matrix_approximation_rank",
+            "at rank " + std::to_string(o.matrix_approximation_rank) + " with min_compression_rate " +
+                std::to_string(o.min_compression_rate) +
+                " no parameter matrix of this model is worth compressing: PowerSGD would allreduce them all"};
+  }
+  if (name == "byteps") {
+    const auto o = CompressorOptions::schema().read(hook, "hook");
+    const auto ddp = ReducerOptions::schema().read(run_config.value("ddp", nlohmann::json::object()), "ddp");
+    std::vector<std::size_t> ready(shapes.size());
+    std::vector<std::int64_t> bytes(shapes.size());
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      ready[i] = shapes.size() - 1 - i;
+      std::int64_t numel = 1;
+      for (const auto d : shapes[i]) numel *= d;
+      bytes[i] = 4 * numel;
+    }
+    constexpr double kMiB = 1024.0 * 1024.0;
+    std::int64_t largest = 0;
+    for (const auto& bucket :
+         assign_buckets(ready, bytes,
+                        {static_cast<std::int64_t>(ddp.first_bucket_cap_mb * kMiB),
+                         static_cast<std::int64_t>(ddp.bucket_cap_mb * kMiB)})) {
+      std::int64_t sum = 0;
+      for (const auto i : bucket) sum += bytes[i];
+      largest = std::max(largest, sum);
+    }
+    if (largest < o.byteps_min_compress_bytes)
+      return {"hook.byteps_min_compress_bytes",
+              std::to_string(o.byteps_min_compress_bytes) + " bytes is above every bucket of this model (the largest " +
+                  mib(largest) + "): every bucket would be allreduced uncompressed"};
+  }
+  return {};
+}
+
+}  // namespace commtune
