@@ -121,7 +121,8 @@ class Sweeps(unittest.TestCase):
 
     def test_random_search_is_planned_from_its_seed(self):
         args = ["sweep", "--strategy", "random", "--trials", "5", "--seed", "7", "--no-baseline", "--plan",
-                "--set", "hook.name=powersgd", "--axis", "hook.matrix_approximation_rank=1,2,4,8"]
+                "--set", "hook.name=powersgd", "--set", "hook.start_powerSGD_iter=2",
+                "--axis", "hook.matrix_approximation_rank=1,2,4,8"]
         spec = {"axes": {"optimizer.lr": {"min": 0.001, "max": 0.1, "log": True}}}
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
             import json
@@ -183,7 +184,8 @@ class TpeSweeps(unittest.TestCase):
     def tpe_spec(self, directory, **options):
         spec = {"axes": {"optimizer.lr": {"min": 0.0001, "max": 0.5, "log": True},
                          "hook.matrix_approximation_rank": [1, 2, 4]},
-                "base": {"hook": {"name": "powersgd"}}, "strategy": "tpe", "baseline": False, **options}
+                "base": {"hook": {"name": "powersgd", "start_powerSGD_iter": 2}}, "strategy": "tpe", "baseline": False,
+                **options}
         path = os.path.join(directory, "tpe.json")
         with open(path, "w") as f:
             json.dump(spec, f)

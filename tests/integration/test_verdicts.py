@@ -1,0 +1,218 @@
+"""Verdicts that hold up (docs/network-model.md, "The recommendation"): a
+configuration is recommended only for an advantage that survives its
+uncertainty, against a baseline with its own settings, after its hook
+actually acted; a sweep whose hooks would never act is refused before it
+runs; seeds replicate trials and losses are judged against their spread;
+TPE never spends a trial on a configuration already run.
+
+Each test reproduces what a user met before (issue 31) and fails on the code
+that had it."""
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import commtune_testing as ct  # noqa: E402
+
+SMALL = ["--set", "model.hidden=128", "--set", "data.features=64", "--set", "world_size=2"]
+
+
+def stored_run(*args):
+    proc = ct.cli("run", "--quiet", "--summary", os.devnull, *SMALL, *args)
+    return int(proc.stderr.rsplit("stored as run ", 1)[1].split()[0]), proc
+
+
+class BusyMachine:
+    """Both cores kept busy by other programs while a run trains: its measured compute is slower."""
+
+    def __enter__(self):
+        self.burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.burners:
+            p.kill()
+            p.wait()
+
+
+def sweep_runs(sweep_id):
+    """Every run of a sweep as `show` gives it (with its configuration), by id."""
+    return {r["id"]: ct.cli_json("show", r["id"]) for r in ct.cli_json("list", "--sweep", sweep_id)}
+
+
+def candidate(recommendation, run_id):
+    return next(c for c in recommendation["candidates"] if run_id in c["runs"])
+
+
+class NoiseIsNotASpeedup(unittest.TestCase):
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_a_hook_that_never_compressed_is_not_recommended_whatever_the_load(self):
+        # The baseline trains while other programs load the machine; the "candidate" trains on a quiet machine
+        # but its PowerSGD never switches on (start iteration beyond its steps): it sends exactly allreduce's
+        # bytes. Each run's own measured compute made it "1.2x on 10gbit" before; compute is now pooled over
+        # the runs of the model, and a configuration must have compressed during the steps its figures use.
+        with BusyMachine():
+            baseline, _ = stored_run("--set", "steps=40", "--name", "allreduce")
+        never, proc = stored_run("--set", "steps=40", "--set", "hook.name=powersgd",
+                                 "--set", "hook.start_powerSGD_iter=1000", "--name", "powersgd never on")
+        self.assertIn("never acts", proc.stderr)  # the single run is warned about, not refused
+        for network in ("10gbit", "1gbit", "100mbit"):
+            with self.subTest(network=network):
+                r = ct.cli_json("recommend", baseline, never, "--network", network, "--tolerance", "0.25")
+                self.assertIsNone(r["chosen_run"], r["verdict"])
+                self.assertTrue(r["verdict"].startswith("keep allreduce"), r["verdict"])
+                excluded = candidate(r, never)["excluded"]
+                self.assertTrue("switches on at step 1000" in excluded or "did not compress" in excluded, excluded)
+                self.assertIn("pooled over the 2 runs", r["compute"])
+        # The same compute in both: forward, data and optimizer times are the pool's, whatever the load was.
+        profiles = [r["profile"] for r in ct.cli_json("predict", baseline, never)["runs"]]
+        for key in ("data_s", "forward_s", "optimizer_s"):
+            self.assertEqual(profiles[0][key], profiles[1][key], key)
+
+    def test_every_figure_has_an_interval_and_one_holding_one_is_no_difference(self):
+        baseline, _ = stored_run("--set", "steps=40")
+        fp16, _ = stored_run("--set", "steps=40", "--set", "hook.name=fp16_compress")
+        # Two ranks on NVLink: halving a 0.4 MB model's gradients changes nothing measurable.
+        r = ct.cli_json("recommend", baseline, fp16, "--nodes", "1", "--gpus-per-node", "2")
+        self.assertIsNone(r["chosen_run"])
+        c = candidate(r, fp16)
+        interval = c["speedup_interval"]
+        self.assertLessEqual(interval["low"], c["speedup"])
+        self.assertLessEqual(c["speedup"], interval["high"])
+        self.assertLessEqual(c["step_s"]["low"], c["step_s"]["value"])
+        if interval["low"] <= 1.0 <= interval["high"]:
+            self.assertIn("no measurable difference", r["verdict"])
+        # On a slow link the saving is far beyond the noise: recommended, with its interval in the verdict.
+        slow = ct.cli_json("recommend", baseline, fp16, "--network", "100mbit")
+        self.assertEqual(slow["chosen_run"], fp16, slow["verdict"])
+        self.assertGreater(candidate(slow, fp16)["speedup_interval"]["low"], 1.0)
+        self.assertIn("95%:", slow["verdict"])
+        text = ct.cli("predict", baseline, fp16, "--network", "100mbit").stdout
+        self.assertIn("95% intervals", text)
+
+
+class FairBaselines(unittest.TestCase):
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_each_trial_is_compared_with_allreduce_at_its_own_learning_rate(self):
+        # Before: one baseline at the base learning rate; onebit at lr 0.1 was "-8.67% loss" against allreduce at
+        # lr 0.05, a gain that came from the learning rate.
+        proc = ct.cli("sweep", *SMALL, "--set", "steps=30", "--set", "hook.name=byteps",
+                      "--axis", "hook.byteps_compressor_type=onebit,topk", "--axis", "optimizer.lr=0.05,0.1")
+        self.assertIn("6 succeeded", proc.stderr)  # 2 baselines + 4 trials
+        runs = sweep_runs(1)
+        lr = {i: r["config"]["optimizer"]["lr"] for i, r in runs.items()}
+        baselines = [i for i, r in runs.items() if r["config"]["hook"]["name"] == "allreduce"]
+        self.assertEqual(sorted(lr[b] for b in baselines), [0.05, 0.1])
+        r = ct.cli_json("recommend", "--sweep", "1", "--network", "100mbit", "--tolerance", "10")
+        for c in r["candidates"]:
+            if c["baseline"]:
+                continue
+            self.assertIn(c["baseline_run"], baselines)
+            self.assertEqual(lr[c["baseline_run"]], lr[c["run_id"]], c)
+        compared = ct.cli_json("compare", "--sweep", "1")
+        for row in compared["runs"]:
+            self.assertEqual(lr[row["baseline_run"]], lr[row["id"]], row)
+        # Named explicitly, a baseline with another learning rate is said to differ, not silently used.
+        other = next(i for i in runs if i not in baselines and lr[i] == 0.1)
+        base_005 = next(b for b in baselines if lr[b] == 0.05)
+        r = ct.cli_json("recommend", other, "--baseline", base_005, "--network", "100mbit", "--tolerance", "10")
+        self.assertIn("optimizer.lr", candidate(r, other)["excluded"])
+        self.assertIsNone(r["chosen_run"])
+
+    def test_seeds_replicate_trials_and_losses_are_judged_against_their_spread(self):
+        proc = ct.cli("sweep", *SMALL, "--set", "steps=30", "--set", "hook.name=fp16_compress", "--seeds", "3",
+                      "--axis", "optimizer.lr=0.05,0.1")
+        self.assertIn("12 succeeded", proc.stderr)  # (baseline + fp16) x 2 learning rates x 3 seeds
+        runs = sweep_runs(1).values()
+        self.assertEqual(sorted({r["config"]["seed"] for r in runs}), [0, 1, 2])
+        compared = ct.cli_json("compare", "--sweep", "1")
+        configs = compared["configurations"]
+        self.assertEqual(len(configs), 4)
+        for c in configs:
+            self.assertEqual(c["seeds"], 3)
+            self.assertIsNotNone(c["tail_loss_sd"])
+            if "loss_change" in c:
+                self.assertLessEqual(c["loss_change"]["low"], c["loss_change"]["value"])
+        self.assertIn("configurations run with several seeds", ct.cli("compare", "--sweep", "1").stdout)
+        r = ct.cli_json("recommend", "--sweep", "1", "--network", "100mbit", "--tolerance", "0.5")
+        for c in r["candidates"]:
+            self.assertEqual(c["seeds"], 3)
+            self.assertEqual(len(c["runs"]), 3)
+            if not c["baseline"]:
+                change = c["loss_change_interval"]
+                self.assertLess(change["low"], change["high"])  # three paired seeds: a real interval
+        # A tolerance inside the seeds' spread cannot be claimed: "cannot tell", not "within".
+        tight = ct.cli_json("recommend", "--sweep", "1", "--network", "100mbit", "--tolerance", "0")
+        for c in tight["candidates"]:
+            if not c["baseline"]:
+                self.assertNotEqual(c.get("excluded", ""), "", c)
+                self.assertFalse(c["within_tolerance"])
+
+
+class HooksThatNeverAct(unittest.TestCase):
+    def setUp(self):
+        ct.fresh_store()
+
+    def refused(self, *args):
+        proc = ct.cli("sweep", *SMALL, *args, "--plan", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+        return proc.stderr
+
+    def test_a_sweep_whose_hook_would_not_switch_on_is_refused_naming_the_field(self):
+        # Before: every trial ran as plain allreduce (start_powerSGD_iter stays 1000 at 60 steps), silently.
+        error = self.refused("--set", "steps=60", "--set", "hook.name=powersgd",
+                             "--axis", "hook.matrix_approximation_rank=1,2,4")
+        self.assertIn("base.hook.start_powerSGD_iter: 1000 is not below steps (60)", error)
+        self.assertIn("allow_inactive_hooks", error)
+        error = self.refused("--set", "steps=60", "--set", "hook.name=powersgd",
+                             "--axis", "hook.start_powerSGD_iter=10,60")
+        self.assertIn("axes.hook.start_powerSGD_iter: 60 is not below steps (60)", error)
+        error = self.refused("--set", "steps=60", "--set", "hook.name=post_local_sgd",
+                             "--set", "hook.start_localSGD_iter=100", "--set", "hook.subgroup_size=1",
+                             "--axis", "hook.period=2,4")
+        self.assertIn("base.hook.start_localSGD_iter", error)
+        error = self.refused("--set", "steps=60", "--set", "hook.name=byteps",
+                             "--set", "hook.byteps_min_compress_bytes=100000000",
+                             "--axis", "hook.byteps_compressor_type=onebit,topk")
+        self.assertIn("base.hook.byteps_min_compress_bytes", error)
+        self.assertIn("above every bucket", error)
+        error = self.refused("--set", "steps=60", "--set", "hook.name=powersgd",
+                             "--set", "hook.start_powerSGD_iter=30", "--early-stop", "20:3",
+                             "--axis", "hook.matrix_approximation_rank=1,2,4")
+        self.assertIn("early_stopping.min_steps", error)
+        # Said to be intended, it is planned.
+        proc = ct.cli("sweep", *SMALL, "--set", "steps=60", "--set", "hook.name=powersgd",
+                      "--axis", "hook.matrix_approximation_rank=1,2", "--allow-inactive-hooks", "--plan")
+        self.assertIn("matrix_approximation_rank=2", proc.stdout)
+        # A hook that acts within its steps is planned as before.
+        ct.cli("sweep", *SMALL, "--set", "steps=60", "--set", "hook.name=powersgd",
+               "--set", "hook.start_powerSGD_iter=10", "--axis", "hook.matrix_approximation_rank=1,2", "--plan")
+
+
+class SearchWithoutRepeats(unittest.TestCase):
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_tpe_never_reruns_a_configuration_and_says_when_the_space_is_exhausted(self):
+        # Two configurations, five draws: training is deterministic, so a repeat would only cost time.
+        # Before: TPE redrew configurations already run (2 repeats in 15 trials of a discrete space).
+        proc = ct.cli("sweep", *SMALL, "--set", "steps=12", "--set", "hook.name=fp16_compress", "--no-baseline",
+                      "--strategy", "tpe", "--trials", "5", "--axis", "optimizer.lr=0.05,0.1")
+        runs = sweep_runs(1).values()
+        ran = [r for r in runs if r["status"] == "succeeded"]
+        self.assertEqual(len(ran), 2, proc.stderr)
+        self.assertEqual(len({r["config"]["optimizer"]["lr"] for r in ran}), 2)
+        stopped = [r for r in runs if r["status"] == "stopped"]
+        self.assertEqual(len(stopped), 3)
+        for r in stopped:
+            self.assertIn("every configuration of the search space", r["reason"])
+
+
+if __name__ == "__main__":
+    unittest.main()
