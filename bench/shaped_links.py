@@ -175,6 +175,13 @@ def summary(rows):
         if values:
             out[key] = {"median_abs_error": statistics.median(abs(v - 1) for v in values),
                         "min": min(values), "max": max(values)}
+    # Does the model pick the hook the link really favours? Per rate, the
+    # fastest by prediction and the fastest measured.
+    out["fastest"] = {}
+    for rate in sorted({r["rate_mbit"] for r in rows}):
+        at = [r for r in rows if r["rate_mbit"] == rate]
+        out["fastest"][f"{rate:g}"] = {"predicted": min(at, key=lambda r: r["predicted_ms"])["hook"],
+                                       "measured": min(at, key=lambda r: r["measured_ms"])["hook"]}
     return out
 
 
