@@ -15,6 +15,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 
+#include "core/io/input_file.h"
 #include "core/version.h"
 #include "ui/engine_session.h"
 #include "ui/forms/config_form.h"
@@ -127,10 +128,8 @@ void MainWindow::build_menus() {
   add(file, "&Open configuration…", QKeySequence::Open, [this] {
     const auto path = QFileDialog::getOpenFileName(this, "Open a run configuration or sweep spec", {}, "JSON (*.json)");
     if (path.isEmpty()) return;
-    QFile f(path);
     try {
-      if (!f.open(QIODevice::ReadOnly)) throw std::runtime_error("cannot read " + path.toStdString());
-      launch_->load_json(nlohmann::json::parse(f.readAll().toStdString()));
+      launch_->load_json(read_json_file(path.toStdString()));
       show_page(kLaunch);
       report("Loaded " + path);
     } catch (const std::exception& e) {

@@ -10,9 +10,11 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "core/config/run_config.h"
+#include "core/export/export_files.h"
 #include "core/export/launch_scripts.h"
 #include "core/export/powersgd_export.h"
 #include "core/export/production_export.h"
+#include "core/io/input_file.h"
 
 namespace commtune::cli {
 namespace {
@@ -27,7 +29,7 @@ std::string csv_field(const std::string& text) {
 std::string csv_value(const nlohmann::json& v) {
   if (v.is_null()) return "";
   if (v.is_string()) return csv_field(v.get<std::string>());
-  return csv_field(v.dump());
+  return csv_field(json_text(v));
 }
 
 void write_csv_row(std::ostream& out, const std::vector<std::string>& fields) {
@@ -92,7 +94,7 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
         for (const auto& [k, v] : row.items()) fields.push_back(csv_value(v));
         write_csv_row(out, fields);
       }
-    if (args.format == "json") out << all.dump(1) << "\n";
+    if (args.format == "json") out << json_text(all, 1) << "\n";
     return out ? kExitOk : kExitFailed;
   }
 
@@ -109,7 +111,7 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
     rows.push_back(std::move(row));
   }
   if (args.format == "json") {
-    out << nlohmann::json(rows).dump(2) << "\n";
+    out << json_text(nlohmann::json(rows), 2) << "\n";
     return out ? kExitOk : kExitFailed;
   }
   const std::vector<std::string> run_columns{
@@ -137,33 +139,49 @@ struct ExportConfigArgs {
 };
 
 // The configuration to export and the checkpoint to take runtime state from:
-// from a stored run, a run summary file or a checkpoint folder.
+// from a stored run, a run summary file or a checkpoint folder. Each is
+// outside input: the configuration is read by the schema (as `--set` values
+// are) before anything is generated from it, and its errors name the source.
 std::pair<nlohmann::json, std::string> export_source(const ExportConfigArgs& args, const Context& context) {
   namespace fs = std::filesystem;
   if (args.run.has_value() == !args.from.empty())
     throw std::invalid_argument("name what to export: either --run ID or --from FILE_OR_FOLDER");
-  nlohmann::json config, checkpoints;
-  std::string checkpoint;
+  nlohmann::json config;
+  std::string checkpoint, source;
   if (args.run) {
     const auto store = open_store(context.db);
     const auto run = store->run(*args.run);
     if (!run) throw db::Error("there is no run " + std::to_string(*args.run) + " in " + store->path());
+    if (!run->config_problem.empty())
+      throw std::runtime_error("run " + std::to_string(run->id) + " has no usable configuration: " +
+                               printable(run->config_problem));
     config = run->config;
+    source = "run " + std::to_string(run->id);
     for (const auto& a : store->artifacts(run->id))
       if (a.kind == "checkpoint" && fs::is_directory(a.path)) checkpoint = a.path;
   } else if (fs::is_directory(args.from)) {
-    std::ifstream in(fs::path(args.from) / "config.json");
-    if (!in) throw std::runtime_error(args.from + " has no config.json: not a commtune checkpoint folder");
-    config = nlohmann::json::parse(in);
+    source = (fs::path(args.from) / "config.json").string();
+    if (!fs::exists(source)) throw std::runtime_error(args.from + " has no config.json: not a commtune checkpoint folder");
+    config = read_json_file(source);
     checkpoint = args.from;
   } else {
-    std::ifstream in(args.from);
-    if (!in) throw std::runtime_error("cannot read " + args.from);
-    const auto summary = nlohmann::json::parse(in);
-    if (!summary.contains("config")) throw std::runtime_error(args.from + " is not a commtune run summary");
+    source = args.from;
+    const auto summary = read_json_file(source);
+    if (!summary.is_object() || !summary.contains("config"))
+      throw std::runtime_error(source + " is not a commtune run summary (no \"config\")");
     config = summary["config"];
-    if (summary.contains("checkpoints") && !summary["checkpoints"].empty())
-      checkpoint = summary["checkpoints"].back()["folder"];
+    const auto checkpoints = summary.value("checkpoints", nlohmann::json::array());
+    if (checkpoints.is_array() && !checkpoints.empty()) {
+      const auto& last = checkpoints.back();
+      if (!last.is_object() || !last.contains("folder") || !last["folder"].is_string())
+        throw std::runtime_error(source + ": checkpoints[-1].folder is not a folder name");
+      checkpoint = last["folder"].get<std::string>();
+    }
+  }
+  try {
+    config = validated_config(config);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.field(), e.problem() + " (in the configuration of " + source + ")");
   }
   if (!args.runtime_state) return {config, ""};
   if (checkpoint.empty())

@@ -9,6 +9,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "core/config/run_config.h"
+#include "core/io/input_file.h"
 #include "core/sweep/sweep_runner.h"
 
 namespace commtune::cli {
@@ -39,9 +40,7 @@ nlohmann::json axis_values(const std::string& list) {
 nlohmann::json spec_json(const SweepArgs& args) {
   nlohmann::json spec = nlohmann::json::object();
   if (!args.spec_path.empty()) {
-    std::ifstream in(args.spec_path);
-    if (!in) throw std::runtime_error("cannot read " + args.spec_path);
-    spec = nlohmann::json::parse(in, nullptr, false);
+    spec = read_json_file(args.spec_path);
     if (!spec.is_object()) throw ConfigError(args.spec_path, "is not a JSON object (a sweep spec)");
   }
   if (!args.config_path.empty() || !args.overrides.empty()) {
@@ -116,6 +115,7 @@ void print_trial(const TrialEvent& e) {
 
 int sweep_command(const SweepArgs& args, const Context& context) {
   std::unique_ptr<db::Writer> writer;
+  watch_stop_signals();  // from here a signal stops the sweep, even one before its first trial
   std::int64_t sweep_id = 0;
   if (args.resume) {
     if (!args.spec_path.empty() || !args.axes.empty() || !args.overrides.empty() || !args.config_path.empty())
@@ -138,7 +138,6 @@ int sweep_command(const SweepArgs& args, const Context& context) {
   options.store = writer.get();
   options.work_dir =
       args.work_dir.empty() ? (std::filesystem::path(writer->path()).parent_path() / "sweeps").string() : args.work_dir;
-  watch_stop_signals();
   options.cancel = &g_stop;
   options.echo_worker_output = args.verbose;
   options.on_trial = print_trial;

@@ -4,6 +4,10 @@
 #include <optional>
 
 #include "core/catalog.h"
+#include "core/io/input_file.h"
+#include "db/store.h"
+#include "core/hooks/comm_hook.h"
+#include "core/hooks/local_sgd.h"
 
 namespace commtune {
 
@@ -122,11 +126,40 @@ RunConfig RunConfig::parse(const nlohmann::json& raw) {
   return c;
 }
 
+namespace {
+// Every process that links the engine reads the store's configurations
+// through the schema (db/store.h): a bad row is shown as such, and no reader
+// meets a value the schema would refuse.
+[[maybe_unused]] const bool kStoreReadsThroughTheSchema = [] {
+  db::install_config_check([](const nlohmann::json& raw) { return RunConfig::parse(raw).to_json(); });
+  return true;
+}();
+}  // namespace
+
+void RunConfig::check_world_size(int world_size) const {
+  network.emulated_cluster(world_size);  // throws when network.ranks_per_node does not divide it
+  if (debug.fail_rank >= world_size)
+    throw ConfigError("debug.fail_rank", "is " + std::to_string(debug.fail_rank) + ", but the run's ranks are 0.." +
+                                             std::to_string(world_size - 1) + " (-1: no injected failure)");
+  const auto name = hook.value("name", std::string());
+  const auto group = [&](const char* key) {
+    const auto size = hook.value(key, std::int64_t{0});
+    if (size > 0) check_group_size(world_size, static_cast<int>(std::min<std::int64_t>(size, 1 << 20)), join_path("hook", key));
+  };
+  if (name == "byteps") group("ranks_per_node");
+  if (name == "post_local_sgd") {
+    group("subgroup_size");
+    hierarchy_levels(hook.value("hierarchy", std::string()), world_size);
+  }
+}
+
 RunConfig RunConfig::from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("", "cannot read the configuration file " + path);
-  auto raw = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
-  if (raw.is_discarded()) throw ConfigError("", path + " is not valid JSON");
+  nlohmann::json raw;
+  try {
+    raw = read_json_file(path);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError("", e.what());
+  }
   return parse(raw);
 }
 

@@ -65,6 +65,10 @@ class RunConfig {
   static RunConfig parse(const nlohmann::json& raw);
   static RunConfig from_file(const std::string& path);
   nlohmann::json to_json() const;
+  // What holds only for a given number of ranks (groups that divide it, a
+  // failing rank that exists), as `run` and the launch scripts check it
+  // before any process starts. Throws ConfigError naming the field.
+  void check_world_size(int world_size) const;
 
   RunOptions run;
   ReducerOptions ddp;

@@ -94,11 +94,15 @@ void check_launch_plan(const LaunchPlan& plan) {
   const auto colon = plan.rendezvous.rfind(':');
   const auto host = plan.rendezvous.substr(0, colon == std::string::npos ? 0 : colon);
   const auto port = colon == std::string::npos ? std::string() : plan.rendezvous.substr(colon + 1);
-  const bool host_ok = !host.empty() && host.size() <= 253 && std::all_of(host.begin(), host.end(), is_host_char);
+  // A name or IPv4 address, or an IPv6 address in brackets as torchrun takes it ([::1]:29400).
+  const bool ipv6 = host.size() > 2 && host.front() == '[' && host.back() == ']' &&
+                    host.find_first_not_of("0123456789abcdefABCDEF:.", 1) == host.size() - 1;
+  const bool host_ok =
+      ipv6 || (!host.empty() && host.size() <= 253 && std::all_of(host.begin(), host.end(), is_host_char));
   const bool port_ok = !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit) &&
                        std::stoi(port) >= 1 && std::stoi(port) <= 65535;
   if (!host_ok || !port_ok)
-    throw ConfigError("rendezvous", "must be HOST:PORT (a host name or address, a port from 1 to 65535), got '" +
+    throw ConfigError("rendezvous", "must be HOST:PORT (a host name, an address, [an IPv6 address]; a port from 1 to 65535), got '" +
                                         plan.rendezvous + "'");
 }
 
@@ -107,7 +111,8 @@ std::vector<std::string> write_launch_scripts(const nlohmann::json& config, cons
   check_launch_plan(plan);
   auto raw = config;
   raw["world_size"] = plan.nodes * plan.ranks_per_node;
-  const auto parsed = RunConfig::parse(raw);  // the configuration must hold for that many ranks
+  const auto parsed = RunConfig::parse(raw);
+  parsed.check_world_size(plan.nodes * plan.ranks_per_node);  // as `run` checks it, before any node starts
   fs::create_directories(out_dir);
   const auto dir = fs::path(out_dir);
   write_text_file(dir / "run.json", parsed.to_json().dump(2) + "\n");

@@ -62,28 +62,35 @@ Dict base_document(const nlohmann::json& config) {
 
 // One rank's runtime state, from its checkpoint file, in PowerSGDState's terms.
 Dict runtime_state(const std::string& folder, int rank) {
-  const auto root = read_pickle_file(checkpoint_file(folder, rank)).toGenericDict();
-  const auto hook = root.at("hook").toGenericDict();
-  if (hook.empty() || !hook.contains("iter"))
-    throw std::runtime_error(folder + " holds no PowerSGD state (was the run's hook PowerSGD?)");
   auto out = string_dict();
-  out.insert("rank", static_cast<std::int64_t>(rank));
-  out.insert("world_size", root.at("world_size").toInt());
-  out.insert("step", root.at("step").toInt());
-  for (const char* key : {"iter", "rng_key", "rng_position", "total_numel_before_compression",
-                          "total_numel_after_compression", "error_dict", "p_memory_dict", "q_memory_dict"})
-    out.insert(key, hook.at(key));
-  // Which parameters each bucket index holds: the production job's DDP must bucket alike.
-  const auto names = root.at("parameters").toGenericDict().at("names").toList();
-  c10::impl::GenericList buckets(c10::ListType::ofStrings());
-  for (const auto& bucket : root.at("reducer").toGenericDict().at("buckets").toList()) {
-    c10::impl::GenericList bucket_names(c10::StringType::get());
-    const auto indices = bucket.get().toTensor().to(at::kLong).contiguous();
-    for (std::int64_t i = 0; i < indices.numel(); ++i)
-      bucket_names.push_back(names.get(indices[i].item<std::int64_t>()));
-    buckets.push_back(bucket_names);
-  }
-  out.insert("bucket_parameters", buckets);
+  read_checkpoint_entries(checkpoint_file(folder, rank), [&] {
+    const auto root = read_checkpoint(folder, rank);
+    const auto hook = checkpoint_entry(root, "hook").toGenericDict();
+    if (hook.empty() || !hook.contains("iter"))
+      throw std::runtime_error(folder + " holds no PowerSGD state (was the run's hook PowerSGD?)");
+    out.insert("rank", static_cast<std::int64_t>(rank));
+    out.insert("world_size", checkpoint_entry(root, "world_size").toInt());
+    out.insert("step", checkpoint_entry(root, "step").toInt());
+    for (const char* key : {"iter", "rng_key", "rng_position", "total_numel_before_compression",
+                            "total_numel_after_compression", "error_dict", "p_memory_dict", "q_memory_dict"})
+      out.insert(key, checkpoint_entry(hook, key));
+    // Which parameters each bucket index holds: the production job's DDP must bucket alike.
+    const auto names = checkpoint_entry(checkpoint_entry(root, "parameters").toGenericDict(), "names").toList();
+    c10::impl::GenericList buckets(c10::ListType::ofStrings());
+    for (const auto& bucket : checkpoint_entry(checkpoint_entry(root, "reducer").toGenericDict(), "buckets").toList()) {
+      c10::impl::GenericList bucket_names(c10::StringType::get());
+      const auto indices = bucket.get().toTensor().to(at::kLong).contiguous();
+      const auto* index = indices.data_ptr<std::int64_t>();
+      for (std::int64_t i = 0; i < indices.numel(); ++i) {
+        if (index[i] < 0 || static_cast<std::size_t>(index[i]) >= names.size())
+          throw std::out_of_range("a bucket names parameter " + std::to_string(index[i]) + " of " +
+                                  std::to_string(names.size()));
+        bucket_names.push_back(names.get(static_cast<std::size_t>(index[i])).toStringRef());
+      }
+      buckets.push_back(bucket_names);
+    }
+    out.insert("bucket_parameters", buckets);
+  });
   return out;
 }
 
@@ -189,8 +196,9 @@ def restore_runtime_state(state, d, device):
 
 }  // namespace
 
-std::vector<std::string> export_powersgd(const nlohmann::json& config, const std::string& checkpoint_folder,
+std::vector<std::string> export_powersgd(const nlohmann::json& raw_config, const std::string& checkpoint_folder,
                                          const std::string& out_dir) {
+  const auto config = validated_config(raw_config);
   const auto name = config.at("hook").at("name").get<std::string>();
   if (name != "powersgd" && name != "batched_powersgd")
     throw ConfigError("hook.name", "the run used hook '" + name + "', not powersgd or batched_powersgd");
@@ -207,7 +215,8 @@ std::vector<std::string> export_powersgd(const nlohmann::json& config, const std
     int ranks = 0;
     while (fs::exists(checkpoint_file(checkpoint_folder, ranks))) ++ranks;
     if (ranks == 0) throw std::runtime_error(checkpoint_folder + " holds no rank-0.pt: not a checkpoint folder");
-    runtime_step = read_pickle_file(checkpoint_file(checkpoint_folder, 0)).toGenericDict().at("step").toInt();
+    read_checkpoint_entries(checkpoint_file(checkpoint_folder, 0),
+                            [&] { runtime_step = checkpoint_entry(read_checkpoint(checkpoint_folder, 0), "step").toInt(); });
     if (world > 0 && ranks != world)
       throw std::runtime_error(checkpoint_folder + " holds " + std::to_string(ranks) + " ranks' files, the run had " +
                                std::to_string(world));

@@ -4,6 +4,7 @@
 
 #include "core/export/export_files.h"
 #include "core/export/powersgd_export.h"
+#include "core/hooks/local_sgd.h"
 #include "core/schema/param_schema.h"
 
 namespace commtune {
@@ -18,6 +19,13 @@ std::string default_hook_expression(const std::string& name) {
   throw ConfigError("hook.name", "hook '" + name + "' has no production form to export");
 }
 
+// PyTorch's name for a wrapper of the default hooks.
+std::string wrapper_expression(const std::string& wrapper) {
+  if (wrapper == "fp16") return "default_hooks.fp16_compress_wrapper";
+  if (wrapper == "bf16") return "default_hooks.bf16_compress_wrapper";
+  throw ConfigError("hook.wrapper", "wrapper '" + wrapper + "' has no production form to export");
+}
+
 std::string default_hook_snippet(const nlohmann::json& config) {
   const auto& hook = config.at("hook");
   const auto name = hook.at("name").get<std::string>();
@@ -27,7 +35,7 @@ std::string default_hook_snippet(const nlohmann::json& config) {
     body = "    pass  # DDP's own allreduce: no hook\n";
   } else {
     auto expression = default_hook_expression(name == "none" ? "allreduce" : name);
-    if (wrapper != "none") expression = "default_hooks." + wrapper + "_compress_wrapper(" + expression + ")";
+    if (wrapper != "none") expression = wrapper_expression(wrapper) + "(" + expression + ")";
     body = "    ddp_model.register_comm_hook(None, " + expression + ")\n";
   }
   return "\"\"\"The communication hook tuned with commtune (hook " + name + ", wrapper " + wrapper +
@@ -92,13 +100,8 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
                ", warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
   } else {
     std::string pairs;
-    for (std::size_t start = 0; start < hierarchy.size();) {
-      const auto end = std::min(hierarchy.find(',', start), hierarchy.size());
-      const auto item = hierarchy.substr(start, end - start);
-      pairs += (pairs.empty() ? "" : ", ") + std::string("(") + item.substr(0, item.find(':')) + ", " +
-               item.substr(item.find(':') + 1) + ")";
-      start = end + 1;
-    }
+    for (const auto& [period, group_size] : hierarchy_levels(hierarchy))
+      pairs += (pairs.empty() ? "(" : ", (") + std::to_string(period) + ", " + std::to_string(group_size) + ")";
     const auto warmup = std::to_string(h.value("warmup_steps", 0));
     averager = "(hierarchical_model_averager.HierarchicalModelAverager(OrderedDict([" + pairs +
                "]), warmup_steps=" + warmup + ")\n            if torch.cuda.is_available() else GlooHierarchicalAverager([" +
@@ -182,9 +185,10 @@ std::string slowmo_snippet(const nlohmann::json& config) {
 
 }  // namespace
 
-std::vector<std::string> export_for_production(const nlohmann::json& config, const std::string& checkpoint_folder,
+std::vector<std::string> export_for_production(const nlohmann::json& raw_config, const std::string& checkpoint_folder,
                                                const std::string& out_dir) {
   namespace fs = std::filesystem;
+  const auto config = validated_config(raw_config);
   const auto name = config.at("hook").at("name").get<std::string>();
   if (name == "powersgd" || name == "batched_powersgd") return export_powersgd(config, checkpoint_folder, out_dir);
   if (name == "noop")

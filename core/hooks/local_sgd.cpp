@@ -23,51 +23,49 @@ Schema<PostLocalSgdOptions> PostLocalSgdOptions::schema() {
                "average the parameters over all ranks every this many steps (PeriodicModelAverager)")
       .integer("warmup_steps", &O::warmup_steps, Range::at_least(0), "steps",
                "no parameter averaging before this step (PeriodicModelAverager's warmup_steps)")
-      .text("hierarchy", &O::hierarchy,
+      .text_checked("hierarchy", &O::hierarchy, [](const std::string& text) { hierarchy_levels(text); },
             "HierarchicalModelAverager instead of `period`: period:group_size pairs by increasing period, e.g. "
             "\"2:2,8:4\" (every 2 steps within groups of 2 consecutive ranks, every 8 over all 4); the last "
             "group size is the world size");
 }
 
-namespace {
-
-// One level of a hierarchical averager: every `period` steps, within
-// groups of `group_size` consecutive ranks.
-struct AveragingLevel {
-  std::int64_t period = 0;
-  int group_size = 0;
-  std::unique_ptr<Communicator> group;  // null: the world
-};
-
-// "2:2,8:4" -> levels, checked as HierarchicalModelAverager checks them.
-std::vector<AveragingLevel> parse_hierarchy(const std::string& text, int world) {
-  std::vector<AveragingLevel> levels;
+std::vector<AveragingPeriod> hierarchy_levels(const std::string& text, int world) {
+  std::vector<AveragingPeriod> levels;
   std::size_t start = 0;
   const auto fail = [&](const std::string& problem) {
     throw ConfigError("hook.hierarchy", problem + ", got \"" + text + "\"");
+  };
+  const auto whole_number = [&](const std::string& digits) {
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      fail("wants whole numbers in period:group_size");
+    return std::stoll(digits);
   };
   while (start < text.size()) {
     const auto end = std::min(text.find(',', start), text.size());
     const auto item = text.substr(start, end - start);
     const auto colon = item.find(':');
     if (colon == std::string::npos) fail("wants period:group_size pairs separated by commas");
-    AveragingLevel level;
-    try {
-      level.period = std::stoll(item.substr(0, colon));
-      level.group_size = std::stoi(item.substr(colon + 1));
-    } catch (const std::logic_error&) {
-      fail("wants whole numbers in period:group_size");
-    }
-    if (level.period < 1 || level.group_size < 1 || world % level.group_size != 0)
-      fail("wants periods >= 1 and group sizes that divide the world size " + std::to_string(world));
+    const AveragingPeriod level{whole_number(item.substr(0, colon)), whole_number(item.substr(colon + 1))};
+    if (level.period < 1 || level.group_size < 1 || (world > 0 && world % level.group_size != 0))
+      fail(world > 0 ? "wants periods >= 1 and group sizes that divide the world size " + std::to_string(world)
+                     : std::string("wants periods and group sizes >= 1"));
     if (!levels.empty() && level.period <= levels.back().period) fail("wants increasing periods");
-    levels.push_back(std::move(level));
+    levels.push_back(level);
     start = end + 1;
   }
-  if (!levels.empty() && levels.back().group_size != world)
+  if (world > 0 && !levels.empty() && levels.back().group_size != world)
     fail("wants the last group size equal to the world size " + std::to_string(world));
   return levels;
 }
+
+namespace {
+
+// One level of a hierarchical averager, with its group.
+struct AveragingLevel {
+  std::int64_t period = 0;
+  int group_size = 0;
+  std::unique_ptr<Communicator> group;  // null: the world
+};
 
 // PyTorch's average_parameters: the parameters concatenated in registration
 // order, divided, allreduced, copied back. Not the flat buffer in bucket
@@ -96,10 +94,12 @@ class PostLocalSgdHook final : public CommHook {
     if (size > 0) check_group_size(world, size, "hook.subgroup_size");
     if (o.post_local_gradient_allreduce && size > 0 && size < world)
       subgroup_ = consecutive_group(env.comm, size, "hook.subgroup_size", "post-local-sgd");
-    levels_ = parse_hierarchy(o.hierarchy, world);
-    for (auto& level : levels_)
+    for (const auto& [period, group_size] : hierarchy_levels(o.hierarchy, world)) {
+      AveragingLevel level{period, static_cast<int>(group_size), nullptr};
       if (level.group_size != world)
         level.group = consecutive_group(env.comm, level.group_size, "hook.hierarchy", "averager");
+      levels_.push_back(std::move(level));
+    }
   }
 
   Future run(GradBucket& bucket) override {

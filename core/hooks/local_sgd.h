@@ -20,6 +20,18 @@ struct PostLocalSgdOptions {
   static Schema<PostLocalSgdOptions> schema();
 };
 
+// One level of HierarchicalModelAverager: every `period` steps, parameters
+// are averaged within groups of `group_size` consecutive ranks.
+struct AveragingPeriod {
+  std::int64_t period = 0;
+  std::int64_t group_size = 0;
+};
+
+// hook.hierarchy ("2:2,8:4") as HierarchicalModelAverager checks it: with a
+// world size (> 0), also that the group sizes divide it and the last is it.
+// Throws ConfigError naming hook.hierarchy.
+std::vector<AveragingPeriod> hierarchy_levels(const std::string& text, int world = 0);
+
 void register_local_sgd_hooks(HookRegistry& registry);
 
 // allreduce_hook's arithmetic on `comm`: divide by its size, then sum.

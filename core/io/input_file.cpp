@@ -1,5 +1,7 @@
 #include "core/io/input_file.h"
 
+#include "core/io/json_text.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -31,6 +33,17 @@ std::vector<char> read_input_file(const std::string& path, std::uint64_t max_byt
   if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
     throw std::runtime_error("cannot read " + path + " to its end (" + std::to_string(size) + " bytes)");
   return bytes;
+}
+
+nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) {
+  const auto bytes = read_input_file(path, max_bytes);
+  const std::string_view text(bytes.data(), bytes.size());
+  if (json_nesting_depth(text) > kMaxJsonDepth)
+    throw std::runtime_error(path + " nests arrays or objects more than " + std::to_string(kMaxJsonDepth) +
+                             " deep: not a file commtune wrote");
+  auto json = parse_bounded_json(text);
+  if (json.is_discarded()) throw std::runtime_error(path + " is not valid JSON");
+  return json;
 }
 
 }  // namespace commtune

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace commtune {
 
 inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{64} << 30;  // 64 GiB
@@ -19,5 +21,9 @@ std::string input_file_problem(const std::string& path);
 // The bytes of a regular file, at most `max_bytes`. Throws std::runtime_error
 // naming the file and the problem.
 std::vector<char> read_input_file(const std::string& path, std::uint64_t max_bytes = kMaxInputFileBytes);
+
+// A JSON file (comments allowed) of at most `max_bytes`, nesting at most
+// kMaxJsonDepth deep. Throws std::runtime_error naming the file.
+nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes = std::uint64_t{64} << 20);
 
 }  // namespace commtune

@@ -96,6 +96,7 @@ class Schema {
     ParamSpec spec;
     std::function<void(Options&, const nlohmann::json&)> assign;
     std::function<nlohmann::json(const Options&)> value;
+    std::function<void(const Options&)> check;  // a format beyond the kind's
   };
 
  public:
@@ -113,6 +114,14 @@ class Schema {
   }
   Schema& text(std::string name, std::string Options::*field, std::string doc) {
     return bind(std::move(name), ParamKind::Text, field, {}, {}, "", std::move(doc));
+  }
+  // Text with a format of its own: `check` throws ConfigError when the text is
+  // not in it, so nothing downstream (a generated file) sees a text it refuses.
+  Schema& text_checked(std::string name, std::string Options::*field, std::function<void(const std::string&)> check,
+                       std::string doc) {
+    text(std::move(name), field, std::move(doc));
+    bindings_.back().check = [field, check = std::move(check)](const Options& o) { check(o.*field); };
+    return *this;
   }
   // Text the user must give: a configuration without it is refused by name
   // when it is read, not later by whatever needed it.
@@ -139,6 +148,7 @@ class Schema {
       auto it = object.find(b.spec.name);
       if (it == object.end()) continue;
       b.assign(options, check_param(b.spec, *it, join_path(path, b.spec.name)));
+      if (b.check) b.check(options);
     }
     for (const auto& b : bindings_)
       if (b.spec.required && b.value(options) == "")
@@ -172,7 +182,7 @@ class Schema {
     spec.doc = std::move(doc);
     check_param(spec, spec.default_value, spec.name);  // a default outside its own range is a programming error
     bindings_.push_back({std::move(spec), [field](Options& o, const nlohmann::json& v) { o.*field = v.get<T>(); },
-                         [field](const Options& o) { return nlohmann::json(o.*field); }});
+                         [field](const Options& o) { return nlohmann::json(o.*field); }, {}});
     return *this;
   }
 

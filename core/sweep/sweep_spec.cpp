@@ -285,6 +285,16 @@ void check_hooks_act(const SweepSpec& spec) {
 
 SweepSpec SweepSpec::parse_new(const nlohmann::json& j) {
   auto spec = parse(j);
+  // Only TPE and successive halving rank trials: elsewhere an objective would be silently ignored.
+  const SweepOptions defaults;
+  const bool ranks = spec.options.strategy == "tpe" || spec.early_stopping.enabled();
+  if (!ranks && spec.options.objective != defaults.objective)
+    throw ConfigError("objective", "is used by TPE and by successive halving (early_stopping) to rank trials; a " +
+                                       spec.options.strategy + " sweep without early stopping runs every trial "
+                                       "anyway: leave it out, or choose strategy tpe or early_stopping");
+  if (!ranks && spec.options.objective_network != defaults.objective_network)
+    throw ConfigError("objective_network", "applies to the step_time objective of TPE or successive halving; this " +
+                                               spec.options.strategy + " sweep ranks nothing: leave it out");
   if (!spec.options.allow_inactive_hooks) check_hooks_act(spec);
   return spec;
 }
