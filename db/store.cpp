@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/io/json_text.h"
 #include "db/schema.h"
 
 namespace commtune::db {
@@ -37,12 +38,29 @@ std::string process_start_time(long pid) {
 
 nlohmann::json parse_json(const std::string& text) {
   if (text.empty()) return nullptr;
-  return nlohmann::json::parse(text, nullptr, false);
+  return parse_bounded_json(text);
 }
 
 constexpr const char* kRunColumns =
     "id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, steps_completed, "
     "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes";
+
+ConfigCheck& config_check() {
+  static ConfigCheck check;
+  return check;
+}
+
+// The stored configuration through the installed check, or {} and why not.
+void read_config(const std::string& text, RunRecord& r) {
+  const auto json = parse_json(text);
+  try {
+    if (!json.is_object()) throw std::runtime_error("not a JSON object");
+    r.config = config_check() ? config_check()(json) : json;
+  } catch (const std::exception& e) {
+    r.config = nlohmann::json::object();
+    r.config_problem = e.what();
+  }
+}
 
 RunRecord read_run(const Statement& s) {
   RunRecord r;
@@ -50,7 +68,7 @@ RunRecord read_run(const Statement& s) {
   r.sweep_id = s.optional_integer(1);
   r.trial = s.optional_integer(2);
   r.name = s.text(3);
-  r.config = parse_json(s.text(4));
+  read_config(s.text(4), r);
   r.status = s.text(5);
   r.host = s.text(6);
   r.owner = s.text(7);
@@ -87,6 +105,8 @@ std::string order_column(const std::string& key) {
 }
 
 }  // namespace
+
+void install_config_check(ConfigCheck check) { config_check() = std::move(check); }
 
 namespace {
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,7 +49,8 @@ struct RunRecord {
   std::optional<std::int64_t> sweep_id;
   std::optional<std::int64_t> trial;
   std::string name;
-  nlohmann::json config;
+  nlohmann::json config;       // checked by the installed configuration check; {} when it failed
+  std::string config_problem;  // why the stored configuration is not one ("" when it is)
   std::string status;
   std::string host;
   std::string owner;
@@ -66,6 +68,15 @@ struct RunRecord {
   std::string tags;        // the user's, comma-separated
   std::string notes;
 };
+
+// The store holds what any process wrote, and a file can be edited or come
+// from elsewhere: each run's configuration is checked as it is read, so one
+// bad row is shown as such instead of breaking every reader of the store.
+// The check returns the configuration to use (normalised) or throws with
+// why it is none. The engine installs the schema's (core/config); without
+// one, a configuration must be a JSON object.
+using ConfigCheck = std::function<nlohmann::json(const nlohmann::json&)>;
+void install_config_check(ConfigCheck check);
 
 // How a run (or one launch of it) ended.
 struct RunEnd {

@@ -144,6 +144,12 @@ bool Writer::commit(std::vector<Item>& batch) {
       std::lock_guard<std::mutex> lock(mutex_);
       error_ = why;
     }
+    // Hand the write-ahead log's pages to the database file and truncate it,
+    // so a full disk gets its room back once the store stops writing.
+    try {
+      store_->connection().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch (const Error&) {
+    }
     fail_tasks(why);
     return false;
   }

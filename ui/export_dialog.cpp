@@ -165,7 +165,7 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
                  QString("Run %1 %2: %3, %4")
                      .arg(run_id)
                      .arg(QString::fromStdString(run->name))
-                     .arg(QString::fromStdString(describe_hook(run->config)))
+                     .arg(QString::fromStdString(describe_hook(*run)))
                      .arg(QString::fromStdString(run->status))};
         for (const auto& a : store.artifacts(run_id))
           if (a.kind == "checkpoint" && std::filesystem::is_directory(a.path))

@@ -23,15 +23,27 @@ nlohmann::json load_raw_config(const std::string& path, const std::vector<std::s
 std::atomic<bool> g_stop{false};
 
 namespace {
-void on_stop_signal(int) { g_stop.store(true); }
+std::atomic<bool> g_stop_claimed{false};
+
+void on_stop_signal(int sig) {
+  g_stop.store(true);
+  if (!g_stop_claimed.load()) ::_exit(128 + sig);  // nothing started yet that needs stopping
+}
 }  // namespace
 
-void watch_stop_signals() {
+void install_stop_signals() {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &action, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction before {};
+    ::sigaction(sig, nullptr, &before);
+    if (sig == SIGHUP && before.sa_handler == SIG_IGN) continue;  // nohup
+    ::sigaction(sig, &action, nullptr);
+  }
 }
+
+void watch_stop_signals() { g_stop_claimed.store(true); }
 
 std::string store_path(const std::string& path) {
   const auto file = path.empty() ? db::default_store_path() : path;
@@ -136,6 +148,26 @@ void Table::print(std::ostream& out) const {
   for (const auto& row : rows_) line(row);
 }
 
+CLI::Validator number_between(double low, double high, bool above) {
+  const auto wanted = std::string("a number ") + (above ? "above " : "from ") + format("%g", low) + " to " +
+                      format("%g", high);
+  return CLI::Validator(
+      [=](std::string& text) {
+        try {
+          std::size_t used = 0;
+          const double v = std::stod(text, &used);
+          if (used == text.size() && std::isfinite(v) && (above ? v > low : v >= low) && v <= high) return std::string();
+        } catch (const std::logic_error&) {
+        }
+        return "wants " + wanted + ", got '" + text + "'";
+      },
+      wanted);
+}
+
+std::string json_text(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string format(const char* printf_format, double value) {
   char text[64];
   std::snprintf(text, sizeof text, printf_format, value);
@@ -200,7 +232,7 @@ nlohmann::json run_json(const db::RunRecord& r, bool full) {
                    {"name", r.name},
                    {"status", r.status},
                    {"reason", r.reason},
-                   {"hook", describe_hook(r.config)},
+                   {"hook", describe_hook(r)},
                    {"host", r.host},
                    {"world_size", r.world_size},
                    {"steps_requested", r.steps_requested},
@@ -211,6 +243,7 @@ nlohmann::json run_json(const db::RunRecord& r, bool full) {
                    {"finished_at", optional_json(r.finished_at)},
                    {"wall_s", r.wall_s},
                    {"final_loss", optional_json(r.final_loss)}};
+  if (!r.config_problem.empty()) j["config_problem"] = r.config_problem;
   if (full) {
     j["config"] = r.config;
     j["summary"] = r.summary;

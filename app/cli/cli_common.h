@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/launch/launcher.h"
@@ -32,8 +33,15 @@ int exit_code_for(const RunOutcome& outcome);
 // A raw configuration: the file's (when given), then each path=value override.
 nlohmann::json load_raw_config(const std::string& path, const std::vector<std::string>& overrides);
 
-// Set by SIGINT, SIGTERM and SIGHUP once watch_stop_signals() ran.
+// Set by SIGINT, SIGTERM and SIGHUP (SIGHUP not when it was ignored, as
+// under nohup). install_stop_signals() runs first thing in main, so a
+// signal is never lost, even one sent while the process starts (a
+// background job starts with SIGINT ignored); until a command claims the
+// signals with watch_stop_signals(), a signal ends the process at once
+// (exit status 128 + the signal). A command that claims them checks g_stop
+// and stops what it started.
 extern std::atomic<bool> g_stop;
+void install_stop_signals();
 void watch_stop_signals();
 
 // The store at `path` (default_store_path() when empty). Readers get a
@@ -47,6 +55,11 @@ std::string store_file_problem(const std::string& path);
 // folder that does not exist or is not writable. For output options, checked
 // before a run starts rather than after it ends.
 std::string output_file_problem(const std::string& path);
+
+// A number option's check: a finite number from `low` to `high` (`low`
+// itself excluded when `above`), saying what it wants. CLI11's own ranges
+// let NaN through and print the whole double range.
+CLI::Validator number_between(double low, double high, bool above = false);
 std::unique_ptr<db::Store> open_store(const std::string& path);
 std::unique_ptr<db::Writer> open_writer(const std::string& path);
 
@@ -68,6 +81,10 @@ class Table {
 // \x1b, \n and the like: run names and reasons come from a shared store, and
 // must not reach a terminal as escape sequences.
 std::string printable(std::string_view text);
+
+// JSON as text, for output: bytes that are not UTF-8 (a store row from
+// elsewhere) become U+FFFD instead of an exception.
+std::string json_text(const nlohmann::json& value, int indent = -1);
 
 std::string format(const char* printf_format, double value);
 std::string format_optional(const char* printf_format, const std::optional<double>& value, const char* missing = "-");

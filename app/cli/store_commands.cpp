@@ -19,7 +19,7 @@ std::string steps_text(const db::RunRecord& r) {
   return std::to_string(r.steps_completed) + "/" + std::to_string(r.steps_requested);
 }
 
-std::string label_of(const db::RunRecord& r) { return r.name.empty() ? describe_hook(r.config) : r.name; }
+std::string label_of(const db::RunRecord& r) { return r.name.empty() ? describe_hook(r) : r.name; }
 
 struct ListArgs {
   std::optional<std::int64_t> sweep;
@@ -34,7 +34,7 @@ int list_sweeps(const db::Store& store, bool as_json) {
   if (as_json) {
     auto out = nlohmann::json::array();
     for (const auto& s : sweeps) out.push_back(sweep_json(store, s));
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return kExitOk;
   }
   Table table({"sweep", "name", "status", "trials", "ended", "created"});
@@ -97,13 +97,13 @@ int list_command(const ListArgs& args, const Context& context) {
   if (args.as_json) {
     auto out = nlohmann::json::array();
     for (const auto& r : runs) out.push_back(run_json(r, false));
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return kExitOk;
   }
   Table table({"run", "sweep", "name", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
   for (const auto& r : runs)
     table.add({std::to_string(r.id), r.sweep_id ? std::to_string(*r.sweep_id) + "/" + std::to_string(*r.trial) : "-",
-               r.name.empty() ? "-" : r.name, r.status, describe_hook(r.config), std::to_string(r.world_size),
+               r.name.empty() ? "-" : r.name, r.status, describe_hook(r), std::to_string(r.world_size),
                steps_text(r), format_optional("%.4f", r.final_loss), format("%.1f", r.wall_s),
                format_time(r.created_at)});
   table.print(std::cout);
@@ -115,12 +115,12 @@ int show_sweep(const db::Store& store, std::int64_t id, bool as_json) {
   const auto sweep = store.sweep(id);
   if (!sweep) throw db::Error("there is no sweep " + std::to_string(id) + " in " + store.path());
   if (as_json) {
-    std::cout << sweep_json(store, *sweep).dump(2) << "\n";
+    std::cout << json_text(sweep_json(store, *sweep), 2) << "\n";
     return kExitOk;
   }
   std::cout << "sweep " << sweep->id << " '" << printable(sweep->name) << "': " << sweep->status << ", created "
             << format_time(sweep->created_at) << "\n"
-            << sweep->spec.dump(2) << "\n\n";
+            << json_text(sweep->spec, 2) << "\n\n";
   db::RunFilter filter;
   filter.sweep_id = id;
   Table table({"trial", "run", "label", "status", "steps", "last loss", "reason"});
@@ -139,7 +139,10 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
   const auto run = store->run(*run_id);
   if (!run) throw db::Error("there is no run " + std::to_string(*run_id) + " in " + store->path());
   if (config_only) {
-    std::cout << run->config.dump(2) << "\n";
+    if (!run->config_problem.empty())
+      throw db::Error("run " + std::to_string(run->id) + "'s stored configuration is unreadable: " +
+                      printable(run->config_problem));
+    std::cout << json_text(run->config, 2) << "\n";
     return kExitOk;
   }
   const auto digest = digest_run(*store, run->id);
@@ -156,18 +159,20 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
     out["stats"] = store->stat_names(run->id);
     out["events"] = events;
     out["artifacts"] = artifacts;
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return kExitOk;
   }
   std::cout << "run " << run->id << (run->name.empty() ? "" : " '" + printable(run->name) + "'") << ": "
-            << run->status << (run->reason.empty() ? "" : " (" + printable(run->reason) + ")") << "\n";
+            << printable(run->status) << (run->reason.empty() ? "" : " (" + printable(run->reason) + ")") << "\n";
+  if (!run->config_problem.empty())
+    std::cout << "  configuration is unreadable: " << printable(run->config_problem) << "\n";
   if (run->sweep_id) std::cout << "  sweep        " << *run->sweep_id << ", trial " << *run->trial << "\n";
-  std::cout << "  hook         " << describe_hook(run->config) << "\n"
-            << "  ranks        " << run->world_size << " on " << run->host << "\n"
+  std::cout << "  hook         " << printable(describe_hook(*run)) << "\n"
+            << "  ranks        " << run->world_size << " on " << printable(run->host) << "\n"
             << "  steps        " << steps_text(*run) << "\n"
             << "  created      " << format_time(run->created_at) << "\n"
             << "  wall         " << format("%.1f s", run->wall_s) << "\n"
-            << "  fingerprint  " << run->fingerprint << "\n"
+            << "  fingerprint  " << printable(run->fingerprint) << "\n"
             << "  last loss    " << format_optional("%.5f", digest.last_loss) << "\n"
             << "  tail loss    " << format_optional("%.5f", digest.loss) << " (mean of the last "
             << tail_window(digest.steps) << " steps)\n"
@@ -176,12 +181,13 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
             << format_optional("%.1fx", digest.compression_ratio) << "\n";
   std::cout << "parameters:\n";
   for (const auto& [name, value] : store->params(run->id))
-    std::cout << "  " << printable(name) << " = " << value.dump() << "\n";
+    std::cout << "  " << printable(name) << " = " << json_text(value) << "\n";
   std::cout << "statistics: ";
   for (const auto& name : store->stat_names(run->id)) std::cout << printable(name) << " ";
   std::cout << "\n";
   for (const auto& e : events)
-    std::cout << "event rank " << e["rank"] << " " << e["kind"].get<std::string>() << ": " << e["body"].dump() << "\n";
+    std::cout << "event rank " << e["rank"] << " " << printable(e["kind"].get<std::string>()) << ": "
+              << printable(json_text(e["body"])) << "\n";
   for (const auto& a : artifacts)
     std::cout << "artifact " << printable(a["kind"].get<std::string>()) << ": "
               << printable(a["path"].get<std::string>()) << "\n";
@@ -199,7 +205,7 @@ std::vector<std::string> differing_params(const std::vector<std::map<std::string
   for (const auto& name : names) {
     std::set<std::string> values;
     for (const auto& p : params)
-      if (p.count(name)) values.insert(p.at(name).dump());
+      if (p.count(name)) values.insert(json_text(p.at(name)));
     if (values.size() > 1) out.push_back(name);
   }
   return out;
@@ -289,12 +295,12 @@ int compare_command(const CompareArgs& args, const Context& context) {
   for (const auto& row : rows)
     if (!first_baseline && row["baseline"].get<bool>()) first_baseline = row["id"].get<std::int64_t>();
   if (args.as_json) {
-    std::cout << nlohmann::json{{"baseline_run",
+    std::cout << json_text(nlohmann::json{{"baseline_run",
                                  first_baseline ? nlohmann::json(*first_baseline) : nlohmann::json(nullptr)},
                                 {"params", columns},
                                 {"runs", rows},
-                                {"configurations", replicated}}
-                     .dump(2)
+                                {"configurations", replicated}},
+                               2)
               << "\n";
     return kExitOk;
   }
@@ -308,7 +314,7 @@ int compare_command(const CompareArgs& args, const Context& context) {
                                    label_of(runs[i]), runs[i].status, steps_text(runs[i])};
     for (const auto& c : columns) {
       const auto& v = row["params"][c];
-      cells.push_back(v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : v.dump());
+      cells.push_back(v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : json_text(v));
     }
     cells.push_back(format_optional("%.5f", digests[i].loss));
     cells.push_back(row["loss_change"].is_null() ? "-" : format("%+.2f%%", 100 * row["loss_change"].get<double>()));

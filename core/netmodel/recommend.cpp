@@ -62,6 +62,10 @@ std::string describe_hook(const nlohmann::json& config) {
   return text;
 }
 
+std::string describe_hook(const db::RunRecord& run) {
+  return run.config_problem.empty() ? describe_hook(run.config) : "(unreadable configuration)";
+}
+
 std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids) {
   std::optional<std::int64_t> best;
   std::int64_t best_steps = -1;

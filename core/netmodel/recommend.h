@@ -80,5 +80,8 @@ std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, cons
 
 // "powersgd (fp16 wrapper)" and the like.
 std::string describe_hook(const nlohmann::json& config);
+// A stored run's hook, or "(unreadable configuration)" for a row whose
+// configuration the schema refused (db::RunRecord::config_problem).
+std::string describe_hook(const db::RunRecord& run);
 
 }  // namespace commtune

@@ -149,6 +149,9 @@ void SweepExecution::load() {
   db::RunFilter filter;
   filter.sweep_id = id_;
   for (auto& run : store().call([filter](db::Store& s) { return s.runs(filter); }).get()) {
+    if (!run.config_problem.empty())
+      throw db::Error("sweep " + std::to_string(id_) + "'s trial run " + std::to_string(run.id) +
+                      " has no usable configuration (" + run.config_problem + "): the sweep cannot be resumed");
     Trial t;
     t.config = RunConfig::parse(run.config);
     t.run = std::move(run);

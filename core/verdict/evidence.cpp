@@ -238,12 +238,12 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
   std::map<std::string, std::size_t> by_key;
   for (const auto id : run_ids) {
     const auto run = store.run(id);
-    if (!run || e.config_of_run_.count(id)) continue;
+    if (!run || !run->config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
     const auto key = replicate_key(run->config) + "|" + std::to_string(run->steps_requested);
     auto [at, added] = by_key.emplace(key, e.configurations_.size());
     if (added) {
       Configuration c;
-      c.hook = describe_hook(run->config);
+      c.hook = describe_hook(*run);
       c.label = run->name.empty() ? c.hook : without_seed(run->name);
       if (c.label.empty()) c.label = c.hook;
       c.config = run->config;

@@ -84,7 +84,7 @@ AnalysisData compute(const Query& q) {
     const auto c = evidence.configuration_of(run.id);
     AnalysisPoint p;
     p.run_id = run.id;
-    p.label = QString::fromStdString(run.name.empty() ? describe_hook(run.config) : run.name);
+    p.label = QString::fromStdString(run.name.empty() ? describe_hook(run) : run.name);
     p.loss = *digest.loss;
     p.wire_mb = digest.wire_mb;
     p.step_ms = digest.step_ms;

@@ -108,7 +108,7 @@ void DashboardPage::follow_stored_run(qint64 run_id) {
         db::Store store(path, db::Store::Access::ReadOnly);
         const auto run = store.run(run_id);
         if (!run) throw db::Error("there is no run " + std::to_string(run_id));
-        return Found{QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name),
+        return Found{QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name),
                      run->steps_requested, run->status == db::status::kRunning};
       },
       [this, run_id](const Outcome<Found>& found) {

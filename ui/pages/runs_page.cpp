@@ -412,7 +412,7 @@ void RunsPage::refresh() {
           } catch (const std::exception&) {  // a spec this build no longer reads: its runs still show
           }
         for (auto& r : store.runs())
-          out.rows.push_back({r, describe_hook(r.config), digest_run(store, r.id), store.params(r.id)});
+          out.rows.push_back({r, describe_hook(r), digest_run(store, r.id), store.params(r.id)});
         return out;
       },
       [this](const Outcome<Loaded>& out) {
@@ -629,7 +629,7 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
           }
           out.push_back({id,
                          QString("%1 %2").arg(id).arg(
-                             QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name)),
+                             QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name)),
                          stored_points(id, store.steps(id)), std::move(buckets)});
         }
         return out;
@@ -671,7 +671,7 @@ void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
         for (const auto id : ids) {
           const auto run = store.run(id);
           if (!run) continue;
-          Compared c{id, QString::fromStdString(run->name.empty() ? describe_hook(run->config) : run->name), {},
+          Compared c{id, QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name), {},
                      digest_run(store, id)};
           for (const auto& [name, value] : store.params(id)) c.params[name] = param_text(run->config, name, value);
           out.runs.push_back(std::move(c));
