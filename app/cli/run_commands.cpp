@@ -20,7 +20,7 @@ namespace commtune::cli {
 namespace {
 
 struct RunArgs {
-  std::string config_path, summary_path, metrics_path, name;
+  std::string config_path, summary_path, metrics_path, name, on_store_error = "stop";
   std::vector<std::string> overrides;
   bool quiet = false, verbose = false, no_store = false;
 };
@@ -55,6 +55,7 @@ bool write_summary(const nlohmann::json& summary, const std::string& path) {
 }
 
 int run_command(const RunArgs& args, const Context& context) {
+  watch_stop_signals();  // from here a signal cancels the run, even one before its workers start
   const auto config = RunConfig::parse(load_raw_config(args.config_path, args.overrides));
   const int world_size = job_world_size(config);
   if (const auto warning = hook_inactivity_warning(config.to_json()); !warning.empty())
@@ -69,12 +70,12 @@ int run_command(const RunArgs& args, const Context& context) {
   request.echo_worker_output = args.verbose;
   request.store = store.get();
   request.name = args.name;
+  request.train_without_store = args.on_store_error == "continue";
   if (!args.quiet) request.subscribers.push_back(&progress);
   if (!args.metrics_path.empty()) {
     metrics = std::make_unique<MetricsFile>(args.metrics_path);
     request.subscribers.push_back(metrics.get());
   }
-  watch_stop_signals();
   request.cancel = &g_stop;
 
   const auto result = run_job(request);
@@ -130,43 +131,57 @@ struct ImportArgs {
 // `import`: a run launched elsewhere (torchrun, srun) into the store, from
 // its event files; with --follow while it runs, so every view shows it live.
 int import_command(const ImportArgs& args, const Context& context) {
+  watch_stop_signals();
   const auto writer = open_writer(context.db);
   EventFilesOptions options;
   options.paths = args.paths;
   options.follow = args.follow;
   options.quiet_limit = std::chrono::milliseconds(static_cast<std::int64_t>(1000 * args.quiet_limit_s));
-  watch_stop_signals();
   options.cancel = &g_stop;
 
   std::optional<std::int64_t> run_id;
   std::unique_ptr<RunSummary> summary;
   std::unique_ptr<RunRecorder> recorder;
   std::unique_ptr<ProgressLine> progress;
-  const auto run = read_event_files(
-      options, {}, [&](const nlohmann::json& config, int world_size) -> std::vector<EventSubscriber*> {
-        db::NewRun stored;
-        stored.name = args.name.empty() ? "imported " + args.paths.front() : args.name;
-        stored.config = config;
-        stored.world_size = world_size;
-        try {
-          const auto parsed = RunConfig::parse(config);
-          stored.config = parsed.to_json();
-          stored.steps_requested = parsed.run.steps;
-          stored.fingerprint = run_fingerprint(parsed);
-        } catch (const ConfigError&) {  // a configuration from another version: kept as it is
-        }
-        run_id = writer->call([stored](db::Store& s) { return s.create_run(stored); }).get();
-        std::fprintf(stderr, "commtune: %s run %lld in %s\n", args.follow ? "streaming into" : "importing as",
-                     static_cast<long long>(*run_id), writer->path().c_str());
-        summary = std::make_unique<RunSummary>(world_size);
-        recorder = std::make_unique<RunRecorder>(*writer, *run_id, 0, RunRecorder::WallClock::StepTimes);
-        std::vector<EventSubscriber*> subscribers{summary.get(), recorder.get()};
-        if (args.follow && !args.quiet) {
-          progress = std::make_unique<ProgressLine>(world_size, stored.steps_requested);
-          subscribers.push_back(progress.get());
-        }
-        return subscribers;
-      });
+  const auto on_start = [&](const nlohmann::json& config, int world_size) -> std::vector<EventSubscriber*> {
+    // The configuration enters the store as every other does: through the
+    // schema, or not at all (nothing is stored, the files stay as they are).
+    db::NewRun stored;
+    stored.name = args.name.empty() ? "imported " + args.paths.front() : args.name;
+    stored.world_size = world_size;
+    try {
+      const auto parsed = RunConfig::parse(config);
+      stored.config = parsed.to_json();
+      stored.steps_requested = parsed.run.steps;
+      stored.fingerprint = run_fingerprint(parsed);
+    } catch (const ConfigError& e) {
+      throw std::runtime_error("the run's configuration in " + args.paths.front() +
+                               " is not one this build runs, so it is not imported: " + e.what());
+    }
+    run_id = writer->call([stored](db::Store& s) { return s.create_run(stored); }).get();
+    std::fprintf(stderr, "commtune: %s run %lld in %s\n", args.follow ? "streaming into" : "importing as",
+                 static_cast<long long>(*run_id), writer->path().c_str());
+    summary = std::make_unique<RunSummary>(world_size);
+    recorder = std::make_unique<RunRecorder>(*writer, *run_id, 0, RunRecorder::WallClock::StepTimes);
+    std::vector<EventSubscriber*> subscribers{summary.get(), recorder.get()};
+    if (args.follow && !args.quiet) {
+      progress = std::make_unique<ProgressLine>(world_size, stored.steps_requested);
+      subscribers.push_back(progress.get());
+    }
+    return subscribers;
+  };
+  EventFilesRun run;
+  try {
+    run = read_event_files(options, {}, on_start);
+  } catch (const std::exception& e) {
+    // A file that turns bad halfway: the run stored so far ends as failed, never left running.
+    if (run_id) {
+      RunOutcome failed;
+      failed.reason = printable(e.what());
+      record_run_end(*writer, *run_id, failed, *summary, summary->to_json(failed, nlohmann::json::object()));
+    }
+    throw;
+  }
   if (progress) progress->finish();
   const auto result = summary->to_json(run.outcome, run.config);
   record_run_end(*writer, *run_id, run.outcome, *summary, result);
@@ -202,6 +217,10 @@ void add_run_commands(CLI::App& app, Context& context) {
   run->add_option("--metrics", args->metrics_path, "write every rank's per-step metrics here (JSON Lines)")
       ->check(output_file_problem, "FILE");
   run->add_flag("--no-store", args->no_store, "do not record the run in the run store");
+  run->add_option("--on-store-error", args->on_store_error,
+                  "when the run store stops writing (a full disk): stop the run (stop, the default) or train on "
+                  "without recording it (continue, warned on stderr)")
+      ->check(CLI::IsMember({"stop", "continue"}));
   run->add_flag("-q,--quiet", args->quiet, "no live progress line");
   run->add_flag("-v,--verbose", args->verbose, "echo the workers' output, prefixed by rank");
   run->callback([args, &context] { context.exit_code = run_command(*args, context); });
@@ -233,7 +252,7 @@ void add_run_commands(CLI::App& app, Context& context) {
   import->add_option("-n,--name", iargs->name, "a name for the stored run");
   import->add_option("--quiet-after", iargs->quiet_limit_s,
                      "following: give up on ranks whose events stopped this many seconds ago (default 120)")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(number_between(0.1, 86400));
   import->add_option("--summary", iargs->summary_path, "also write the run summary (JSON) here")
       ->check(output_file_problem, "FILE");
   import->add_flag("-q,--quiet", iargs->quiet, "no live progress line");

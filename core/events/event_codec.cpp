@@ -1,6 +1,9 @@
 #include "core/events/event_codec.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "core/io/json_text.h"
 
 namespace commtune::events {
 
@@ -51,6 +54,19 @@ void finish_frame(std::string& out, size_t at) {
 
 constexpr size_t kMaxFrame = 64u << 20;
 
+// Every step record carries its statistics' names (copied per record): a
+// bound on a name's length bounds what a small file can make the reader
+// allocate. The engine's names are short identifiers ("compression_ratio").
+constexpr size_t kMaxStatNameBytes = 128;
+// A message is one JSON object of a few kilobytes (run_start with its configuration, buckets).
+constexpr size_t kMaxMessageBytes = 4u << 20;
+
+// Printable ASCII, 1 to kMaxStatNameBytes long: what a statistic's name may be.
+bool valid_stat_name(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxStatNameBytes &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
 }  // namespace
 
 std::string_view Event::kind() const {
@@ -75,9 +91,12 @@ std::uint16_t Encoder::intern(std::string& out, const std::string& name) {
   if (ids_.size() >= 0xFFFF) throw std::length_error("too many distinct statistic names in one event stream");
   const auto id = static_cast<std::uint16_t>(ids_.size());
   ids_.emplace(name, id);
+  if (!valid_stat_name(name))
+    throw std::invalid_argument("statistic name '" + name.substr(0, kMaxStatNameBytes) +
+                                "' is not 1 to 128 printable ASCII characters");
   const auto at = begin_frame(out, FrameType::StatName);
   put<std::uint16_t>(out, id);
-  const auto length = static_cast<std::uint16_t>(std::min<size_t>(name.size(), 0xFFFF));
+  const auto length = static_cast<std::uint16_t>(name.size());
   put<std::uint16_t>(out, length);
   out.append(name.data(), length);
   finish_frame(out, at);
@@ -136,7 +155,11 @@ std::vector<Event> Decoder::feed(std::string_view bytes) {
       Reader in(body);
       const auto id = in.get<std::uint16_t>();
       const auto n = in.get<std::uint16_t>();
-      names_[id] = std::string(in.bytes(n));
+      const auto name = in.bytes(n);
+      if (!valid_stat_name(name))
+        throw ProtocolError("statistic name of " + std::to_string(n) +
+                            " bytes is not 1 to 128 printable ASCII characters");
+      names_[id] = std::string(name);
     } else {
       events.push_back(decode(type, body));
     }
@@ -196,7 +219,11 @@ Event Decoder::decode(FrameType type, std::string_view body) {
       return Event{rank_, std::move(r)};
     }
     case FrameType::Message: {
-      auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+      if (body.size() > kMaxMessageBytes)
+        throw ProtocolError("event message of " + std::to_string(body.size()) + " bytes is not plausible");
+      if (json_nesting_depth(body) > kMaxJsonDepth)
+        throw ProtocolError("event message nests more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+      auto j = parse_bounded_json(body);
       if (!j.is_object()) throw ProtocolError("event message is not a JSON object");
       return Event{rank_, std::move(j)};
     }

@@ -5,9 +5,11 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "core/io/input_file.h"
 
@@ -51,12 +53,12 @@ class EventFilesReader {
         continue;
       }
       if (all_ended()) break;
-      if (grew) continue;
+      // Each rank by its own clock: one rank's silence counts while another still writes.
       if (const auto idle = quiet_ranks(started); !idle.empty()) {
         give_up(idle);
         break;
       }
-      std::this_thread::sleep_for(options_.poll);
+      if (!grew) std::this_thread::sleep_for(options_.poll);
     }
     return finish(std::nullopt, "");
   }
@@ -136,6 +138,11 @@ class EventFilesReader {
     }
     auto& rank = outcome_.ranks.at(static_cast<std::size_t>(event.rank));
     note_rank_event(rank, event);
+    if (const auto* step = event.step()) {
+      last_step_.resize(outcome_.ranks.size(), -1);
+      auto& last = last_step_[static_cast<std::size_t>(event.rank)];
+      last = std::max(last, step->step);
+    }
     const auto kind = event.kind();
     if (kind == "run_end") {
       rank.exit_code = 0;
@@ -182,15 +189,54 @@ class EventFilesReader {
   }
 
   void give_up(const std::vector<int>& ranks) {
-    const auto seconds = std::to_string(options_.quiet_limit.count() / 1000);
-    for (const int r : ranks) {
-      if (world_size_ == 0) break;
-      auto& rank = outcome_.ranks[static_cast<std::size_t>(r)];
-      if (rank.error.empty())
-        rank.error = ranks_seen_.count(r) ? "its events stopped " + seconds + " s ago without an end (its node may be gone)"
-                                          : "no event file appeared for it in " + seconds + " s";
-    }
-    if (world_size_ == 0) no_files_reason_ = "no event file appeared in " + seconds + " s";
+    for (const int r : ranks)
+      if (world_size_ > 0) silent_.insert(r);
+    if (world_size_ == 0) no_files_reason_ = "no event file appeared in " + seconds_quiet() + " s";
+  }
+
+  std::string seconds_quiet() const { return std::to_string(options_.quiet_limit.count() / 1000); }
+
+  std::int64_t last_step(int rank) const {
+    return static_cast<std::size_t>(rank) < last_step_.size() ? last_step_[static_cast<std::size_t>(rank)] : -1;
+  }
+
+  // Why rank `r`, which did not report an end, failed the run.
+  std::string failure_of(const RankOutcome& r) const {
+    if (!r.error.empty()) return r.error;
+    if (!ranks_seen_.count(r.rank))
+      return options_.follow ? "no event file appeared for it in " + seconds_quiet() + " s"
+                             : "no event file was given for it";
+    const auto where = last_step(r.rank) < 0 ? std::string("before its first step")
+                                             : "after step " + std::to_string(last_step(r.rank));
+    if (silent_.count(r.rank))
+      return "its events stopped " + where + " and nothing came for " + seconds_quiet() +
+             " s, without an end (its node may be gone)";
+    return "its events end " + where + ", before the run does";
+  }
+
+  // The rank to blame among those that did not end: one that reported its
+  // own error first, then the one whose events stopped earliest (its peers
+  // usually stop later, waiting for it), a communication error last.
+  const RankOutcome* culprit() const {
+    const auto order = [&](const RankOutcome& r) {
+      const int kind = !r.error.empty() && r.error_kind != "communication" ? 0 : r.error.empty() ? 1 : 2;
+      return std::make_tuple(kind, ranks_seen_.count(r.rank) ? last_step(r.rank) : -2, r.rank);
+    };
+    const RankOutcome* blamed = nullptr;
+    for (const auto& r : outcome_.ranks)
+      if (!r.reported_end && (!blamed || order(r) < order(*blamed))) blamed = &r;
+    return blamed;
+  }
+
+  // Ranks that reported an end but whose steps stop short of the run's:
+  // the first such, with its last step.
+  std::optional<std::pair<int, std::int64_t>> ended_short() const {
+    const auto steps = config_.is_object() ? config_.value("steps", nlohmann::json()) : nlohmann::json();
+    if (!steps.is_number_integer()) return std::nullopt;
+    for (const auto& r : outcome_.ranks)
+      if (r.reported_end && last_step(r.rank) + 1 < steps.get<std::int64_t>())
+        return std::make_pair(r.rank, last_step(r.rank));
+    return std::nullopt;
   }
 
   EventFilesRun finish(std::optional<RunStatus> forced, const std::string& reason) {
@@ -206,19 +252,16 @@ class EventFilesReader {
       outcome_.status = RunStatus::Failed;
       outcome_.reason = no_files_reason_.empty() ? "the event files hold no events" : no_files_reason_;
     } else {
-      for (const auto& r : outcome_.ranks) {
-        if (r.reported_end) continue;
+      if (const auto* r = culprit()) {
         outcome_.status = RunStatus::Failed;
-        const bool blame = !outcome_.failed_rank ||
-                           (!r.error.empty() && r.error_kind != "communication" &&
-                            outcome_.ranks[static_cast<std::size_t>(*outcome_.failed_rank)].error_kind == "communication");
-        if (blame) {
-          outcome_.failed_rank = r.rank;
-          outcome_.reason = "rank " + std::to_string(r.rank) + " failed: " +
-                            (r.error.empty() ? (ranks_seen_.count(r.rank) ? "its events end before the run does"
-                                                                           : "no event file was given for it")
-                                             : r.error);
-        }
+        outcome_.failed_rank = r->rank;
+        outcome_.reason = "rank " + std::to_string(r->rank) + " failed: " + failure_of(*r);
+      } else if (const auto short_end = ended_short()) {
+        outcome_.status = RunStatus::Failed;
+        outcome_.failed_rank = short_end->first;
+        outcome_.reason = "rank " + std::to_string(short_end->first) + " reported an end after step " +
+                          std::to_string(short_end->second) + " of a run of " +
+                          config_.value("steps", nlohmann::json()).dump() + " steps";
       }
       mark_divergence(outcome_);
     }
@@ -239,6 +282,8 @@ class EventFilesReader {
   std::vector<events::Event> early_;  // before the run's start, for subscribers added then
   std::string chunk_;
   std::string no_files_reason_;
+  std::vector<std::int64_t> last_step_;  // per rank, -1 before its first step
+  std::set<int> silent_;                 // ranks given up for silence
 };
 
 }  // namespace

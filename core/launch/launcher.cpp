@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -103,6 +104,7 @@ class Job {
   const std::vector<EventSubscriber*>& subscribers_;
   std::vector<Worker> workers_;
   std::vector<int> failure_order_;  // ranks in the order their failures were seen
+  std::string abort_reason_;        // from LaunchOptions::abort_reason, once it answered
 };
 
 void Job::spawn(int rank, const std::string& config_path, const std::string& store_file) {
@@ -376,7 +378,8 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
     reap();
     note_failures();
 
-    if (!stopping && (!failure_order_.empty() || (cancel && cancel->load()))) {
+    if (!stopping && abort_reason_.empty() && options_.abort_reason) abort_reason_ = options_.abort_reason();
+    if (!stopping && (!failure_order_.empty() || !abort_reason_.empty() || (cancel && cancel->load()))) {
       cancelled = failure_order_.empty();
       for (auto& w : workers_)
         if (!w.exited) w.state_at_failure = process_state(w.outcome.pid);
@@ -417,6 +420,10 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
     outcome.ranks.push_back(w.outcome);
   }
   decide(outcome, cancelled);
+  if (!abort_reason_.empty() && outcome.status == RunStatus::Cancelled) {
+    outcome.status = RunStatus::Failed;
+    outcome.reason = abort_reason_;
+  }
   outcome.wall_s = std::chrono::duration<double>(steady::now() - started).count();
   return outcome;
 }
@@ -449,6 +456,10 @@ void note_rank_event(RankOutcome& rank, const events::Event& event) {
     const auto& m = *event.message();
     rank.nonfinite = NonfiniteReport{m.value("step", std::int64_t{0}), m.value("what", "loss"), m.value("value", "nan")};
   }
+  // A non-finite loss is a divergence whether or not the rank said so (a
+  // stream from elsewhere may carry the numbers without the message).
+  if (const auto* step = event.step(); step && !std::isfinite(step->loss) && !rank.nonfinite)
+    rank.nonfinite = NonfiniteReport{step->step, "loss", std::isnan(step->loss) ? "nan" : step->loss > 0 ? "inf" : "-inf"};
 }
 
 nlohmann::json RunOutcome::nonfinite_json() const {
