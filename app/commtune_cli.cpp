@@ -34,6 +34,7 @@ std::optional<std::string> unknown_command(CLI::App& app, int argc, char** argv)
 
 int main(int argc, char** argv) {
   using namespace commtune::cli;
+  install_stop_signals();
   CLI::App app{"commtune: tune and visualise how data-parallel training communicates gradients"};
   app.set_version_flag("--version", commtune::version_text());
   app.require_subcommand(1);

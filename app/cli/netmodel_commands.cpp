@@ -14,22 +14,6 @@
 namespace commtune::cli {
 namespace {
 
-// CLI11's own range checks print the whole double range; these say what is wanted.
-CLI::Validator number_above(double floor, bool or_equal) {
-  const std::string wanted = std::string("a number ") + (or_equal ? "of at least " : "above ") + format("%g", floor);
-  return CLI::Validator(
-      [=](std::string& text) {
-        try {
-          std::size_t used = 0;
-          const double v = std::stod(text, &used);
-          if (used == text.size() && std::isfinite(v) && (or_equal ? v >= floor : v > floor)) return std::string();
-        } catch (const std::logic_error&) {
-        }
-        return "wants " + wanted + ", got '" + text + "'";
-      },
-      wanted);
-}
-
 struct ClusterArgs {
   std::vector<std::string> networks;
   std::optional<int> nodes;
@@ -45,12 +29,12 @@ void add_cluster_options(CLI::App& command, ClusterArgs& args, const std::string
           "link between nodes: 100mbit, 1gbit, 10gbit, 25gbit, 100gbit or nvlink (default " + default_networks + ")")
       ->delimiter(',');
   command.add_option("--bandwidth-gbit", args.bandwidth_gbit, "a custom link between nodes: bandwidth in Gbit/s")
-      ->check(number_above(0, false));
+      ->check(number_between(0, 1e6, true));
   command.add_option("--latency-us", args.latency_us, "and its latency in microseconds (default 20)")
-      ->check(number_above(0, true));
+      ->check(number_between(0, 1e9));
   command.add_option("--nodes", args.nodes, "nodes in the target cluster (default: the run's ranks)")
-      ->check(number_above(0, false));
-  command.add_option("--gpus-per-node", args.gpus_per_node, "ranks per node (default 1)")->check(number_above(0, false));
+      ->check(number_between(1, 1e6));
+  command.add_option("--gpus-per-node", args.gpus_per_node, "ranks per node (default 1)")->check(number_between(1, 1024));
   command.add_option("--intra", args.intra, "link between ranks of one node (default nvlink)");
 }
 
@@ -85,13 +69,13 @@ void add_compute_options(CLI::App& command, ComputeArgs& args) {
   auto* scale = command
                     .add_option("--compute-scale", args.scale,
                                 "the target computes this many times as long as the measured run (0.05: 20x faster)")
-                    ->check(number_above(0, false));
+                    ->check(number_between(0, 1e6, true));
   auto* given = command
                     .add_option("--compute-ms", args.forward_backward_ms,
                                 "the target's forward and backward time per step in ms: FWD,BWD")
                     ->delimiter(',')
                     ->expected(2)
-                    ->check(number_above(0, false));
+                    ->check(number_between(0, 1e9, true));
   auto* from = command.add_option("--compute-from", args.from_run,
                                   "take compute from this run, recorded on the target machine (same model and batch)");
   scale->excludes(given)->excludes(from);
@@ -342,11 +326,11 @@ void add_netmodel_commands(CLI::App& app, Context& context) {
   recommend_cmd
       ->add_option("--tolerance", recommend_args->tolerance,
                    "how much worse a loss may be than the baseline's, relative (default 0.01: 1%)")
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(number_between(0, 10));
   recommend_cmd
       ->add_option("--min-speedup", recommend_args->min_speedup,
                    "predicted speedups below this are within the model's error (default 1.05)")
-      ->check(CLI::Range(1.0, 100.0));
+      ->check(number_between(1, 100));
   recommend_cmd->add_option("--export", recommend_args->export_dir,
                             "write the recommended configuration here for production (export production)");
   recommend_cmd->add_flag("--json", recommend_args->as_json, "machine-readable");

@@ -1,6 +1,7 @@
 #include "core/launch/job.h"
 
 #include <cmath>
+#include <cstdio>
 #include <memory>
 
 #include "core/dist/devices.h"
@@ -11,10 +12,7 @@ namespace commtune {
 
 int job_world_size(const RunConfig& config) {
   const int world_size = resolve_world_size(config.run.world_size, config.run.device);
-  config.network.emulated_cluster(world_size);  // throws when ranks_per_node does not fit
-  if (config.debug.fail_rank >= world_size)
-    throw ConfigError("debug.fail_rank", "is " + std::to_string(config.debug.fail_rank) + ", but the run's ranks are 0.." +
-                                             std::to_string(world_size - 1) + " (-1: no injected failure)");
+  config.check_world_size(world_size);
   constexpr int kMaxRanksPerCore = 4;
   const int cores = static_cast<int>(allowed_cores().size());
   const bool on_cpu = config.run.device == "cpu" || cuda_device_count() == 0;
@@ -91,6 +89,21 @@ JobResult run_job(const JobRequest& request) {
     if (run_subscriber) subscribers.push_back(run_subscriber.get());
   }
 
+  if (request.store) {
+    auto warned = std::make_shared<bool>(false);
+    options.abort_reason = [store = request.store, go_on = request.train_without_store, warned]() -> std::string {
+      const auto why = store->error();
+      if (why.empty()) return "";
+      if (!go_on) return "the run store " + store->path() + " stopped writing (" + why + "): the run was stopped";
+      if (!*warned)
+        std::fprintf(stderr,
+                     "commtune: WARNING: the run store %s stopped writing (%s); the run trains on and NOTHING more "
+                     "of it is recorded\n",
+                     store->path().c_str(), why.c_str());
+      *warned = true;
+      return "";
+    };
+  }
   try {
     result.outcome = launch(options, subscribers, request.cancel);
   } catch (const std::exception& e) {
@@ -115,8 +128,24 @@ void record_run_end(db::Writer& store, std::int64_t run_id, const RunOutcome& ou
   end.final_loss = summary.last_loss();
   end.wall_s = prior_wall_s + outcome.wall_s;
   end.summary = summary_json;
-  store.call([run_id, end](db::Store& s) { s.finish_run(run_id, end); });
-  store.flush();
+  if (store.error().empty()) {
+    store.call([run_id, end](db::Store& s) { s.finish_run(run_id, end); });
+    try {
+      store.flush();
+      return;
+    } catch (const db::Error&) {
+    }
+  }
+  // The writer stopped (a full disk): one last try on a connection of its
+  // own, which a disk with room again lets through. Else the run stays
+  // running until the next process that opens the store marks it interrupted.
+  try {
+    db::Store direct(store.path());
+    direct.finish_run(run_id, end);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "commtune: the end of run %lld could not be recorded: %s\n", static_cast<long long>(run_id),
+                 e.what());
+  }
 }
 
 }  // namespace commtune

@@ -41,6 +41,9 @@ struct JobRequest {
   std::optional<std::int64_t> sweep_id;
   std::optional<std::int64_t> trial;
   std::optional<std::int64_t> continue_run;
+  // When the store stops writing (a full disk): stop the run, which fails
+  // saying why (the default), or train on unrecorded, warned on stderr.
+  bool train_without_store = false;
 };
 
 struct JobResult {

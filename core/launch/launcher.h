@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct LaunchOptions {
   bool echo_worker_output = false;                       // copy workers' output to stderr, prefixed
   std::vector<std::vector<int>> rank_cpus;               // per rank, the cores it may run on (empty: any)
   std::vector<std::pair<std::string, std::string>> env;  // extra environment for the workers
+  // Polled while the ranks run: a non-empty answer stops them, and the run
+  // fails with it as the reason (the store that records it stopped writing).
+  std::function<std::string()> abort_reason;
 };
 
 // Diverged: a rank's loss (or gradient norm) became NaN or infinite; a

@@ -70,44 +70,75 @@ void TrainingState::save(const std::string& folder, std::int64_t next_step, int 
   write_pickle_file(checkpoint_file(folder, rank), root);
 }
 
-namespace {
-
 Dict read_checkpoint(const std::string& folder, int rank) {
   const auto file = checkpoint_file(folder, rank);
   if (!std::filesystem::exists(file))
-    throw ConfigError("checkpoint.resume", file + " does not exist (is " + folder + " a step-NNNNNN checkpoint folder?)");
-  c10::IValue value;
-  try {
-    value = read_pickle_file(file);
-  } catch (const std::exception& e) {
-    throw ConfigError("checkpoint.resume", e.what());
-  }
-  if (!value.isGenericDict()) throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
+    throw std::runtime_error(file + " does not exist (is " + folder + " a step-NNNNNN checkpoint folder?)");
+  const auto value = read_pickle_file(file);
+  if (!value.isGenericDict()) throw std::runtime_error(file + " is not a commtune checkpoint");
   auto root = value.toGenericDict();
   if (!root.contains("format") || !root.at("format").isString() || root.at("format").toStringRef() != kFormat)
-    throw ConfigError("checkpoint.resume", file + " is not a commtune checkpoint");
+    throw std::runtime_error(file + " is not a commtune checkpoint");
   if (!root.contains("version") || !root.at("version").isInt())
-    throw ConfigError("checkpoint.resume", file + " has no integer 'version'");
+    throw std::runtime_error(file + " has no integer 'version'");
   if (root.at("version").toInt() != kVersion)
-    throw ConfigError("checkpoint.resume", file + " has checkpoint version " +
-                                               std::to_string(root.at("version").toInt()) + "; this build reads " +
-                                               std::to_string(kVersion));
+    throw std::runtime_error(file + " has checkpoint version " + std::to_string(root.at("version").toInt()) +
+                             "; this build reads " + std::to_string(kVersion));
   return root;
 }
 
+namespace {
+struct MissingEntry : std::out_of_range {
+  using std::out_of_range::out_of_range;
+};
 }  // namespace
 
-std::int64_t TrainingState::load(const std::string& folder, int rank, int world_size) {
-  // A file with the right format and version can still miss an entry or hold
-  // one of another type: every such case is one line naming the file.
+c10::IValue checkpoint_entry(const c10::impl::GenericDict& dict, const std::string& key) {
+  const auto found = dict.find(key);
+  if (found == dict.end()) throw MissingEntry("'" + key + "' is missing");
+  return found->value();
+}
+
+void read_checkpoint_entries(const std::string& where, const std::function<void()>& read) {
+  const auto fail = [&](const std::string& what) {
+    throw std::runtime_error(where + " is not a checkpoint this build can read: " + what.substr(0, what.find('\n')));
+  };
   try {
-    return load_checked(folder, rank, world_size);
+    read();
   } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw ConfigError("checkpoint.resume", folder + " (rank " + std::to_string(rank) +
-                                               ") is not a checkpoint this build can read: " +
-                                               what.substr(0, what.find('\n')));
+    // libtorch's type checks are internal asserts ("... please report a bug
+    // to PyTorch. Expected GenericDict but got Int"): keep only what was expected.
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, what.find('\n'));
+    const auto expected = what.find("Expected ");
+    const auto assertion = what.find(" INTERNAL ASSERT");
+    if (expected != std::string::npos) {
+      what = "an entry has the wrong type (" + what.substr(expected) + ")";
+    } else if (assertion != std::string::npos) {
+      auto check = what.substr(0, assertion);  // "isInt()": the type libtorch wanted
+      if (check.rfind("is", 0) == 0 && check.size() > 4 && check.substr(check.size() - 2) == "()")
+        check = check.substr(2, check.size() - 4);
+      what = "an entry has the wrong type (expected " + check + ")";
+    }
+    fail(what);
+  } catch (const MissingEntry& e) {
+    fail(e.what());
+  } catch (const std::out_of_range&) {  // c10::Dict::at's message names no key
+    fail("an entry is missing");
   }
+}
+
+std::int64_t TrainingState::load(const std::string& folder, int rank, int world_size) {
+  std::int64_t step = 0;
+  try {
+    read_checkpoint_entries(folder + " (rank " + std::to_string(rank) + ")",
+                            [&] { step = load_checked(folder, rank, world_size); });
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw ConfigError("checkpoint.resume", e.what());
+  }
+  return step;
 }
 
 std::int64_t TrainingState::load_checked(const std::string& folder, int rank, int world_size) {

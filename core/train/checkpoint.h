@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/data/data_loader.h"
@@ -23,6 +24,19 @@ struct CheckpointOptions {
 
 std::string checkpoint_folder(const std::string& dir, std::int64_t step);
 std::string checkpoint_file(const std::string& folder, int rank);
+
+// Rank `rank`'s file of a checkpoint folder, checked to be a commtune
+// checkpoint of the version this build writes. Throws std::runtime_error
+// naming the file.
+c10::impl::GenericDict read_checkpoint(const std::string& folder, int rank);
+
+// `dict[key]`, or read_checkpoint_entries' error naming the missing entry.
+c10::IValue checkpoint_entry(const c10::impl::GenericDict& dict, const std::string& key);
+
+// Runs `read` over a checkpoint's contents: an entry missing or of another
+// type (libtorch's type asserts, a dict's at()) becomes one
+// std::runtime_error that names `where`, never libtorch's internal message.
+void read_checkpoint_entries(const std::string& where, const std::function<void()>& read);
 
 // The parts of a rank that carry state from one step to the next.
 struct TrainingState {
