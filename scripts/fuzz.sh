@@ -28,7 +28,11 @@ for target in fuzz_event_stream fuzz_event_files fuzz_data_headers fuzz_config; 
   corpora=("$root/tests/fuzz/corpus/$target")
   # An event file is an event stream: the stream target's corpus seeds the file target.
   [[ $target == fuzz_event_files ]] && corpora+=("$root/tests/fuzz/corpus/fuzz_event_stream")
-  "$fuzz_build/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=3072 -print_final_stats=1 \
+  # Inputs up to 256 KiB reach the readers' size limits; an allocation over
+  # 512 MiB, or 2 GiB in all, is a finding (a small file must not cost that).
+  options=(-max_len=262144 -malloc_limit_mb=512 -rss_limit_mb=2048)
+  [[ $target == fuzz_event_* ]] && options+=(-dict="$root/tests/fuzz/events.dict")
+  "$fuzz_build/$target" -max_total_time="$seconds" -timeout=10 "${options[@]}" -print_final_stats=1 \
     -artifact_prefix="$fuzz_build/$target-" "$scratch" "${corpora[@]}" >"$fuzz_build/$target.log" 2>&1 ||
     status=$?
   grep -E '(DONE|ERROR|SUMMARY|stat::number_of_executed_units|stat::new_units_added)' "$fuzz_build/$target.log" >&2 || true

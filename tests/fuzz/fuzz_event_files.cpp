@@ -13,6 +13,7 @@
 
 #include "core/launch/event_files.h"
 #include "core/launch/run_report.h"
+#include "tests/fuzz/event_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path =
@@ -34,4 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::runtime_error&) {
   }
   return 0;
+}
+
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
+                                               unsigned int seed) {
+  return event_fuzz::mutate(data, size, max_size, seed);
 }

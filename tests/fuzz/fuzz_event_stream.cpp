@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/events/event_codec.h"
+#include "tests/fuzz/event_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
@@ -18,4 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const commtune::events::ProtocolError&) {
   }
   return 0;
+}
+
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
+                                               unsigned int seed) {
+  return event_fuzz::mutate(data, size, max_size, seed);
 }
