@@ -484,7 +484,16 @@ bool mark_divergence(RunOutcome& outcome) {
 
 nlohmann::json RunOutcome::to_json() const {
   nlohmann::json ranks_json = nlohmann::json::array();
+  // Ranks of a job read from event files that never said a word (no file, no
+  // pid): counted, not listed, so a file claiming 65536 ranks does not make
+  // a summary of 65536 entries.
+  std::int64_t never_heard = 0;
   for (const auto& r : ranks) {
+    if (r.pid == 0 && r.exit_code == -1 && !r.signal && !r.reported_end && r.error.empty() && !r.nonfinite &&
+        failed_rank != r.rank) {
+      ++never_heard;
+      continue;
+    }
     nlohmann::json j{{"rank", r.rank},
                      {"pid", r.pid},
                      {"reported_end", r.reported_end},
@@ -498,6 +507,7 @@ nlohmann::json RunOutcome::to_json() const {
     ranks_json.push_back(std::move(j));
   }
   nlohmann::json j{{"status", to_string(status)}, {"wall_s", wall_s}, {"ranks", ranks_json}};
+  if (never_heard > 0) j["ranks_never_heard_from"] = never_heard;
   if (failed_rank) j["failed_rank"] = *failed_rank;
   if (const auto n = nonfinite_json(); !n.is_null()) j["nonfinite"] = n;
   if (!reason.empty()) j["reason"] = reason;

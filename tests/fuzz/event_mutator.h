@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -119,7 +120,7 @@ inline Frame generated(std::mt19937& rng) {
     case 6:
       return message(R"({"kind":"error","error_kind":"communication","message":"peer closed"})");
     case 7: {
-      const auto depth = pick(2) ? 10 + pick(100) : 100000 + pick(100000);
+      const auto depth = pick(2) ? 10 + pick(100) : 10000 + pick(100000);
       return message(R"({"kind":"log","x":)" + std::string(depth, '[') + std::string(depth, ']') + "}");
     }
     case 8:
@@ -150,7 +151,8 @@ inline std::size_t mutate(std::uint8_t* data, std::size_t size, std::size_t max_
     case 2:
       if (!frames.empty()) {
         const auto i = at(frames.size());
-        const auto copies = 1 + at(rng() % 4 ? 4 : 4000);
+        const auto room = max_size > size ? (max_size - size) / (frames[i].body.size() + 5) : 0;
+        const auto copies = std::min<std::size_t>(1 + at(rng() % 4 ? 4 : 4000), room);
         frames.insert(frames.begin() + static_cast<std::ptrdiff_t>(i), copies, frames[i]);
       }
       break;
@@ -163,8 +165,10 @@ inline std::size_t mutate(std::uint8_t* data, std::size_t size, std::size_t max_
     default:
       return LLVMFuzzerMutate(data, size, max_size);
   }
+  std::size_t total = tail.size();
+  for (const auto& f : frames) total += 5 + f.body.size();
+  if (total > max_size) return LLVMFuzzerMutate(data, size, max_size);
   const auto out = join(frames, tail);
-  if (out.size() > max_size) return LLVMFuzzerMutate(data, size, max_size);
   std::memcpy(data, out.data(), out.size());
   return out.size();
 }

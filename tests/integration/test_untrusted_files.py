@@ -198,6 +198,13 @@ class EventFilesWithinBounds(Untrusted):
         started = time.monotonic()
         self.refused("summarize", blowup, words=("statistic name",))
         self.assertLess(time.monotonic() - started, 20)
+        # A 23-byte hello claiming 65536 ranks (the most a file may claim): a
+        # short summary that counts the ranks never heard from (found by fuzz_event_files).
+        claims = event_file(self.dir, 0, hello(0, 65536))
+        proc = ct.cli("summarize", claims, check=False)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertLess(len(proc.stdout), 10000)
+        self.assertEqual(json.loads(proc.stdout)["launcher"]["ranks_never_heard_from"], 65534)
 
     def test_the_outcome_of_a_stream_is_what_its_numbers_say(self):
         runs = self.path("nan")
