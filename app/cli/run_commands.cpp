@@ -27,7 +27,7 @@ struct RunArgs {
 
 void print_conclusion(const nlohmann::json& s) {
   std::string line = "commtune: " + s.value("status", "");
-  if (s.contains("reason")) line += " (" + s["reason"].get<std::string>() + ")";
+  if (s.contains("reason")) line += " (" + printable(s["reason"].get<std::string>()) + ")";  // an imported rank's error text
   if (s.contains("steps"))
     line += ": " + std::to_string(s["steps"].value("completed", 0LL)) + "/" +
             std::to_string(s["steps"].value("requested", 0LL)) + " steps in " + format("%.1f", s.value("wall_s", 0.0)) +

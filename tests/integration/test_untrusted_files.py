@@ -180,6 +180,12 @@ class OneBadRowPoisonsNothing(Untrusted):
             out = ct.cli(*args).stdout
             self.assertNotIn("\x1b", out, args)
             self.assertNotIn("\x07", out, args)
+        # A rank's error text from an event file, in the one-line conclusion.
+        events = event_file(self.dir, 0, hello(0, 1), run_start({"steps": 4, "world_size": 1}),
+                            message({"kind": "error", "error_kind": "runtime", "message": "boom\x1b[2J"}))
+        proc = ct.cli("summarize", events, check=False)
+        self.assertIn("boom\\x1b[2J", proc.stderr)
+        self.assertNotIn("\x1b", proc.stderr)
 
 
 class EventFilesWithinBounds(Untrusted):
