@@ -333,7 +333,9 @@ std::vector<std::size_t> indices_of(const at::Tensor& t) {
 
 void Reducer::save_state(c10::impl::GenericDict& out) const {
   out.insert("step", step_);
-  c10::impl::GenericList buckets(c10::TensorType::get());
+  // A list of Any, not of Tensor: the pickler writes a typed tensor list with a
+  // class that torch.load(weights_only=True) refuses.
+  c10::impl::GenericList buckets(c10::AnyType::get());
   for (const auto& b : buckets_) buckets.push_back(indices_tensor(b));
   out.insert("buckets", buckets);
   out.insert("ready_order", indices_tensor(ready_order_));

@@ -146,13 +146,14 @@ class SlowMoHook final : public CommHook {
   }
 
   void save_state(State& out) const override {
-    out.insert("ps_weight", push_sum_weight_);
+    // A 0-dim float64 tensor: torch.load(weights_only=True) refuses Python floats in 1.13.
+    out.insert("ps_weight", at::scalar_tensor(push_sum_weight_, at::kDouble));
     if (!old_params_.defined()) return;
     out.insert("old_params", old_params_);
     out.insert("global_momentum_buffer", momentum_);
   }
   void load_state(const State& in) override {
-    if (in.contains("ps_weight")) push_sum_weight_ = in.at("ps_weight").toDouble();
+    if (in.contains("ps_weight")) push_sum_weight_ = in.at("ps_weight").toTensor().item<double>();
     if (!in.contains("old_params")) return;
     old_params_ = in.at("old_params").toTensor();
     momentum_ = in.at("global_momentum_buffer").toTensor();

@@ -11,7 +11,9 @@ namespace commtune {
 
 namespace {
 constexpr const char* kFormat = "commtune.checkpoint";
-constexpr std::int64_t kVersion = 1;
+// Version 2: weights and optimizer state keyed by parameter name (version 1
+// held them flat in bucket order, a layout a reader had to know).
+constexpr std::int64_t kVersion = 2;
 using Dict = c10::impl::GenericDict;
 Dict string_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
 }  // namespace
@@ -45,15 +47,29 @@ void TrainingState::save(const std::string& folder, std::int64_t next_step, int 
   root.insert("rank", static_cast<std::int64_t>(rank));
   root.insert("world_size", static_cast<std::int64_t>(world_size));
 
-  auto params_dict = string_dict();
+  // Keyed by name, in model order: "model" is a state_dict that
+  // model.load_state_dict takes; "optimizer_state" is what torch.optim keeps
+  // in optimizer.state[parameter]. Only the reducer's bucket layout is
+  // positional: its indices refer to "parameter_names".
   c10::impl::GenericList names(c10::StringType::get());
   for (std::size_t i = 0; i < params.count(); ++i) names.push_back(params.name(i));
-  params_dict.insert("names", names);
-  params_dict.insert("values", params.values().cpu());
-  auto states = string_dict();
-  for (const auto& [name, t] : params.states()) states.insert(name, t.cpu());
-  params_dict.insert("states", states);
-  root.insert("parameters", params_dict);
+  root.insert("parameter_names", names);
+  auto model = string_dict();
+  for (auto& [name, value] : params.unflatten(params.values().cpu())) model.insert(name, value);
+  root.insert("model", model);
+  std::vector<NamedTensors> states;
+  std::vector<std::string> state_names;
+  for (const auto& [state_name, flat] : params.states()) {
+    state_names.push_back(state_name);
+    states.push_back(params.unflatten(flat.cpu()));
+  }
+  auto optimizer_states = string_dict();
+  for (std::size_t i = 0; i < params.count(); ++i) {
+    auto per_parameter = string_dict();
+    for (std::size_t s = 0; s < states.size(); ++s) per_parameter.insert(state_names[s], states[s][i].second);
+    optimizer_states.insert(params.name(i), per_parameter);
+  }
+  root.insert("optimizer_state", optimizer_states);
 
   auto reducer_state = string_dict();
   reducer.save_state(reducer_state);
@@ -149,21 +165,38 @@ std::int64_t TrainingState::load_checked(const std::string& folder, int rank, in
                                                " ranks; this run has " + std::to_string(world_size));
   const auto root = read_checkpoint(folder, rank);
 
-  const auto saved = root.at("parameters").toGenericDict();
-  const auto names = saved.at("names").toList();
-  bool same = names.size() == params.count();
-  for (std::size_t i = 0; same && i < params.count(); ++i) same = names.get(i).toStringRef() == params.name(i);
-  if (!same) throw ConfigError("checkpoint.resume", folder + " holds another model's parameters");
+  const auto names = checkpoint_entry(root, "parameter_names").toList();
+  const auto model = checkpoint_entry(root, "model").toGenericDict();
+  const auto optimizer_states = checkpoint_entry(root, "optimizer_state").toGenericDict();
+  const auto refuse = [&](const std::string& why) { throw ConfigError("checkpoint.resume", folder + ": " + why); };
+  if (names.size() != params.count() || model.size() != params.count())
+    refuse("it holds " + std::to_string(model.size()) + " parameters, this model has " +
+           std::to_string(params.count()));
+  for (std::size_t i = 0; i < params.count(); ++i) {
+    const auto& name = params.name(i);
+    if (names.get(i).toStringRef() != name || !model.contains(name))
+      refuse("this model's parameter '" + name + "' is not in it (another model?)");
+    const auto sizes = checkpoint_entry(model, name).toTensor().sizes();
+    if (std::vector<std::int64_t>(sizes.begin(), sizes.end()) != params.shape(i))
+      refuse("parameter '" + name + "' has shape " + c10::str(sizes) + " there, " + c10::str(params.shape(i)) +
+             " in this model");
+  }
 
   // The layout first (it moves every flat buffer), then the values into it.
-  reducer.load_state(root.at("reducer").toGenericDict());
-  const auto values = saved.at("values").toTensor();
-  if (values.numel() != params.total_numel())
-    throw ConfigError("checkpoint.resume", folder + " holds parameters of another size");
+  reducer.load_state(checkpoint_entry(root, "reducer").toGenericDict());
   at::NoGradGuard no_grad;
-  params.values().copy_(values);
-  for (const auto& item : saved.at("states").toGenericDict())
-    params.state(item.key().toStringRef()).copy_(item.value().toTensor());
+  for (std::size_t i = 0; i < params.count(); ++i) {
+    const auto& name = params.name(i);
+    params.values().narrow(0, params.offset(i), params.numel(i)).copy_(model.at(name).toTensor().reshape(-1));
+    const auto per_parameter = checkpoint_entry(optimizer_states, name).toGenericDict();
+    for (const auto& item : per_parameter) {
+      const auto value = item.value().toTensor();
+      if (value.numel() != params.numel(i))
+        refuse("optimizer state '" + item.key().toStringRef() + "' of '" + name + "' has " +
+               std::to_string(value.numel()) + " elements, the parameter " + std::to_string(params.numel(i)));
+      params.state(item.key().toStringRef()).narrow(0, params.offset(i), params.numel(i)).copy_(value.reshape(-1));
+    }
+  }
   optimizer.load_state(root.at("optimizer").toGenericDict());
   const auto hook_state = root.at("hook").toGenericDict();
   if (!hook_state.empty()) hook.load_state(hook_state);

@@ -2,6 +2,7 @@
 same losses, step for step, and the same final parameters as the run that
 was never interrupted."""
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -49,7 +50,7 @@ class Resume(unittest.TestCase):
             ct.run_commtune(d, {"steps": 4, "checkpoint.dir": folder, "model.hidden": 64})
             step4 = os.path.join(folder, "step-000004")
             cases = [({"world_size": 4}, "written by 2 ranks"),
-                     ({"model.hidden": 32}, "another"),
+                     ({"model.hidden": 32}, "parameter 'hidden.0.weight' has shape [64, "),
                      ({"checkpoint.resume": os.path.join(folder, "step-000099")}, "does not exist"),
                      ({"steps": 3}, "set steps to at least 4")]  # nothing left to run: not "4/3 steps"
             for overrides, message in cases:
@@ -58,6 +59,36 @@ class Resume(unittest.TestCase):
                 self.assertEqual(run.returncode, 2, run.stderr)
                 self.assertIn("checkpoint.resume", run.stderr)
                 self.assertIn(message, run.stderr)
+
+
+class PlainFiles(unittest.TestCase):
+    """A checkpoint file is a plain dict keyed by parameter name, whatever the hook and
+    optimizer: torch.load(weights_only=True) reads it, "model" is a state_dict the model in
+    PyTorch takes, "optimizer_state" holds what torch.optim keeps per parameter."""
+
+    def test_every_hook_and_optimizer_writes_a_plain_dict_by_name(self):
+        cases = [{"hook.name": "powersgd", "hook.start_powerSGD_iter": 2},
+                 {"hook.name": "byteps", "hook.byteps_ef_type": "vanilla", "hook.byteps_momentum_type": "nesterov",
+                  "hook.byteps_min_compress_bytes": 0, "optimizer.momentum": 0},
+                 {"hook.name": "slowmo"}, {"hook.name": "post_local_sgd", "hook.start_localSGD_iter": 2},
+                 {"hook.name": "allreduce", "optimizer.name": "adam", "optimizer.lr": 0.001}]
+        for overrides in cases:
+            with self.subTest(**overrides), tempfile.TemporaryDirectory() as d:
+                ct.run_commtune(d, dict({"steps": 4, "model.hidden": 64, "data.features": 32, "checkpoint.dir": d},
+                                                 **overrides),
+                                extra_args=["--no-store"])
+                code = (f"import sys, torch; sys.path.insert(0, {os.path.join(ct.REPO, 'tests', 'oracle')!r})\n"
+                        "import commtune_reference as ref\n"
+                        f"ck = torch.load({os.path.join(d, 'step-000004', 'rank-1.pt')!r}, weights_only=True)\n"
+                        "model = ref.MLP(32, 64, 2, 10)\n"
+                        "model.load_state_dict(ck['model'])\n"
+                        "print(ck['version'], ck['step'], list(ck['model']) == [n for n, _ in model.named_parameters()],"
+                        " sorted(ck['optimizer_state']['output.weight']))\n")
+                proc = subprocess.run([ct.ORACLE_PYTHON, "-c", code], capture_output=True, text=True)
+                self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+                moments = "['exp_avg', 'exp_avg_sq']" if "optimizer.name" in overrides else \
+                    ("[]" if overrides.get("optimizer.momentum") == 0 else "['momentum_buffer']")
+                self.assertEqual(proc.stdout.strip(), f"2 4 True {moments}")
 
 
 if __name__ == "__main__":

@@ -428,41 +428,39 @@ def pin_to_share_of_cores(rank, world):
         os.sched_setaffinity(0, cores[rank * share:(rank + 1) * share])
 
 
+def exported_module(path):
+    """A Python file `commtune-cli export` wrote, imported unmodified."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def exported_hook(state_path, rank):
     """The state and registration of `commtune-cli export powersgd`, through the
     exported snippet itself (use_powersgd.py beside the state file)."""
-    import importlib.util
-    folder = os.path.dirname(os.path.abspath(state_path))
-    spec = importlib.util.spec_from_file_location("use_powersgd", os.path.join(folder, "use_powersgd.py"))
-    snippet = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(snippet)
+    snippet = exported_module(os.path.join(os.path.dirname(os.path.abspath(state_path)), "use_powersgd.py"))
     state, document = snippet.load_powersgd_state(state_path.replace("{rank}", str(rank)))
     return snippet, state, document
 
 
 def load_commtune_checkpoint(folder, rank, model, optimizer):
-    """A commtune checkpoint's weights and optimizer state (SGD's momentum) in the
-    PyTorch model and optimizer; returns the step it continues from. Its flat
-    buffers are laid out in bucket order."""
-    ck = torch.load(os.path.join(folder, f"rank-{rank}.pt"))
-    if set(ck["parameters"]["states"]) - {"momentum_buffer"}:
-        raise ValueError(f"no reference resume for optimizer state {sorted(ck['parameters']['states'])}")
-    names = ck["parameters"]["names"]
-    params = dict(model.named_parameters())
-    order = torch.cat(list(ck["reducer"]["buckets"])).tolist()
-    with torch.no_grad():
-        offset = 0
-        for i in order:
-            p = params[names[i]]
-            p.copy_(ck["parameters"]["values"][offset:offset + p.numel()].view_as(p))
-            for key, flat in ck["parameters"]["states"].items():
-                optimizer.state[p][key] = flat[offset:offset + p.numel()].view_as(p).clone().to(p.device)
-            offset += p.numel()
+    """A commtune checkpoint's weights and optimizer state in the PyTorch model
+    and optimizer, by parameter name as a user would load them; returns the
+    step it continues from."""
+    ck = torch.load(os.path.join(folder, f"rank-{rank}.pt"), weights_only=True)
+    kinds = {key for state in ck["optimizer_state"].values() for key in state}
+    if kinds - {"momentum_buffer"}:
+        raise ValueError(f"no reference resume for optimizer state {sorted(kinds)}")
+    model.load_state_dict(ck["model"])
+    for name, p in model.named_parameters():
+        optimizer.state[p] = {key: value.clone().to(p.device) for key, value in ck["optimizer_state"][name].items()}
     return ck["step"]
 
 
 def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir=None, powersgd_state=None,
-             time_hook=False, resume_folder=None):
+             time_hook=False, resume_folder=None, exported_file=None):
     if os.environ.get("COMMTUNE_REFERENCE_PIN") == "1":  # benchmarks: the same placement as commtune
         pin_to_share_of_cores(rank, world)
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
@@ -485,6 +483,11 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
         ddp = snippet.make_ddp(model)
         snippet.register(ddp, state)
         exported = (snippet, state, document)
+    elif exported_file:  # use_hook.py: make_ddp and register as a production job calls them
+        snippet = exported_module(exported_file)
+        ddp = snippet.make_ddp(model)
+        snippet.register(ddp)
+        exported = (snippet, None, {})
     else:
         ddp = DDP(model, device_ids=[rank] if on_cuda else None, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
         hook = make_hook(config["hook"], on_cuda)
@@ -505,7 +508,11 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     if opt_cfg["warmup_steps"] > 0:
         warmup = opt_cfg["warmup_steps"]
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup))
-    first_step = load_commtune_checkpoint(resume_folder, rank, model, optimizer) if resume_folder else 0
+    first_step = 0
+    if resume_folder and exported:  # the exported file's own loader, as the production job would call it
+        first_step = exported[0].load_checkpoint(model, optimizer, os.path.join(resume_folder, f"rank-{rank}.pt"))
+    elif resume_folder:
+        first_step = load_commtune_checkpoint(resume_folder, rank, model, optimizer)
     losses, seconds, step, epoch = [], [], 0, 0
     while step < config["steps"]:
         sampler.set_epoch(epoch)
@@ -543,7 +550,7 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     result = {"losses": losses, "seconds": seconds}
     if time_hook:
         result["hook_seconds"] = hook_seconds
-    if exported:
+    if exported and exported[1] is not None:  # PowerSGD
         result["powersgd_iter"] = exported[1].iter
         result["powersgd_buckets_with_error"] = sorted(exported[1].error_dict)
     with open(os.path.join(out_dir, f"losses-{rank}.json"), "w") as f:
@@ -565,7 +572,7 @@ def free_port():
 
 
 def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, powersgd_state=None, time_hook=False,
-           resume_folder=None):
+           resume_folder=None, exported_file=None):
     """Runs the reference; returns per rank {"losses": [...], "seconds": [...]}.
     With dump_dir, the first debug.dump_grads_steps steps' reduced gradients
     are saved there as commtune saves them."""
@@ -575,7 +582,7 @@ def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, p
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir, powersgd_state,
-                                 time_hook, resume_folder), nprocs=world, join=True)
+                                 time_hook, resume_folder, exported_file), nprocs=world, join=True)
         results = []
         for r in range(world):
             with open(os.path.join(out_dir, f"losses-{r}.json")) as f:
@@ -596,13 +603,15 @@ def main():
                         help="record each step's hook CPU time (the hook and its callbacks), as commtune does")
     parser.add_argument("--powersgd-state", help="use this exported PowerSGD state ({rank} is replaced) and its "
                                                  "use_powersgd.py instead of the config's hook")
+    parser.add_argument("--exported", help="use this exported use_hook.py (make_ddp, register) instead of the "
+                                           "config's hook")
     parser.add_argument("--resume", help="continue from this commtune checkpoint folder (its weights, optimizer "
                                          "state and step); --init still builds the model first")
     args = parser.parse_args()
     config = json.load(open(args.config))
     config = config.get("config", config)
     ranks = replay(config, args.init, args.final, args.world_size, args.dump_grads, args.powersgd_state,
-                   args.time_hook, args.resume)
+                   args.time_hook, args.resume, args.exported)
     with open(args.out, "w") as f:
         json.dump({"losses": [r["losses"] for r in ranks], "seconds": [r["seconds"] for r in ranks],
                    "ranks": ranks}, f)
