@@ -183,7 +183,8 @@ std::pair<nlohmann::json, std::string> export_source(const ExportConfigArgs& arg
   } catch (const ConfigError& e) {
     throw ConfigError(e.field(), e.problem() + " (in the configuration of " + source + ")");
   }
-  if (!args.runtime_state) return {config, ""};
+  // A checkpoint folder is named for its runtime state: --from FOLDER implies --runtime-state.
+  if (!args.runtime_state && !(args.from.size() && fs::is_directory(args.from))) return {config, ""};
   if (checkpoint.empty())
     throw std::runtime_error("the run left no checkpoint to take runtime state from: run it with checkpoint.dir set");
   return {config, checkpoint};
@@ -212,7 +213,8 @@ void add_export_config_options(CLI::App& command, ExportConfigArgs& args) {
   command.add_option("--out", args.out, "folder to write into")->required();
   command.add_flag("--runtime-state", args.runtime_state,
                    "also each rank's runtime state (iteration, random generator, error and P/Q memories) from the "
-                   "run's last checkpoint, so the job continues where the run stopped");
+                   "run's last checkpoint, so the job continues where the run stopped (implied by --from a "
+                   "checkpoint folder)");
 }
 
 struct ExportLaunchArgs {

@@ -34,24 +34,166 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
 
 nlohmann::json validated_config(const nlohmann::json& raw) { return RunConfig::parse(raw).to_json(); }
 
-std::string make_ddp_source(const nlohmann::json& config, const std::string& usage) {
+std::string check_command(const std::string& file) {
+  return "python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 " + file;
+}
+
+std::string job_source(const nlohmann::json& config, const ExportedJob& job) {
   const auto& ddp = config.at("ddp");
   const auto first_bucket_bytes = static_cast<long long>(ddp.at("first_bucket_cap_mb").get<double>() * 1024 * 1024);
-  return "def make_ddp(model):\n"
-         "    \"\"\"`model` (already on its device) in DistributedDataParallel, bucketed like the commtune run:\n"
-         "    on a GPU (NCCL) with device_ids=[its device], on the CPU (Gloo) without.\"\"\"\n"
-         "    # DDP reads its first bucket's cap from this module global when it is built.\n"
-         "    dist._DEFAULT_FIRST_BUCKET_BYTES = " +
-         std::to_string(first_bucket_bytes) +
-         "\n"
-         "    device = next(model.parameters()).device\n"
-         "    device_ids = [device] if device.type == \"cuda\" else None\n"
-         "    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, bucket_cap_mb=" +
-         nlohmann::json(ddp.at("bucket_cap_mb")).dump() +
-         ")\n\n\n"
-         "# In a job started by torchrun (or srun), once dist.init_process_group(\"nccl\" or \"gloo\") ran:\n"
-         "#   ddp_model = make_ddp(model)\n" +
-         usage;
+  return R"PY(def make_ddp(model):
+    """`model` (already on its device) in DistributedDataParallel, bucketed like the commtune run:
+    on a GPU (NCCL) with device_ids=[its device], on the CPU (Gloo) without."""
+    # DDP reads its first bucket's cap from this module global when it is built.
+    dist._DEFAULT_FIRST_BUCKET_BYTES = )PY" +
+         std::to_string(first_bucket_bytes) + R"PY(
+    device = next(model.parameters()).device
+    device_ids = [device] if device.type == "cuda" else None
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, bucket_cap_mb=)PY" +
+         nlohmann::json(ddp.at("bucket_cap_mb")).dump() + R"PY()
+
+
+def check_model(model, shapes):
+    """Refuses, in one line naming the parameter, a model whose parameter names or shapes
+    differ from `shapes` (name -> shape): state loaded into another model trains silently wrong."""
+    mine = {name: list(p.shape) for name, p in getattr(model, "module", model).named_parameters()}
+    for name, shape in shapes.items():
+        if name not in mine:
+            raise ValueError(f"the model has no parameter {name!r} (the run's model had it, shape {list(shape)})")
+        if mine[name] != list(shape):
+            raise ValueError(f"parameter {name!r} has shape {mine[name]} in the model, {list(shape)} in the run")
+    for name in mine:
+        if name not in shapes:
+            raise ValueError(f"the model's parameter {name!r} is not in the run's model")
+
+
+def load_checkpoint(model, optimizer, path):
+    """A commtune checkpoint file (step-NNNNNN/rank-R.pt, this rank's) into `model` and a
+    torch.optim optimizer over its parameters, by parameter name; returns the step to run next.
+    The file is a plain dict: "model" is a state_dict, "optimizer_state" maps each parameter's
+    name to what torch.optim keeps in optimizer.state[parameter]."""
+    ck = torch.load(path, weights_only=True)
+    if ck.get("format") != "commtune.checkpoint" or ck.get("version") != 2:
+        raise ValueError(f"{path} is not a commtune checkpoint of version 2")
+    module = getattr(model, "module", model)
+    check_model(module, {name: list(t.shape) for name, t in ck["model"].items()})
+    module.load_state_dict(ck["model"])
+    for name, p in module.named_parameters():
+        state = {key: value.to(p.device).clone() for key, value in ck["optimizer_state"][name].items()}
+        if "exp_avg" in state:  # Adam counts its steps per parameter
+            state["step"] = torch.tensor(float(ck["optimizer"]["adam_steps"]))
+        optimizer.state[p] = state
+    return ck["step"]
+
+
+def finish(exit_code=0):
+    """Ends this rank's process with `exit_code`: call it last, on every rank. PyTorch 1.13
+    cannot always tear Gloo down after Python hooks ran (a rank hangs in the process group's
+    destructor waiting for the interpreter lock, or aborts with "terminate called without an
+    active exception", and torchrun reports the job failed), so after a barrier, which lets
+    every rank's last collective finish, the process exits without running destructors."""
+    import logging
+    import os
+    import sys
+    dist.barrier()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)
+
+
+def check_here(steps=)PY" +
+         std::to_string(job.check_steps) + R"PY():
+    """What `)PY" + check_command(job.file) + R"PY(` runs: a small model
+    trained for a few steps with the exported hook on this machine, then a clean exit."""
+    import os
+    from datetime import timedelta
+    on_gpu = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ["LOCAL_WORLD_SIZE"])
+    dist.init_process_group("nccl" if on_gpu else "gloo", timeout=timedelta(minutes=5))
+    device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if on_gpu else torch.device("cpu")
+    if on_gpu:
+        torch.cuda.set_device(device)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(),
+                                torch.nn.Linear(64, 4)).to(device)
+    ddp_model = make_ddp(model)
+    averager = None
+)PY" + job.setup +
+         R"PY(    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.05, momentum=0.9)
+    generator = torch.Generator().manual_seed(dist.get_rank())
+    losses = []
+    for _ in range(steps):
+        inputs = torch.randn(16, 32, generator=generator).to(device)
+        targets = torch.randint(0, 4, (16,), generator=generator).to(device)
+        loss = torch.nn.functional.cross_entropy(ddp_model(inputs), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if averager is not None:
+            averager.average_parameters(ddp_model.parameters())
+        losses.append(loss.item())
+    if not all(map(torch.isfinite, map(torch.tensor, losses))):
+        raise RuntimeError(f"the check's losses are not finite: {losses}")
+    if dist.get_rank() == 0:
+        print(f")PY" + job.file + R"PY(: {steps} steps on {dist.get_world_size()} ranks ({dist.get_backend()}), "
+              f"loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+    finish()
+
+
+# In a job started by torchrun (or srun), once dist.init_process_group("nccl" or "gloo") ran:
+#   ddp_model = make_ddp(model)
+)PY" + job.usage +
+         R"PY(#   ... train; at the end, on every rank: finish()
+# To check this file on this machine (2 ranks, CPU or GPUs):
+#   )PY" + check_command(job.file) + R"PY(
+
+
+if __name__ == "__main__":
+    check_here()
+)PY";
+}
+
+std::string gloo_bf16_source() {
+  return R"PY(def gloo_bf16_allreduce(tensor):
+    """The mean of a bf16 tensor over the ranks on Gloo, which has no bf16 sum: every rank's
+    values gathered, summed in float32 in rank order, rounded to bf16 once (commtune's sum)."""
+    world = dist.get_world_size()
+    tensor.div_(world)
+    gathered = [torch.empty_like(tensor).view(torch.float16) for _ in range(world)]
+    dist.all_gather(gathered, tensor.view(torch.float16))
+    total = gathered[0].view(torch.bfloat16).float()
+    for g in gathered[1:]:
+        total = total + g.view(torch.bfloat16).float()
+    fut = torch.futures.Future()
+    fut.set_result(total.to(torch.bfloat16))
+    return fut
+
+
+def gloo_allreduce_hook(state, bucket):
+    """allreduce_hook, with bf16 buckets (inside a bf16 wrapper) through gloo_bf16_allreduce."""
+    if bucket.buffer().dtype == torch.bfloat16:
+        return gloo_bf16_allreduce(bucket.buffer())
+    return default_hooks.allreduce_hook(state, bucket)
+
+
+# (PyTorch 1.13 refuses to register functions named bf16_compress_hook or
+# bf16_compress_wrapper_hook without NCCL, hence other names.)
+def gloo_bf16_compress_hook(state, bucket):
+    """bf16_compress_hook on Gloo."""
+    buffer = bucket.buffer()
+    return gloo_bf16_allreduce(buffer.to(torch.bfloat16)).then(lambda fut: buffer.copy_(fut.value()))
+
+
+def gloo_bf16_compress_wrapper(hook):
+    """bf16_compress_wrapper on Gloo: `hook` sees a bf16 bucket."""
+    def gloo_bf16_wrapper_hook(state, bucket):
+        original = bucket.buffer()
+        bucket.set_buffer(original.to(torch.bfloat16))
+        return hook(state, bucket).then(lambda fut: original.copy_(fut.value()))
+    return gloo_bf16_wrapper_hook
+
+
+)PY";
 }
 
 }  // namespace commtune

@@ -20,9 +20,32 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
 // numbers as numbers). Throws ConfigError naming the field.
 nlohmann::json validated_config(const nlohmann::json& raw);
 
-// Python source of make_ddp(model): the model in DistributedDataParallel,
-// bucketed like the run, on CPU (Gloo) or GPU (NCCL) alike; then the usage
-// lines `usage` (Python comments) after a header that names torchrun.
-std::string make_ddp_source(const nlohmann::json& config, const std::string& usage);
+// The command that runs an exported file's own check on one machine: two
+// ranks, Gloo on the CPU (NCCL where every rank has a GPU). Debian's
+// torchrun 1.13 under Python 3.11 cannot parse its default for --redirects
+// and --tee, hence both (valid on every PyTorch since 1.10).
+std::string check_command(const std::string& file);
+
+// What an exported file adds to the helpers every export shares.
+struct ExportedJob {
+  std::string file;   // the file's name, as the check command names it
+  std::string setup;  // check_here()'s lines after `ddp_model = make_ddp(model)` (4 spaces in; may set `averager`)
+  std::string usage;  // Python comments: how a job uses the file, after `ddp_model = make_ddp(model)`
+  int check_steps = 6;
+};
+
+// Python source shared by every export: make_ddp(model) (DistributedDataParallel
+// bucketed like the run, on CPU/Gloo or GPU/NCCL alike), load_checkpoint()
+// (a commtune checkpoint file into a model and optimizer by parameter name,
+// refusing another model), finish() (a teardown that exits 0), check_here()
+// (a few steps of a small model with the exported hook) run as __main__,
+// and the usage lines.
+std::string job_source(const nlohmann::json& config, const ExportedJob& job);
+
+// Python source of gloo_bf16_compress_hook and gloo_bf16_compress_wrapper:
+// PyTorch's bf16 hooks need NCCL; on Gloo (no bf16 sum) these gather every
+// rank's bf16 values and sum them in float32 in rank order, rounding once,
+// as commtune does, so the numbers are commtune's bit for bit.
+std::string gloo_bf16_source();
 
 }  // namespace commtune

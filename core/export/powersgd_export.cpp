@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -75,7 +77,7 @@ Dict runtime_state(const std::string& folder, int rank) {
                             "total_numel_after_compression", "error_dict", "p_memory_dict", "q_memory_dict"})
       out.insert(key, checkpoint_entry(hook, key));
     // Which parameters each bucket index holds: the production job's DDP must bucket alike.
-    const auto names = checkpoint_entry(checkpoint_entry(root, "parameters").toGenericDict(), "names").toList();
+    const auto names = checkpoint_entry(root, "parameter_names").toList();
     c10::impl::GenericList buckets(c10::ListType::ofStrings());
     for (const auto& bucket : checkpoint_entry(checkpoint_entry(root, "reducer").toGenericDict(), "buckets").toList()) {
       c10::impl::GenericList bucket_names(c10::StringType::get());
@@ -90,6 +92,14 @@ Dict runtime_state(const std::string& folder, int rank) {
       buckets.push_back(bucket_names);
     }
     out.insert("bucket_parameters", buckets);
+    // What resume() checks the production model against.
+    auto shapes = string_dict();
+    for (const auto& item : checkpoint_entry(root, "model").toGenericDict()) {
+      c10::impl::GenericList shape(c10::AnyType::get());  // not IntType: weights_only refuses typed int lists
+      for (const auto size : item.value().toTensor().sizes()) shape.push_back(size);
+      shapes.insert(item.key(), shape);
+    }
+    out.insert("parameter_shapes", shapes);
   });
   return out;
 }
@@ -103,10 +113,13 @@ std::string snippet(const nlohmann::json& config, std::optional<std::int64_t> ru
   const std::string registered =
       wrapper == "none" ? "psgd." + function : "default_hooks." + wrapper + "(psgd." + function + ")";
   const std::string file = runtime_step ? "powersgd_state-rank0.pt" : "powersgd_state.pt";
+  const std::string file_name = "use_powersgd.py";
   std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13),
-on the CPU (Gloo) or GPUs (NCCL).
-
 )PY";
+  s += wrapper == "none" ? "on the CPU (Gloo) or GPUs (NCCL).\n"
+                         : "on GPUs (NCCL). PyTorch 1.13 cannot run PowerSGD inside a fp16/bf16 wrapper on the CPU\n"
+                           "(no half matrix products; Gloo has no bf16 sum): register() refuses Gloo.\n";
+  s += "Check it here (2 ranks):\n\n    " + check_command(file_name) + "\n\n";
   s += runtime_step ? "Files: powersgd_state-rank<R>.pt, one per rank: the hyperparameters and that\n"
                       "rank's runtime state as the run left it before step " +
                           std::to_string(*runtime_step) +
@@ -137,8 +150,12 @@ def load_powersgd_state(path, process_group=None):
 
 def register(ddp_model, state):
     """Registers the hook commtune ran (wrapped as it was)."""
-    ddp_model.register_comm_hook(state, )PY" +
-       registered + ")\n\n\n";
+)PY" + (wrapper == "none" ? std::string()
+                          : "    if dist.get_backend() != \"nccl\":\n"
+                            "        raise RuntimeError(\"PowerSGD in a " + wrapper.substr(0, 4) +
+                                " wrapper needs GPUs (NCCL) in PyTorch: on the CPU (Gloo) it has no half \"\n"
+                            "                           \"matrix products and no bf16 sum; commtune ran it with its own kernels\")\n") +
+       "    ddp_model.register_comm_hook(state, " + registered + ")\n\n\n";
   if (runtime_step)
     s += R"PY(def resume(ddp_model, state, d, warmup):
     """Continues exactly where commtune stopped. Call it once, after make_ddp() and
@@ -165,12 +182,15 @@ def register(ddp_model, state):
     torch.set_rng_state(cpu_rng)
     if cuda_rng is not None:
         torch.cuda.set_rng_state_all(cuda_rng)
-    restore_runtime_state(state, d, next(ddp_model.parameters()).device)
+    restore_runtime_state(ddp_model, state, d)
 
 
-def restore_runtime_state(state, d, device):
-    """The iteration, random generator, and each bucket's error and P/Q memories."""
+def restore_runtime_state(ddp_model, state, d):
+    """The iteration, random generator, and each bucket's error and P/Q memories, after
+    checking that the model's parameters are the run's (names and shapes)."""
     rt = d["runtime"]
+    check_model(ddp_model, rt["parameter_shapes"])
+    device = next(ddp_model.parameters()).device
     state.iter = rt["iter"]
     state.rng.set_state(("MT19937", rt["rng_key"].numpy().astype("uint32"), rt["rng_position"]))
     state.error_dict = {b: t.to(device) for b, t in rt["error_dict"].items()}
@@ -181,16 +201,28 @@ def restore_runtime_state(state, d, device):
 
 
 )PY";
-  s += make_ddp_source(config, runtime_step
-                                   ? "#   state, d = load_powersgd_state(f\"powersgd_state-rank{dist.get_rank()}.pt\")\n"
-                                     "#   register(ddp_model, state)\n"
-                                     "#   ... the job's weights, optimizer state and data position at step " +
-                                         std::to_string(*runtime_step) +
-                                         ", then:\n"
-                                         "#   resume(ddp_model, state, d, lambda: loss_fn(ddp_model(inputs), "
-                                         "targets).backward())\n"
-                                   : "#   state, _ = load_powersgd_state(\"powersgd_state.pt\")\n"
-                                     "#   register(ddp_model, state)\n");
+  const std::string state_file =
+      runtime_step ? "f\"powersgd_state-rank{dist.get_rank()}.pt\"" : std::string("\"powersgd_state.pt\"");
+  ExportedJob job{file_name,
+                  "    here = os.path.dirname(os.path.abspath(__file__))\n"
+                  "    state, _ = load_powersgd_state(os.path.join(here, " + state_file + "))\n"
+                  "    register(ddp_model, state)\n",
+                  runtime_step
+                      ? "#   state, d = load_powersgd_state(f\"powersgd_state-rank{dist.get_rank()}.pt\")\n"
+                        "#   register(ddp_model, state)\n"
+                        "#   step = load_checkpoint(model, optimizer, f\"step-" + [&] {
+                          char name[16];
+                          std::snprintf(name, sizeof name, "%06lld", static_cast<long long>(*runtime_step));
+                          return std::string(name);
+                        }() + "/rank-{dist.get_rank()}.pt\")  # the run's weights and momentum\n"
+                        "#   ... the data position at that step, then:\n"
+                        "#   resume(ddp_model, state, d, lambda: loss_fn(ddp_model(inputs), targets).backward())\n"
+                      : "#   state, _ = load_powersgd_state(\"powersgd_state.pt\")\n"
+                        "#   register(ddp_model, state)\n",
+                  // Long enough for PowerSGD to start compressing.
+                  static_cast<int>(std::clamp<std::int64_t>(
+                      config.at("hook").at("start_powerSGD_iter").get<std::int64_t>() + 4, 6, 2000))};
+  s += job_source(config, job);
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "core/export/production_export.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/export/export_files.h"
@@ -11,41 +12,66 @@ namespace commtune {
 
 namespace {
 
-// PyTorch's name for one of the default hooks, as registered on a DDP model.
-std::string default_hook_expression(const std::string& name) {
-  if (name == "allreduce") return "default_hooks.allreduce_hook";
-  if (name == "fp16_compress") return "default_hooks.fp16_compress_hook";
-  if (name == "bf16_compress") return "default_hooks.bf16_compress_hook";
-  throw ConfigError("hook.name", "hook '" + name + "' has no production form to export");
-}
+// The Python expression of a default hook (wrapped as in the run) on NCCL,
+// and on Gloo, where PyTorch's bf16 hooks cannot run: gloo_bf16_source()'s.
+struct HookExpression {
+  std::string nccl, gloo;
+  bool uses_bf16 = false;
+};
 
-// PyTorch's name for a wrapper of the default hooks.
-std::string wrapper_expression(const std::string& wrapper) {
-  if (wrapper == "fp16") return "default_hooks.fp16_compress_wrapper";
-  if (wrapper == "bf16") return "default_hooks.bf16_compress_wrapper";
-  throw ConfigError("hook.wrapper", "wrapper '" + wrapper + "' has no production form to export");
+HookExpression default_hook_expression(const std::string& name, const std::string& wrapper) {
+  HookExpression e;
+  if (name == "allreduce") {
+    e = {"default_hooks.allreduce_hook", wrapper == "bf16" ? "gloo_allreduce_hook" : "default_hooks.allreduce_hook"};
+  } else if (name == "fp16_compress") {
+    e = {"default_hooks.fp16_compress_hook", "default_hooks.fp16_compress_hook"};
+  } else if (name == "bf16_compress") {
+    e = {"default_hooks.bf16_compress_hook", "gloo_bf16_compress_hook", true};
+  } else {
+    throw ConfigError("hook.name", "hook '" + name + "' has no production form to export");
+  }
+  if (wrapper == "fp16") {
+    e.nccl = "default_hooks.fp16_compress_wrapper(" + e.nccl + ")";
+    e.gloo = "default_hooks.fp16_compress_wrapper(" + e.gloo + ")";
+  } else if (wrapper == "bf16") {
+    e.nccl = "default_hooks.bf16_compress_wrapper(" + e.nccl + ")";
+    e.gloo = "gloo_bf16_compress_wrapper(" + e.gloo + ")";
+    e.uses_bf16 = true;
+  } else if (wrapper != "none") {
+    throw ConfigError("hook.wrapper", "wrapper '" + wrapper + "' has no production form to export");
+  }
+  return e;
 }
 
 std::string default_hook_snippet(const nlohmann::json& config) {
   const auto& hook = config.at("hook");
   const auto name = hook.at("name").get<std::string>();
   const auto wrapper = hook.value("wrapper", "none");
-  std::string body;
+  std::string body, helpers;
   if (name == "none" && wrapper == "none") {
     body = "    pass  # DDP's own allreduce: no hook\n";
   } else {
-    auto expression = default_hook_expression(name == "none" ? "allreduce" : name);
-    if (wrapper != "none") expression = wrapper_expression(wrapper) + "(" + expression + ")";
-    body = "    ddp_model.register_comm_hook(None, " + expression + ")\n";
+    const auto e = default_hook_expression(name == "none" ? "allreduce" : name, wrapper);
+    if (e.nccl == e.gloo) {
+      body = "    ddp_model.register_comm_hook(None, " + e.nccl + ")\n";
+    } else {
+      body = "    if dist.get_backend() == \"nccl\":\n"
+             "        ddp_model.register_comm_hook(None, " + e.nccl + ")\n"
+             "    else:  # PyTorch's bf16 hooks need NCCL: the same numbers on Gloo\n"
+             "        ddp_model.register_comm_hook(None, " + e.gloo + ")\n";
+    }
+    if (e.uses_bf16) helpers = gloo_bf16_source();
   }
+  const std::string file = "use_hook.py";
   return "\"\"\"The communication hook tuned with commtune (hook " + name + ", wrapper " + wrapper +
-         "), for a production DDP job (PyTorch >= 1.13).\"\"\"\n"
+         "), for a production DDP job (PyTorch >= 1.13)\non the CPU (Gloo) or GPUs (NCCL). "
+         "Check it here (2 ranks):\n\n    " + check_command(file) + "\n\"\"\"\n"
          "import torch\n"
          "import torch.distributed as dist\n"
          "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n\n\n"
          "def register(ddp_model):\n"
          "    \"\"\"Registers the hook commtune ran (wrapped as it was).\"\"\"\n" +
-         body + "\n\n" + make_ddp_source(config, "#   register(ddp_model)\n");
+         body + "\n\n" + helpers + job_source(config, {file, "    register(ddp_model)\n", "#   register(ddp_model)\n"});
 }
 
 // The byteps hook's settings as BytePS takes them: its compression_params
@@ -137,7 +163,12 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
       "    groups = [dist.new_group(list(range(start, start + size)))\n"
       "              for start in range(0, dist.get_world_size(), size)]  # every rank makes every group\n"
       "    subgroup = groups[dist.get_rank() // size]\n";
-  return "\"\"\"Post-local SGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).\"\"\"\n"
+  const std::string file = "use_post_local_sgd.py";
+  // Long enough for local SGD to start and average at least twice.
+  const int check_steps = static_cast<int>(std::clamp<std::int64_t>(
+      h.value("start_localSGD_iter", 10) + 2 * h.value("period", 4) + 2, 6, 2000));
+  return "\"\"\"Post-local SGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).\n"
+         "Check it here (2 ranks):\n\n    " + check_command(file) + "\n\"\"\"\n"
          "import os\n"
          "from collections import OrderedDict\n\n"
          "import torch\n"
@@ -159,9 +190,10 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
          "    ddp_model.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)\n"
          "    return " +
          averager + "\n" + gloo_averager + "\n\n" +
-         make_ddp_source(config,
-                         "#   averager = register(ddp_model)\n"
-                         "#   ... after every optimizer.step():  averager.average_parameters(ddp_model.parameters())\n");
+         job_source(config, {file, "    averager = register(ddp_model)\n",
+                             "#   averager = register(ddp_model)\n"
+                             "#   ... after every optimizer.step():  averager.average_parameters(ddp_model.parameters())\n",
+                             check_steps});
 }
 
 // slowmo: fairscale's SlowMoDistributedDataParallel with the run's parameters.

@@ -221,3 +221,28 @@ def check_resume_repeats(test, settings, steps, resume_at, resume_settings=None)
         for rank, losses in enumerate(resumed.losses()):
             test.assertEqual(losses, full.losses()[rank][resume_at:], f"rank {rank}")
         test.assertEqual(resumed.summary["param_digest"], full.summary["param_digest"])
+
+
+def shell_as_documented(command, cwd, env=None, timeout=600):
+    """Runs a command as the docs show it, in a shell in `cwd`: with /usr/bin/python3
+    (the reference PyTorch) as `python3`, and commtune's binaries and `build/`
+    where the docs say they are (on PATH, and `build` in `cwd` when it has none)."""
+    bin_dir = os.path.join(cwd, ".documented-bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    if not os.path.lexists(os.path.join(bin_dir, "python3")):
+        os.symlink(ORACLE_PYTHON, os.path.join(bin_dir, "python3"))
+    if not os.path.lexists(os.path.join(cwd, "build")):
+        os.symlink(BUILD, os.path.join(cwd, "build"))
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = os.pathsep.join([bin_dir, os.path.join(BUILD, "app"), env.get("PATH", "")])
+    return subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def documented_check_command(path):
+    """The command an exported file's docstring gives to check it here."""
+    with open(path) as f:
+        doc = f.read().split('"""')[1]
+    lines = [line.strip() for line in doc.splitlines() if "-m torch.distributed.run" in line]
+    if len(lines) != 1:
+        raise AssertionError(f"{path} documents {len(lines)} check commands:\n{doc}")
+    return lines[0]
