@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages commtune needs, skipping those already present.
-# Safe to run repeatedly; uses sudo when not root.
+# Safe to run repeatedly; uses sudo when not root. With --tests, also what only
+# the test suite uses (a SLURM on localhost: scripts/slurm-local.sh).
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,9 @@ packages=(
   desktop-file-utils appstream
   clang libclang-rt-14-dev
 )
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(slurm-wlm munge)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,7 +3,7 @@
 # installs what is missing, builds, and runs every test with ctest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/setup-deps.sh"
+"$root/scripts/setup-deps.sh" --tests
 "$root/scripts/build.sh"
 cd "${COMMTUNE_BUILD_DIR:-$root/build}"
 exec ctest --output-on-failure --timeout 900 "$@"

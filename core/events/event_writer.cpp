@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace commtune::events {
@@ -43,6 +44,9 @@ std::unique_ptr<EventWriter> EventWriter::from_environment(const Hello& hello) {
   if (const char* path = std::getenv("COMMTUNE_EVENT_FILE"); path && *path) {
     std::string file(path);
     if (auto at = file.find("{rank}"); at != std::string::npos) file.replace(at, 6, std::to_string(hello.rank));
+    // Its folder too, as torchrun's --log_dir is made: every rank of a job names the same new folder.
+    std::error_code ignored;
+    std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ignored);
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw std::runtime_error("cannot write the event file " + file + ": " + std::strerror(errno));
     return std::make_unique<EventWriter>(fd, hello);

@@ -1,7 +1,7 @@
 """Runs launched elsewhere, first-class in the store: the launch scripts that
 `export launch` writes start a job as two "nodes" on this machine (two
 torchrun invocations, --nnodes 2, rendezvous on loopback; and the sbatch file
-under a stand-in srun, since no SLURM is here), and `import --follow`
+submitted to a real SLURM on this machine, scripts/slurm-local.sh), and `import --follow`
 streams its event files into the run store while it runs, so the store (and
 every view reading it) has its steps before the job ends; compare and
 recommend then use it like a local run. A node that dies is given up within
@@ -14,7 +14,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 import unittest
 
@@ -31,10 +30,18 @@ def free_port():
 
 
 def node_env(job):
-    env = dict(os.environ, COMMTUNE_WORKER=ct.WORKER, PYTHON=ct.ORACLE_PYTHON,
-               EVENT_DIR=os.path.join(job, "events"),
-               # Debian's torchrun 1.13 cannot parse its default "0" under Python 3.11.
-               TORCHRUN_ARGS=f"--redirects 1 --tee 1 --log_dir {job}/logs")
+    """A node's environment as a user's would be: no PYTHON, no TORCHRUN_ARGS, and a python3
+    first on PATH that cannot import torch (as with pyenv): the script finds one that can."""
+    bin_dir = os.path.join(job, "bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    without_torch = os.path.join(bin_dir, "python3")
+    if not os.path.exists(without_torch):
+        with open(without_torch, "w") as f:
+            f.write(f"#!/bin/sh\nexec {ct.ORACLE_PYTHON} -S \"$@\"\n")  # -S: no site-packages, no torch
+        os.chmod(without_torch, 0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "TORCHRUN_ARGS")}
+    env.update(COMMTUNE_WORKER=ct.WORKER, EVENT_DIR=os.path.join(job, "events"),
+               PATH=bin_dir + os.pathsep + os.environ["PATH"])
     return env
 
 
@@ -61,6 +68,48 @@ def export_job(job, steps, local_steps=None):
     ct.cli("export", "launch", "--run", run_id, "--set", f"steps={steps}", "--nodes", 2, "--ranks-per-node", 1,
            "--rendezvous", f"127.0.0.1:{free_port()}", "--out", job)
     return run_id
+
+
+class LocalSlurm:
+    """scripts/slurm-local.sh's SLURM for one test, in its own state folder; the test is
+    skipped, saying why, where it cannot start (not root, no slurm-wlm)."""
+
+    def __init__(self, test):
+        self.test = test
+        self.dir = tempfile.mkdtemp(prefix="commtune-slurm-")
+        self.env = dict(os.environ, SLURM_LOCAL_DIR=self.dir)
+
+    def __enter__(self):
+        proc = subprocess.run([os.path.join(ct.REPO, "scripts", "slurm-local.sh"), "start"], env=self.env,
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode == 77:
+            self.test.skipTest(proc.stderr.strip())
+        self.test.assertEqual(proc.returncode, 0, proc.stderr)
+        self.env["SLURM_CONF"] = proc.stdout.strip().split("=", 1)[1]
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run([os.path.join(ct.REPO, "scripts", "slurm-local.sh"), "stop"], env=self.env, timeout=60)
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def wait(self, job_id, timeout):
+        """The job's (JobState, ExitCode) once it has left the queue."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = subprocess.run(["scontrol", "show", "job", job_id], env=self.env, capture_output=True,
+                                   text=True).stdout
+            fields = dict(item.split("=", 1) for item in shown.split() if "=" in item)
+            if fields.get("JobState") not in (None, "PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+                return fields["JobState"], fields["ExitCode"]
+            time.sleep(0.5)
+        subprocess.run(["scancel", job_id], env=self.env)
+        self.test.fail(f"SLURM job {job_id} did not end in {timeout} s")
+
+    @staticmethod
+    def output(folder, job_id):
+        path = os.path.join(folder, f"slurm-{job_id}.out")
+        return open(path).read()[-3000:] if os.path.exists(path) else "(no slurm output)"
 
 
 class MultiNode(unittest.TestCase):
@@ -114,38 +163,25 @@ class MultiNode(unittest.TestCase):
             self.assertTrue(imported["baseline"])
             self.assertGreater(imported["prediction"]["step_s"], 0)
 
-    def test_the_sbatch_script_runs_its_ranks_under_a_stand_in_srun(self):
-        with tempfile.TemporaryDirectory() as job:
-            export_job(job, 20, local_steps=2)
-            # No SLURM here: srun and scontrol stand-ins start the tasks as srun would (SLURM_PROCID, ...).
-            bin_dir = os.path.join(job, "bin")
-            os.makedirs(bin_dir)
-            with open(os.path.join(bin_dir, "srun"), "w") as f:
-                f.write(textwrap.dedent("""\
-                    #!/bin/bash
-                    while [[ "$1" == --* ]]; do shift; done
-                    pids=()
-                    for ((i = 0; i < SLURM_NTASKS; i++)); do
-                      SLURM_PROCID=$i SLURM_LOCALID=$((i % SLURM_NTASKS_PER_NODE)) "$@" &
-                      pids+=($!)
-                    done
-                    status=0
-                    for p in "${pids[@]}"; do wait "$p" || status=1; done
-                    exit $status
-                    """))
-            with open(os.path.join(bin_dir, "scontrol"), "w") as f:
-                f.write("#!/bin/sh\necho 127.0.0.1\n")
-            for name in ("srun", "scontrol"):
-                os.chmod(os.path.join(bin_dir, name), 0o755)
-            env = dict(node_env(job), PATH=bin_dir + os.pathsep + os.environ["PATH"], SLURM_SUBMIT_DIR=job,
-                       SLURM_JOB_NODELIST="node[0-1]", SLURM_NTASKS="2", SLURM_NTASKS_PER_NODE="1",
-                       MASTER_PORT=str(free_port()))
-            proc = subprocess.run(["bash", os.path.join(job, "launch.sbatch")], env=env, capture_output=True,
-                                  text=True, timeout=300)
-            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+    def test_the_sbatch_script_runs_under_a_real_slurm(self):
+        """launch.sbatch submitted as its header says, to the SLURM that scripts/slurm-local.sh
+        starts on this machine (slurmctld, slurmd, munge on 127.0.0.1): one node, two tasks."""
+        with tempfile.TemporaryDirectory() as job, LocalSlurm(self) as slurm:
+            base = ct.cli("run", "--quiet", *SMALL, "--set", "world_size=2", "--set", "steps=2")
+            run_id = int(base.stderr.rsplit("stored as run ", 1)[1].split()[0])
+            ct.cli("export", "launch", "--run", run_id, "--set", "steps=20", "--nodes", 1, "--ranks-per-node", 2,
+                   "--out", job)
+            env = dict(slurm.env, COMMTUNE_WORKER=ct.WORKER, MASTER_PORT=str(free_port()))
+            submitted = subprocess.run(["sbatch", "--parsable", "launch.sbatch"], cwd=job, env=env,
+                                       capture_output=True, text=True, timeout=60)
+            self.assertEqual(submitted.returncode, 0, submitted.stderr)
+            job_id = submitted.stdout.strip().split(";")[0]
+            state = slurm.wait(job_id, timeout=300)
+            self.assertEqual(state, ("COMPLETED", "0:0"), slurm.output(job, job_id))
             ct.cli("import", os.path.join(job, "events"), "--name", "slurm")
             run = next(r for r in ct.cli_json("list") if r["name"] == "slurm")
             self.assertEqual((run["status"], run["world_size"], run["steps_completed"]), ("succeeded", 2, 20))
+
 
     def test_a_node_that_dies_is_given_up_within_the_quiet_limit(self):
         with tempfile.TemporaryDirectory() as job:

@@ -1,0 +1,112 @@
+#!/bin/bash
+# A real SLURM on this machine, for tests and for trying commtune's SLURM
+# scripts without a cluster: munged, slurmctld and slurmd (Debian 12's
+# slurm-wlm and munge), bound to 127.0.0.1, with every file under one state
+# folder. One node, "localhost", with this machine's cores.
+#
+#   scripts/slurm-local.sh start   # prints the line that points sbatch/squeue at it
+#   scripts/slurm-local.sh stop
+#
+# Environment: SLURM_LOCAL_DIR (state folder, default /tmp/commtune-slurm).
+# Exit status 77 (skip) where it cannot start: not root (slurmd runs jobs as
+# their users), or the packages are missing (scripts/setup-deps.sh installs them).
+set -euo pipefail
+
+STATE=${SLURM_LOCAL_DIR:-/tmp/commtune-slurm}
+CONF=$STATE/slurm.conf
+
+daemon_pids() {
+  for f in "$STATE"/run/*.pid; do
+    [ -s "$f" ] && cat "$f"
+  done 2>/dev/null || true
+}
+
+stop() {
+  for pid in $(daemon_pids); do kill "$pid" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    alive=0
+    for pid in $(daemon_pids); do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for pid in $(daemon_pids); do kill -9 "$pid" 2>/dev/null || true; done
+  rm -f "$STATE"/run/*.pid
+}
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "slurm-local: needs root (slurmd starts each job as its user)" >&2
+    exit 77
+  fi
+  for tool in munged slurmctld slurmd sbatch; do
+    if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
+      echo "slurm-local: $tool is missing: apt-get install slurm-wlm munge (scripts/setup-deps.sh --tests does)" >&2
+      exit 77
+    fi
+  done
+  stop
+  mkdir -p "$STATE"/{munge,ctld,spool,log,run}
+  chmod 700 "$STATE/munge"
+  [ -s "$STATE/munge/munge.key" ] || dd if=/dev/urandom of="$STATE/munge/munge.key" bs=1024 count=1 status=none
+  chmod 400 "$STATE/munge/munge.key"
+  /usr/sbin/munged --force --socket="$STATE/munge/munge.socket" --key-file="$STATE/munge/munge.key" \
+    --pid-file="$STATE/run/munged.pid" --log-file="$STATE/log/munged.log" --seed-file="$STATE/munge/munged.seed"
+
+  cat >"$CONF" <<EOF
+ClusterName=commtune-local
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$STATE/munge/munge.socket
+StateSaveLocation=$STATE/ctld
+SlurmdSpoolDir=$STATE/spool
+SlurmctldPidFile=$STATE/run/slurmctld.pid
+SlurmdPidFile=$STATE/run/slurmd.pid
+SlurmctldLogFile=$STATE/log/slurmctld.log
+SlurmdLogFile=$STATE/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=5
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+PartitionName=local Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
+EOF
+  export SLURM_CONF=$CONF
+  /usr/sbin/slurmctld -f "$CONF" -i
+  /usr/sbin/slurmd -f "$CONF" -N localhost
+  for _ in $(seq 100); do
+    if sinfo -h -o %T 2>/dev/null | grep -qx idle; then
+      echo "export SLURM_CONF=$CONF"
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "slurm-local: the node did not come up in 20 s; logs in $STATE/log" >&2
+  stop
+  exit 1
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *)
+    echo "usage: $0 start|stop" >&2
+    exit 2
+    ;;
+esac
