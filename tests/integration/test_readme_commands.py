@@ -1,0 +1,111 @@
+"""Every shell command the README shows, run as written, in order, in a clean
+folder laid out like the repository's root (build/, scripts/, tests/ linked
+in), with a fresh run store and /usr/bin/python3 as `python3`. Placeholders
+a user replaces are the only substitutions: /shared (a folder every node
+sees) and node0:29400 (a node's address) become a temporary folder and a
+free loopback port. Commands shown "on every node" run twice at once, as two
+nodes. A command the README adds that this test does not know fails it."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import commtune_testing as ct  # noqa: E402
+
+# Commands a test cannot run here, and where they are checked instead.
+RUN_ELSEWHERE = {
+    "./scripts/test.sh": ".ci/run runs it (the suite cannot run itself)",
+    "./scripts/package.sh && sudo apt install ./build-package/commtune_0.1.0_amd64.deb":
+        "tests/integration/test_package.py builds the package and checks its contents (installing needs root "
+        "and changes the machine)",
+}
+# Commands shown as run on each node of a job: two at once here.
+ON_EVERY_NODE = ("launch_torchrun.sh", "torchrun --nnodes 2")
+
+
+def readme_commands():
+    """The commands of the README's ```sh blocks: continuation lines joined, comments dropped."""
+    with open(os.path.join(ct.REPO, "README.md")) as f:
+        blocks = re.findall(r"^```sh\n(.*?)^```", f.read(), re.M | re.S)
+    commands = []
+    for block in blocks:
+        block = block.replace("\\\n", " ")
+        for line in block.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if line and not line.startswith("#"):
+                commands.append(re.sub(r"\s+", " ", line))
+    return commands
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ReadmeCommands(unittest.TestCase):
+    def test_every_command_runs_as_written(self):
+        commands = readme_commands()
+        self.assertGreater(len(commands), 10)
+        with tempfile.TemporaryDirectory() as root:
+            for name in ("scripts", "tests"):
+                os.symlink(os.path.join(ct.REPO, name), os.path.join(root, name))
+            shared = os.path.join(root, "shared-folder")
+            rendezvous = f"127.0.0.1:{free_port()}"
+            env = dict(os.environ, XDG_DATA_HOME=os.path.join(root, "data"), HOME=root)
+            env.pop("COMMTUNE_DB", None)
+            env.pop("COMMTUNE_BUILD_DIR", None)
+            nodes = []
+            try:
+                for command in commands:
+                    if command in RUN_ELSEWHERE:
+                        continue
+                    literal = command.replace("/shared", shared).replace("node0:29400", rendezvous)
+                    if any(marker in command for marker in ON_EVERY_NODE):
+                        nodes += [subprocess.Popen(["sh", "-c", literal], cwd=root, env=self.documented_env(root, env),
+                                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                                   start_new_session=True) for _ in range(2)]
+                        if "import --follow" in " ".join(commands[commands.index(command):][:2]):
+                            continue  # the import that follows them waits for the job
+                        self.wait_nodes(nodes, command)
+                        nodes = []
+                        continue
+                    with self.subTest(command=command):
+                        proc = ct.shell_as_documented(literal, root, env=env, timeout=900)
+                        self.assertEqual(proc.returncode, 0,
+                                         f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+                    if nodes:
+                        self.wait_nodes(nodes, command)
+                        nodes = []
+            finally:
+                for node in nodes:
+                    if node.poll() is None:
+                        os.killpg(node.pid, 9)
+                    node.wait()
+            # What the commands left: the sweep, the exports, the imported two-node job.
+            listed = ct.cli_json("list", "--db", os.path.join(root, "data", "commtune", "runs.db"))
+            for path in ("export/use_powersgd.py", "continue/powersgd_state-rank1.pt", "bf16-export/use_hook.py",
+                         "reference.json"):
+                self.assertTrue(os.path.exists(os.path.join(root, path)), path)
+            self.assertTrue(any(r["world_size"] == 4 and r["status"] == "succeeded" for r in listed),
+                            [(r["id"], r["world_size"], r["status"]) for r in listed])
+
+    @staticmethod
+    def documented_env(root, env):
+        # As shell_as_documented sets it up (python3, build/, commtune binaries on PATH).
+        ct.shell_as_documented("true", root, env=env)
+        return dict(env, PATH=os.pathsep.join([os.path.join(root, ".documented-bin"),
+                                               os.path.join(ct.BUILD, "app"), env.get("PATH", "")]))
+
+    def wait_nodes(self, nodes, after):
+        for node in nodes:
+            out, _ = node.communicate(timeout=900)
+            self.assertEqual(node.returncode, 0, f"a node of the job (before: {after})\n{out[-3000:]}")
+
+
+if __name__ == "__main__":
+    unittest.main()
