@@ -113,7 +113,9 @@ class BadInput(unittest.TestCase):
 
     def test_checkpoints_with_wrong_types_or_missing_keys(self):
         for change in ("ck['version'] = 'one'", "ck['format'] = 7", "ck['world_size'] = 'two'",
-                       "del ck['reducer']", "ck['parameters']['values'] = 'none'"):
+                       "del ck['reducer']", "ck['model']['output.bias'] = 'none'", "del ck['optimizer_state']",
+                       "ck['model']['hidden.0.weight'] = torch.zeros(3)",
+                       "ck['optimizer_state']['output.bias']['momentum_buffer'] = torch.zeros(3)"):
             with self.subTest(change=change):
                 step = self.damaged_checkpoint(change)
                 self.run_refused({"checkpoint.resume": step}, "checkpoint.resume")

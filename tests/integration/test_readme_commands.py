@@ -1,10 +1,12 @@
-"""Every shell command the README shows, run as written, in order, in a clean
-folder laid out like the repository's root (build/, scripts/, tests/ linked
-in), with a fresh run store and /usr/bin/python3 as `python3`. Placeholders
-a user replaces are the only substitutions: /shared (a folder every node
-sees) and node0:29400 (a node's address) become a temporary folder and a
-free loopback port. Commands shown "on every node" run twice at once, as two
-nodes. A command the README adds that this test does not know fails it."""
+"""Every shell command the README and docs/*.md show, run as written, in order,
+one document at a time, each in a clean folder laid out like the repository's
+root (build/, scripts/, tests/ linked in), with a fresh run store and
+/usr/bin/python3 as `python3`. Placeholders a user replaces are the only
+substitutions: /shared (a folder every node sees) and node0:29400 (a node's
+address) become a temporary folder and a free loopback port. Commands shown
+"on every node" run twice at once, as two nodes. A spec a command reads
+(`--spec FILE`) is the document's one JSON block, written there first. A command the docs
+add that this test cannot run fails it."""
 import os
 import re
 import socket
@@ -27,10 +29,9 @@ RUN_ELSEWHERE = {
 ON_EVERY_NODE = ("launch_torchrun.sh", "torchrun --nnodes 2")
 
 
-def readme_commands():
-    """The commands of the README's ```sh blocks: continuation lines joined, comments dropped."""
-    with open(os.path.join(ct.REPO, "README.md")) as f:
-        blocks = re.findall(r"^```sh\n(.*?)^```", f.read(), re.M | re.S)
+def documented_commands(text):
+    """The commands of a document's ```sh blocks: continuation lines joined, comments dropped."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)
     commands = []
     for block in blocks:
         block = block.replace("\\\n", " ")
@@ -47,52 +48,78 @@ def free_port():
         return s.getsockname()[1]
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 class ReadmeCommands(unittest.TestCase):
-    def test_every_command_runs_as_written(self):
-        commands = readme_commands()
-        self.assertGreater(len(commands), 10)
+    def run_document(self, text, root):
+        """Runs the document's commands in `root`, in order; returns the store's path."""
+        commands = documented_commands(text)
+        for name in ("scripts", "tests"):
+            os.symlink(os.path.join(ct.REPO, name), os.path.join(root, name))
+        json_blocks = re.findall(r"^```json\n(.*?)^```", text, re.M | re.S)
+        for spec in sorted({m for c in commands for m in re.findall(r"--spec (\S+)", c)}):
+            self.assertEqual(len(json_blocks), 1, f"a command reads {spec}: the document must show it")
+            with open(os.path.join(root, spec), "w") as f:
+                f.write(json_blocks[0])
+        shared = os.path.join(root, "shared-folder")
+        rendezvous = f"127.0.0.1:{free_port()}"
+        env = dict(os.environ, XDG_DATA_HOME=os.path.join(root, "data"), HOME=root)
+        env.pop("COMMTUNE_DB", None)
+        env.pop("COMMTUNE_BUILD_DIR", None)
+        nodes = []
+        try:
+            for at, command in enumerate(commands):
+                if command in RUN_ELSEWHERE:
+                    continue
+                literal = command.replace("/shared", shared).replace("node0:29400", rendezvous)
+                if any(marker in command for marker in ON_EVERY_NODE):
+                    nodes += [subprocess.Popen(["sh", "-c", literal], cwd=root, env=self.documented_env(root, env),
+                                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                               start_new_session=True) for _ in range(2)]
+                    if at + 1 < len(commands) and "import --follow" in commands[at + 1]:
+                        continue  # the import that follows them waits for the job
+                    self.wait_nodes(nodes, command)
+                    nodes = []
+                    continue
+                proc = ct.shell_as_documented(literal, root, env=env, timeout=900)
+                self.assertEqual(proc.returncode, 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+                if nodes:
+                    self.wait_nodes(nodes, command)
+                    nodes = []
+        finally:
+            for node in nodes:
+                if node.poll() is None:
+                    os.killpg(node.pid, 9)
+                node.wait()
+        return os.path.join(root, "data", "commtune", "runs.db")
+
+    def test_every_readme_command_runs_as_written(self):
+        text = read(os.path.join(ct.REPO, "README.md"))
+        self.assertGreater(len(documented_commands(text)), 10)
         with tempfile.TemporaryDirectory() as root:
-            for name in ("scripts", "tests"):
-                os.symlink(os.path.join(ct.REPO, name), os.path.join(root, name))
-            shared = os.path.join(root, "shared-folder")
-            rendezvous = f"127.0.0.1:{free_port()}"
-            env = dict(os.environ, XDG_DATA_HOME=os.path.join(root, "data"), HOME=root)
-            env.pop("COMMTUNE_DB", None)
-            env.pop("COMMTUNE_BUILD_DIR", None)
-            nodes = []
-            try:
-                for command in commands:
-                    if command in RUN_ELSEWHERE:
-                        continue
-                    literal = command.replace("/shared", shared).replace("node0:29400", rendezvous)
-                    if any(marker in command for marker in ON_EVERY_NODE):
-                        nodes += [subprocess.Popen(["sh", "-c", literal], cwd=root, env=self.documented_env(root, env),
-                                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                                   start_new_session=True) for _ in range(2)]
-                        if "import --follow" in " ".join(commands[commands.index(command):][:2]):
-                            continue  # the import that follows them waits for the job
-                        self.wait_nodes(nodes, command)
-                        nodes = []
-                        continue
-                    with self.subTest(command=command):
-                        proc = ct.shell_as_documented(literal, root, env=env, timeout=900)
-                        self.assertEqual(proc.returncode, 0,
-                                         f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-                    if nodes:
-                        self.wait_nodes(nodes, command)
-                        nodes = []
-            finally:
-                for node in nodes:
-                    if node.poll() is None:
-                        os.killpg(node.pid, 9)
-                    node.wait()
-            # What the commands left: the sweep, the exports, the imported two-node job.
-            listed = ct.cli_json("list", "--db", os.path.join(root, "data", "commtune", "runs.db"))
+            store = self.run_document(text, root)
+            # What the commands left: the exports, the reference replay, the imported two-node job.
             for path in ("export/use_powersgd.py", "continue/powersgd_state-rank1.pt", "bf16-export/use_hook.py",
                          "reference.json"):
                 self.assertTrue(os.path.exists(os.path.join(root, path)), path)
+            listed = ct.cli_json("list", "--db", store)
             self.assertTrue(any(r["world_size"] == 4 and r["status"] == "succeeded" for r in listed),
                             [(r["id"], r["world_size"], r["status"]) for r in listed])
+
+    def test_every_command_in_docs_runs_as_written(self):
+        documents = sorted(f for f in os.listdir(os.path.join(ct.REPO, "docs")) if f.endswith(".md"))
+        ran = []
+        for name in documents:
+            text = read(os.path.join(ct.REPO, "docs", name))
+            if not documented_commands(text):
+                continue
+            with self.subTest(document=name), tempfile.TemporaryDirectory() as root:
+                self.run_document(text, root)
+                ran.append(name)
+        self.assertIn("sweeps.md", ran)
 
     @staticmethod
     def documented_env(root, env):
