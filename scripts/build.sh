@@ -14,4 +14,7 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
 elif (($#)); then
   cmake "$build_dir" "$@"
 fi
-cmake --build "$build_dir" --parallel "$jobs"
+# COMMTUNE_BUILD_TARGETS: only these targets (space-separated), e.g. what scripts/main.sh runs.
+targets=()
+for t in ${COMMTUNE_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build_dir" --parallel "$jobs" "${targets[@]}"
