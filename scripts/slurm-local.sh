@@ -49,6 +49,7 @@ start() {
     fi
   done
   stop
+  trap 'stop' EXIT  # a daemon that did not come up takes the others down with it
   mkdir -p "$STATE"/{munge,ctld,spool,log,run}
   chmod 700 "$STATE/munge"
   [ -s "$STATE/munge/munge.key" ] || dd if=/dev/urandom of="$STATE/munge/munge.key" bs=1024 count=1 status=none
@@ -92,13 +93,13 @@ EOF
   /usr/sbin/slurmd -f "$CONF" -N localhost
   for _ in $(seq 100); do
     if sinfo -h -o %T 2>/dev/null | grep -qx idle; then
+      trap - EXIT
       echo "export SLURM_CONF=$CONF"
       return 0
     fi
     sleep 0.2
   done
   echo "slurm-local: the node did not come up in 20 s; logs in $STATE/log" >&2
-  stop
   exit 1
 }
 

@@ -35,7 +35,7 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
 nlohmann::json validated_config(const nlohmann::json& raw) { return RunConfig::parse(raw).to_json(); }
 
 std::string check_command(const std::string& file) {
-  return "python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 " + file;
+  return "python3 -m torch.distributed.run --standalone --nproc_per_node 2 --redirects 1 --tee 1 " + file;
 }
 
 std::string job_source(const nlohmann::json& config, const ExportedJob& job) {
@@ -53,10 +53,17 @@ std::string job_source(const nlohmann::json& config, const ExportedJob& job) {
          nlohmann::json(ddp.at("bucket_cap_mb")).dump() + R"PY()
 
 
+def trainable(model):
+    """The module under a DDP wrapper, and its trainable parameters by name (what commtune trains)."""
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        model = model.module
+    return model, {name: p for name, p in model.named_parameters() if p.requires_grad}
+
+
 def check_model(model, shapes):
-    """Refuses, in one line naming the parameter, a model whose parameter names or shapes
-    differ from `shapes` (name -> shape): state loaded into another model trains silently wrong."""
-    mine = {name: list(p.shape) for name, p in getattr(model, "module", model).named_parameters()}
+    """Refuses, in one line naming the parameter, a model whose trainable parameters' names or
+    shapes differ from `shapes` (name -> shape): state loaded into another model trains silently wrong."""
+    mine = {name: list(p.shape) for name, p in trainable(model)[1].items()}
     for name, shape in shapes.items():
         if name not in mine:
             raise ValueError(f"the model has no parameter {name!r} (the run's model had it, shape {list(shape)})")
@@ -70,15 +77,16 @@ def check_model(model, shapes):
 def load_checkpoint(model, optimizer, path):
     """A commtune checkpoint file (step-NNNNNN/rank-R.pt, this rank's) into `model` and a
     torch.optim optimizer over its parameters, by parameter name; returns the step to run next.
-    The file is a plain dict: "model" is a state_dict, "optimizer_state" maps each parameter's
-    name to what torch.optim keeps in optimizer.state[parameter]."""
+    The file is a plain dict: "model" holds the trainable parameters by name (a state_dict;
+    commtune keeps no buffers), "optimizer_state" maps each one's name to what torch.optim keeps
+    in optimizer.state[parameter]."""
     ck = torch.load(path, weights_only=True)
     if ck.get("format") != "commtune.checkpoint" or ck.get("version") != 2:
         raise ValueError(f"{path} is not a commtune checkpoint of version 2")
-    module = getattr(model, "module", model)
+    module, parameters = trainable(model)
     check_model(module, {name: list(t.shape) for name, t in ck["model"].items()})
-    module.load_state_dict(ck["model"])
-    for name, p in module.named_parameters():
+    module.load_state_dict(ck["model"], strict=False)  # checked above: only buffers may be left out
+    for name, p in parameters.items():
         state = {key: value.to(p.device).clone() for key, value in ck["optimizer_state"][name].items()}
         if "exp_avg" in state:  # Adam counts its steps per parameter
             state["step"] = torch.tensor(float(ck["optimizer"]["adam_steps"]))
@@ -149,7 +157,13 @@ def check_here(steps=)PY" +
 
 
 if __name__ == "__main__":
-    check_here()
+    try:
+        check_here()
+    except BaseException:  # exit without the teardown that can hang after Python hooks ran
+        import os
+        import traceback
+        traceback.print_exc()
+        os._exit(1)
 )PY";
 }
 

@@ -118,7 +118,7 @@ std::string snippet(const nlohmann::json& config, std::optional<std::int64_t> ru
 )PY";
   s += wrapper == "none" ? "on the CPU (Gloo) or GPUs (NCCL).\n"
                          : "on GPUs (NCCL). PyTorch 1.13 cannot run PowerSGD inside a fp16/bf16 wrapper on the CPU\n"
-                           "(no half matrix products; Gloo has no bf16 sum): register() refuses Gloo.\n";
+                           "(no half matrix products; Gloo has no bf16 sum): register() refuses a model on the CPU.\n";
   s += "Check it here (2 ranks):\n\n    " + check_command(file_name) + "\n\n";
   s += runtime_step ? "Files: powersgd_state-rank<R>.pt, one per rank: the hyperparameters and that\n"
                       "rank's runtime state as the run left it before step " +
@@ -151,9 +151,9 @@ def load_powersgd_state(path, process_group=None):
 def register(ddp_model, state):
     """Registers the hook commtune ran (wrapped as it was)."""
 )PY" + (wrapper == "none" ? std::string()
-                          : "    if dist.get_backend() != \"nccl\":\n"
+                          : "    if next(ddp_model.parameters()).device.type != \"cuda\":\n"
                             "        raise RuntimeError(\"PowerSGD in a " + wrapper.substr(0, 4) +
-                                " wrapper needs GPUs (NCCL) in PyTorch: on the CPU (Gloo) it has no half \"\n"
+                                " wrapper needs GPUs in PyTorch: on the CPU it has no half \"\n"
                             "                           \"matrix products and no bf16 sum; commtune ran it with its own kernels\")\n") +
        "    ddp_model.register_comm_hook(state, " + registered + ")\n\n\n";
   if (runtime_step)
@@ -169,6 +169,7 @@ def register(ddp_model, state):
     back, so the next step sees nothing of it; then the runtime state is restored.
     (Restoring it after the job's first optimizer step instead runs that step
     with a fresh state: the losses then drift from commtune's.)"""
+    check_model(ddp_model, d["runtime"]["parameter_shapes"])  # before the warm-up touches anything
     module = ddp_model.module
     buffers = [b.detach().clone() for b in module.buffers()]
     cpu_rng = torch.get_rng_state()
@@ -202,7 +203,8 @@ def restore_runtime_state(ddp_model, state, d):
 
 )PY";
   const std::string state_file =
-      runtime_step ? "f\"powersgd_state-rank{dist.get_rank()}.pt\"" : std::string("\"powersgd_state.pt\"");
+      runtime_step ? "\"powersgd_state-rank0.pt\"" : std::string("\"powersgd_state.pt\"");
+  // The check needs the hyperparameters alone: rank 0's file, whatever the run's world size.
   ExportedJob job{file_name,
                   "    here = os.path.dirname(os.path.abspath(__file__))\n"
                   "    state, _ = load_powersgd_state(os.path.join(here, " + state_file + "))\n"

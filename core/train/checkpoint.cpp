@@ -174,8 +174,10 @@ std::int64_t TrainingState::load_checked(const std::string& folder, int rank, in
            std::to_string(params.count()));
   for (std::size_t i = 0; i < params.count(); ++i) {
     const auto& name = params.name(i);
-    if (names.get(i).toStringRef() != name || !model.contains(name))
-      refuse("this model's parameter '" + name + "' is not in it (another model?)");
+    if (!model.contains(name)) refuse("this model's parameter '" + name + "' is not in it (another model?)");
+    if (names.get(i).toStringRef() != name)  // the bucket layout indexes parameters in model order
+      refuse("parameter '" + name + "' is at another position there (a model that declares its parameters in "
+             "another order)");
     const auto sizes = checkpoint_entry(model, name).toTensor().sizes();
     if (std::vector<std::int64_t>(sizes.begin(), sizes.end()) != params.shape(i))
       refuse("parameter '" + name + "' has shape " + c10::str(sizes) + " there, " + c10::str(params.shape(i)) +

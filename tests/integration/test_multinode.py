@@ -76,12 +76,15 @@ class LocalSlurm:
 
     def __init__(self, test):
         self.test = test
-        self.dir = tempfile.mkdtemp(prefix="commtune-slurm-")
-        self.env = dict(os.environ, SLURM_LOCAL_DIR=self.dir)
 
     def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="commtune-slurm-")
+        self.env = dict(os.environ, SLURM_LOCAL_DIR=self.dir)
         proc = subprocess.run([os.path.join(ct.REPO, "scripts", "slurm-local.sh"), "start"], env=self.env,
                               capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
         if proc.returncode == 77:
             self.test.skipTest(proc.stderr.strip())
         self.test.assertEqual(proc.returncode, 0, proc.stderr)
