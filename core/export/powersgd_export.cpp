@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -183,14 +182,13 @@ def register(ddp_model, state):
     torch.set_rng_state(cpu_rng)
     if cuda_rng is not None:
         torch.cuda.set_rng_state_all(cuda_rng)
-    restore_runtime_state(ddp_model, state, d)
+    _restore_runtime_state(ddp_model, state, d)
 
 
-def restore_runtime_state(ddp_model, state, d):
-    """The iteration, random generator, and each bucket's error and P/Q memories, after
-    checking that the model's parameters are the run's (names and shapes)."""
+def _restore_runtime_state(ddp_model, state, d):
+    """The iteration, random generator, and each bucket's error and P/Q memories
+    (resume() has checked the model)."""
     rt = d["runtime"]
-    check_model(ddp_model, rt["parameter_shapes"])
     device = next(ddp_model.parameters()).device
     state.iter = rt["iter"]
     state.rng.set_state(("MT19937", rt["rng_key"].numpy().astype("uint32"), rt["rng_position"]))
@@ -212,11 +210,8 @@ def restore_runtime_state(ddp_model, state, d):
                   runtime_step
                       ? "#   state, d = load_powersgd_state(f\"powersgd_state-rank{dist.get_rank()}.pt\")\n"
                         "#   register(ddp_model, state)\n"
-                        "#   step = load_checkpoint(model, optimizer, f\"step-" + [&] {
-                          char name[16];
-                          std::snprintf(name, sizeof name, "%06lld", static_cast<long long>(*runtime_step));
-                          return std::string(name);
-                        }() + "/rank-{dist.get_rank()}.pt\")  # the run's weights and momentum\n"
+                        "#   step = load_checkpoint(model, optimizer, f\"" + checkpoint_folder("", *runtime_step) +
+                        "/rank-{dist.get_rank()}.pt\")  # the run's weights and momentum\n"
                         "#   ... the data position at that step, then:\n"
                         "#   resume(ddp_model, state, d, lambda: loss_fn(ddp_model(inputs), targets).backward())\n"
                       : "#   state, _ = load_powersgd_state(\"powersgd_state.pt\")\n"

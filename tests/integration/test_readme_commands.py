@@ -1,12 +1,12 @@
 """Every shell command the README and docs/*.md show, run as written, in order,
 one document at a time, each in a clean folder laid out like the repository's
 root (build/, scripts/, tests/ linked in), with a fresh run store and
-/usr/bin/python3 as `python3`. Placeholders a user replaces are the only
-substitutions: /shared (a folder every node sees) and node0:29400 (a node's
-address) become a temporary folder and a free loopback port. Commands shown
-"on every node" run twice at once, as two nodes. A spec a command reads
-(`--spec FILE`) is the document's one JSON block, written there first. A command the docs
-add that this test cannot run fails it."""
+/usr/bin/python3 as `python3`. Two strings are substituted, those a user
+replaces with their own cluster's: /shared (a folder every node sees) becomes
+a temporary folder, node0:29400 (a node's address) a free loopback port.
+Commands shown "on every node" run twice at once, as two nodes. A spec a
+command reads (`--spec FILE`) is the document's one JSON block, written there
+first. A command the docs add that this test cannot run fails it."""
 import os
 import re
 import socket
