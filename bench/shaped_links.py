@@ -168,6 +168,20 @@ def measure(rates, hooks, model, steps, emulate=True, log=sys.stderr, keep=None)
     return rows
 
 
+def remeasure(row, model, steps):
+    """Runs a row's shaped configuration once more and keeps the faster of its step medians: load on the
+    machine only adds time to a run and does not repeat, where an error of the model does."""
+    sets = ["world_size=2"] + model + [f"steps={steps_at(row['rate_mbit'], steps)}"] + HOOKS[row["hook"]]
+    with namespace(row["rate_mbit"]) as shaped_ns:
+        again = run(shaped_ns, sets, os.path.dirname(os.environ["COMMTUNE_DB"]))
+    row.setdefault("measured_attempts_ms", [row["measured_ms"]]).append(step_ms(again))
+    row["measured_ms"] = min(row["measured_attempts_ms"])
+    row["predicted_ratio"] = row["predicted_ms"] / row["measured_ms"]
+    if "emulated_ms" in row:
+        row["emulated_ratio"] = row["emulated_ms"] / row["measured_ms"]
+    return row
+
+
 def summary(rows):
     out = {}
     for key in ("predicted_ratio", "emulated_ratio"):
