@@ -8,11 +8,17 @@ the batch to the optimizer update and reading the loss. The rounds alternate
 the two engines, so machine noise hits both; the reported ratio is the
 median over rounds of commtune's median step time over PyTorch's.
 
+The byteps hook has no PyTorch implementation; its reference is the same
+algorithm as a PyTorch DDP hook, the use_byteps.py that `export production`
+writes for the run (bit for bit the same gradients). --set passes hook
+settings on (e.g. --set hook.byteps_compressor_type=onebit).
+
 --affinity says where ranks run: "none" leaves placement to the OS for both
 engines (their defaults); "cores" binds every rank of both engines to its own
 equal share of the cores (commtune's cpu_affinity=cores).
 
-    /usr/bin/python3 bench/ddp_step_bench.py [--hook allreduce] [--world 2] [--rounds 5] [--affinity none]
+    /usr/bin/python3 bench/ddp_step_bench.py [--hook allreduce] [--set KEY=VALUE ...] [--world 2] [--rounds 5]
+                                             [--affinity none]
 
 Stop other jobs first: two stray processes on this 2-core machine once
 doubled every time measured here.
@@ -44,12 +50,18 @@ def one_round(args, workdir):
                  "hook.wrapper": args.wrapper, "model.hidden": args.hidden, "model.layers": args.layers,
                  "data.features": args.features, "data.batch_size": args.batch, "weights.save_initial": init,
                  "cpu_affinity": args.affinity}
+    overrides.update(kv.split("=", 1) for kv in args.set)
     run = ct.run_commtune(workdir, overrides, timeout=args.round_timeout)
     mine = run.summary["step_time_ms"]["median"]
     out = os.path.join(workdir, "reference.json")
     env = dict(os.environ, COMMTUNE_REFERENCE_PIN="1" if args.affinity == "cores" else "0")
+    exported = []
+    if args.hook == "byteps":  # its PyTorch form: the exported hook
+        subprocess.run([ct.CLI, "export", "production", "--from", os.path.join(workdir, "summary.json"), "--out",
+                        os.path.join(workdir, "export")], check=True, capture_output=True)
+        exported = ["--exported", os.path.join(workdir, "export", "use_byteps.py")]
     subprocess.run([ct.ORACLE_PYTHON, REFERENCE, "--config", os.path.join(workdir, "summary.json"), "--init", init,
-                    "--out", out], check=True, capture_output=True, env=env, timeout=args.round_timeout)
+                    "--out", out, *exported], check=True, capture_output=True, env=env, timeout=args.round_timeout)
     seconds = json.load(open(out))["seconds"]
     theirs = 1e3 * statistics.median([s for rank in seconds for s in steady(rank)])
     return mine, theirs, run.summary
@@ -59,6 +71,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hook", default="allreduce")
     parser.add_argument("--wrapper", default="none")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="another run setting")
     parser.add_argument("--world", type=int, default=2)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)

@@ -17,6 +17,9 @@ namespace commtune::kernels {
 struct Xorshift128p {
   std::uint64_t s0 = 0, s1 = 0;
   static Xorshift128p seeded(std::uint64_t seed);
+  // BytePS's set_seed: the state {seed, seed}, the same on every worker and
+  // server that is given the seed (byteps/common/compressor/utils.h).
+  static Xorshift128p bytepss(std::uint64_t seed) { return {seed, seed}; }
   std::uint64_t next() {
     std::uint64_t a = s0;
     const std::uint64_t b = s1;
@@ -29,8 +32,8 @@ struct Xorshift128p {
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
 };
 
-// onebit: ceil(n/32) words, bit i%32 of word i/32 set when x[i]'s sign bit is
-// (x[i] < 0, or -0).
+// onebit: ceil(n/32) words, bit i%32 of word i/32 set when x[i] < 0 (BytePS's
+// test: -0 and NaN decode as +scale).
 // Returns the scale: mean |x| when `scaled`, else 1.
 float onebit_pack(const float* x, std::int64_t n, bool scaled, std::uint32_t* words);
 // out[i] += (bit set ? -scale : scale) * weight
@@ -41,7 +44,8 @@ void onebit_unpack(const std::uint32_t* words, std::int64_t n, float scale, floa
 // topk: the indices of the k largest |x| (ties: the lower index first),
 // ascending; writes k (index, value) pairs.
 void topk_select(const float* x, std::int64_t n, std::int64_t k, std::uint32_t* indices, float* values);
-// randomk's draws: k indices uniform in [0, n), with replacement, from `rng`.
+// randomk's draws: k indices in [0, n), with replacement, from `rng`, as
+// BytePS's Randint(0, n) takes them: next() % n.
 void randomk_indices(std::int64_t n, std::int64_t k, Xorshift128p& rng, std::uint32_t* indices);
 // randomk: k indices drawn uniformly with replacement; writes the pairs,
 // values multiplied by `scale` (n/k for an unbiased estimate, or 1).

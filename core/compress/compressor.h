@@ -28,6 +28,10 @@ struct CompressorOptions {
   std::string byteps_momentum_type = "none";  // nesterov
   double byteps_momentum_mu = 0.9;
   std::int64_t byteps_seed = 0;
+  // server: BytePS's push, server sum and recompression, pull; allgather:
+  // every rank decodes every rank's payload (no server stage, not BytePS).
+  std::string byteps_aggregation = "server";
+  std::int64_t byteps_partition_bytes = 4096000;
   std::int64_t byteps_dithering_partition = 0;  // 0 linear, 1 natural
   std::int64_t byteps_dithering_normalize = 0;  // 0 max, 1 l2
   std::int64_t byteps_min_compress_bytes = 65536;
@@ -59,6 +63,9 @@ class Compressor {
   // compressor that writes every element anyway does it in one pass.
   virtual void decompress(const std::uint8_t* payload, std::size_t bytes, std::int64_t n, float weight,
                           float* out) const;
+  // The learning rate of the step about to be compressed (error feedback
+  // rescales its memory by the previous one over this one).
+  virtual void set_learning_rate(double /*lr*/) {}
   // What a decorator reports for the last compress (error norm, ...).
   virtual void report(std::vector<std::pair<std::string, double>>& /*stats*/) const {}
   // Memories and generator states, appended as raw bytes, for checkpoints;
@@ -100,8 +107,13 @@ std::unique_ptr<Compressor> make_compressor(const CompressorOptions& options, st
 void check_composition(const CompressorOptions& options);
 // The generator seed of a bucket's compressor: the options' seed and `stream`.
 std::uint64_t compressor_seed(const CompressorOptions& options, std::uint64_t stream);
+// randomk's generator: with byteps_seed set, BytePS's shared state {seed,
+// seed} (the same draws on every rank and the server); without, a stream of
+// this `stream`'s own.
+kernels::Xorshift128p randomk_generator(const CompressorOptions& options, std::uint64_t stream);
 
-// k for n elements: a count (k >= 1) or a fraction of n (k < 1), in [1, n].
+// k for n elements: a count (k >= 1) or a fraction of n (k < 1) computed as
+// BytePS does (in float, of the bytes padded to 128), in [1, n].
 std::int64_t resolve_k(double k, std::int64_t n);
 
 }  // namespace commtune

@@ -65,8 +65,8 @@ class DeviceOneBit final : public DeviceCompressor {
 // topk and randomk: [k u32 indices][k f32 values], as Sparse on the host.
 class DeviceSparse final : public DeviceCompressor {
  public:
-  DeviceSparse(bool random, std::int64_t n, std::int64_t k, bool rescale, std::uint64_t seed)
-      : random_(random), n_(n), k_(k), rescale_(rescale), rng_(kernels::Xorshift128p::seeded(seed)) {
+  DeviceSparse(bool random, std::int64_t n, std::int64_t k, bool rescale, kernels::Xorshift128p rng)
+      : random_(random), n_(n), k_(k), rescale_(rescale), rng_(rng) {
     if (n > (std::int64_t{1} << 31)) throw std::invalid_argument("a bucket of more than 2^31 elements");
   }
   std::int64_t payload_bytes() const override { return 8 * k_; }
@@ -88,6 +88,16 @@ class DeviceSparse final : public DeviceCompressor {
                            reinterpret_cast<float*>(payload.data_ptr<std::uint8_t>() + 4 * k_), kernel_stream(x));
   }
   void decompress_add(const at::Tensor& payload, float weight, at::Tensor& out) const override {
+    if (random_ && !rescale_) {
+      // Decoding assigns, as on the host: an index drawn twice counts once
+      // (its values are equal, so whichever write wins is the same).
+      auto decoded = at::zeros_like(out);
+      decoded.index_put_({payload.narrow(0, 0, 4 * k_).view(at::kInt).to(at::kLong)},
+                         payload.narrow(0, 4 * k_, 4 * k_).view(at::kFloat));
+      if (weight != 1.0f) decoded.mul_(weight);  // then a plain add: no fused multiply-add
+      out.add_(decoded);
+      return;
+    }
     kernels::scatter_add(kernel_device(out), words_of(payload, 0),
                          reinterpret_cast<const float*>(payload.data_ptr<std::uint8_t>() + 4 * k_), k_, weight,
                          out.data_ptr<float>(), kernel_stream(out));
@@ -117,6 +127,7 @@ class DeviceDecorator : public DeviceCompressor {
     inner_->decompress_add(payload, weight, out);
   }
   void report(std::vector<std::pair<std::string, double>>& stats) const override { inner_->report(stats); }
+  void set_learning_rate(double lr) override { inner_->set_learning_rate(lr); }
 
  protected:
   std::unique_ptr<DeviceCompressor> inner_;
@@ -141,14 +152,36 @@ class DeviceMemoryDecorator : public DeviceDecorator {
   at::Tensor memory_;
 };
 
-// Vanilla error feedback: p = g + e; c = C(p); e = p - D(c). The memory is e.
+// Vanilla error feedback: p = g + (lr_prev / lr) e; c = C(p); e = p - D(c).
+// The memory is e; the previous learning rate is saved after it, as the
+// host's ErrorFeedback saves it.
 class DeviceErrorFeedback final : public DeviceMemoryDecorator {
  public:
   DeviceErrorFeedback(std::unique_ptr<DeviceCompressor> inner, std::int64_t n, const at::Device& device)
       : DeviceMemoryDecorator(std::move(inner), n, device), decoded_(at::empty_like(memory_)) {}
+  void set_learning_rate(double lr) override {
+    ratio_ = 1.0f;
+    if (!(lr > 0)) return;
+    if (!(previous_lr_ > 0)) previous_lr_ = lr;
+    ratio_ = static_cast<float>(previous_lr_ / lr);
+    previous_lr_ = lr;
+    inner_->set_learning_rate(lr);
+  }
+  void save(std::vector<std::uint8_t>& out) const override {
+    DeviceMemoryDecorator::save(out);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&previous_lr_);
+    out.insert(out.end(), p, p + sizeof previous_lr_);
+  }
+  void load(const std::vector<std::uint8_t>& in, std::size_t& pos) override {
+    DeviceMemoryDecorator::load(in, pos);
+    if (pos + sizeof previous_lr_ > in.size()) throw std::runtime_error("compressor state in the checkpoint is too short");
+    std::memcpy(&previous_lr_, in.data() + pos, sizeof previous_lr_);
+    pos += sizeof previous_lr_;
+  }
   void compress(at::Tensor& x, at::Tensor& payload) override {
     const auto device = kernel_device(x);
     void* stream = kernel_stream(x);
+    if (ratio_ != 1.0f) memory_.mul_(ratio_);
     kernels::add_into_both(device, x.data_ptr<float>(), memory_.data_ptr<float>(), x.numel(), stream);
     inner_->compress(x, payload);
     decoded_.zero_();
@@ -164,6 +197,8 @@ class DeviceErrorFeedback final : public DeviceMemoryDecorator {
  private:
   at::Tensor decoded_;
   double error_norm_ = 0;
+  double previous_lr_ = 0;
+  float ratio_ = 1.0f;
 };
 
 // Nesterov momentum: m = mu m + g; p = g + mu m. The memory is m.
@@ -195,7 +230,7 @@ std::unique_ptr<DeviceCompressor> make_device_compressor(const CompressorOptions
     c = std::make_unique<DeviceOneBit>(n, o.byteps_compressor_onebit_scaling, device);
   else
     c = std::make_unique<DeviceSparse>(type == "randomk", n, resolve_k(o.byteps_compressor_k, n),
-                                       o.byteps_compressor_randomk_rescale, compressor_seed(o, stream));
+                                       o.byteps_compressor_randomk_rescale, randomk_generator(o, stream));
   if (o.byteps_ef_type == "vanilla") c = std::make_unique<DeviceErrorFeedback>(std::move(c), n, device);
   if (o.byteps_momentum_type == "nesterov")
     c = std::make_unique<DeviceNesterov>(std::move(c), n, static_cast<float>(o.byteps_momentum_mu), device);

@@ -35,6 +35,8 @@ class DeviceCompressor {
   // out += weight * decode(payload), on their device.
   virtual void decompress_add(const at::Tensor& payload, float weight, at::Tensor& out) const = 0;
   virtual void report(std::vector<std::pair<std::string, double>>& /*stats*/) const {}
+  // As Compressor::set_learning_rate.
+  virtual void set_learning_rate(double /*lr*/) {}
   // As Compressor::save/load, in the same layout (memories copied to and from the host).
   virtual void save(std::vector<std::uint8_t>& /*out*/) const {}
   virtual void load(const std::vector<std::uint8_t>& /*in*/, std::size_t& /*pos*/) {}

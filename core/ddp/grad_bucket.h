@@ -13,7 +13,8 @@ class GradBucket {
  public:
   GradBucket(std::size_t index, bool is_last, at::Tensor buffer, std::vector<std::int64_t> offsets,
              std::vector<std::int64_t> lengths, std::vector<std::vector<std::int64_t>> shapes,
-             std::vector<at::Tensor> parameters, double gradient_scale = 1.0)
+             std::vector<at::Tensor> parameters, std::vector<std::size_t> parameter_indices,
+             double gradient_scale = 1.0)
       : index_(index),
         is_last_(is_last),
         gradient_scale_(gradient_scale),
@@ -21,7 +22,8 @@ class GradBucket {
         offsets_(std::move(offsets)),
         lengths_(std::move(lengths)),
         shapes_(std::move(shapes)),
-        parameters_(std::move(parameters)) {}
+        parameters_(std::move(parameters)),
+        parameter_indices_(std::move(parameter_indices)) {}
 
   std::size_t index() const { return index_; }
   // True for the bucket reduced last in each step (stateful hooks advance their iteration on it).
@@ -42,6 +44,10 @@ class GradBucket {
     return out;
   }
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
+  // Each parameter's position in the model's parameter list: the same
+  // whichever bucket holds it, so per-parameter memories survive DDP's
+  // rebuild of its buckets.
+  const std::vector<std::size_t>& parameter_indices() const { return parameter_indices_; }
   const std::vector<std::int64_t>& offsets() const { return offsets_; }
   const std::vector<std::int64_t>& lengths() const { return lengths_; }
   const std::vector<std::vector<std::int64_t>>& shapes() const { return shapes_; }
@@ -55,6 +61,7 @@ class GradBucket {
   std::vector<std::int64_t> lengths_;
   std::vector<std::vector<std::int64_t>> shapes_;
   std::vector<at::Tensor> parameters_;
+  std::vector<std::size_t> parameter_indices_;
 };
 
 }  // namespace commtune

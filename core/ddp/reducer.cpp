@@ -202,14 +202,17 @@ GradBucket Reducer::make_bucket(std::size_t b) const {
   std::vector<std::int64_t> offsets, lengths;
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<at::Tensor> parameters;
+  std::vector<std::size_t> indices;
   for (auto i : buckets_[b]) {
+    indices.push_back(static_cast<std::size_t>(i));
     offsets.push_back(params_.offset(i) - bucket_start_[b]);
     lengths.push_back(params_.numel(i));
     shapes.push_back(params_.shape(i));
     parameters.push_back(params_.parameter(i));
   }
   return GradBucket(b, b + 1 == buckets_.size(), params_.grads().narrow(0, bucket_start_[b], bucket_numel_[b]),
-                    std::move(offsets), std::move(lengths), std::move(shapes), std::move(parameters), copy_scale_);
+                    std::move(offsets), std::move(lengths), std::move(shapes), std::move(parameters), std::move(indices),
+                    copy_scale_);
 }
 
 void Reducer::hook_thread_main() {

@@ -51,8 +51,11 @@ struct Communicator::Impl {
 
   // Logs a collective being issued; returns its sequence number.
   std::uint64_t record(net::Collective kind, const at::Tensor& payload) {
+    return record(kind, static_cast<double>(bytes_of(payload)));
+  }
+  std::uint64_t record(net::Collective kind, double bytes) {
     std::lock_guard<std::mutex> lock(ledger->mutex);
-    ledger->log.push_back({kind, current_bucket, members, static_cast<double>(bytes_of(payload))});
+    ledger->log.push_back({kind, current_bucket, members, bytes});
     ledger->issued.push_back(std::chrono::steady_clock::now());
     return ledger->base + ledger->log.size() - 1;
   }
@@ -71,7 +74,10 @@ struct Communicator::Impl {
   }
   // What a collective hands back: its own future, or one the emulated link holds back.
   Future issued(Future future, net::Collective kind, const at::Tensor& payload) {
-    return emulator ? emulator->delay(future, kind, static_cast<double>(bytes_of(payload))) : future;
+    return issued(std::move(future), kind, static_cast<double>(bytes_of(payload)));
+  }
+  Future issued(Future future, net::Collective kind, double bytes) {
+    return emulator ? emulator->delay(future, kind, bytes) : future;
   }
 
   void count(double bytes) {
@@ -238,19 +244,20 @@ Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor, std::uint6
       c10::TensorType::get());
 }
 
-Future Communicator::allgather(at::Tensor input, at::Tensor output) {
+Future Communicator::allgather(at::Tensor input, at::Tensor output, std::optional<StandsFor> stands_for) {
   if (output.numel() != input.numel() * size())
     throw std::invalid_argument("allgather: output must hold world_size * input.numel() elements");
-  const auto sequence = impl_->record(net::Collective::Allgather, input);
+  const auto as = stands_for.value_or(StandsFor{net::Collective::Allgather, static_cast<double>(bytes_of(input))});
+  const auto sequence = impl_->record(as.kind, as.bytes);
   if (size() == 1) {
     output.copy_(input.reshape(output.sizes()));
     return impl_->completed_now(sequence, output);
   }
-  impl_->count((size() - 1) * static_cast<double>(bytes_of(input)));
+  impl_->count(stands_for ? as.bytes : (size() - 1) * as.bytes);
   std::vector<std::vector<at::Tensor>> outputs{output.reshape({-1}).chunk(size())};
   std::vector<at::Tensor> inputs{input.reshape({-1})};
   return impl_->issued(impl_->to_tensor_future(impl_->group->allgather(outputs, inputs), output, sequence),
-                       net::Collective::Allgather, input);
+                       as.kind, as.bytes);
 }
 
 Future Communicator::alltoall(at::Tensor input, at::Tensor output) {

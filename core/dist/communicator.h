@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -82,8 +83,16 @@ class Communicator {
   // float32 sum in rank order, and allgather; the caller blocks through the
   // alltoall. Every rank receives bit-identical results.
   Future allreduce_sum(at::Tensor tensor);
+  // What a collective stands for where a hook carries another system's
+  // traffic with it (BytePS's push and pull, carried by an allgather): the
+  // kind and bytes per rank that the step's records, the wire count, the
+  // link emulation and the network model take instead of the real ones.
+  struct StandsFor {
+    net::Collective kind;
+    double bytes;
+  };
   // Concatenates every rank's `input` into `output` (rank-major). Value: output.
-  Future allgather(at::Tensor input, at::Tensor output);
+  Future allgather(at::Tensor input, at::Tensor output, std::optional<StandsFor> stands_for = std::nullopt);
   // Sends chunk r of `input` to rank r; `output` receives one chunk from every
   // rank, rank-major. Chunks are equal. Value: output.
   Future alltoall(at::Tensor input, at::Tensor output);

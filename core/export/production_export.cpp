@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/export/byteps_torch_hook.h"
 #include "core/export/export_files.h"
 #include "core/export/powersgd_export.h"
 #include "core/hooks/local_sgd.h"
@@ -74,46 +75,99 @@ std::string default_hook_snippet(const nlohmann::json& config) {
          body + "\n\n" + helpers + job_source(config, {file, "    register(ddp_model)\n", "#   register(ddp_model)\n"});
 }
 
-// The byteps hook's settings as BytePS takes them: its compression_params
-// dict (BytePS >= 0.2.4, docs/gradient-compression.md there) and the
-// environment variables of its native path.
-std::string byteps_snippet(const nlohmann::json& config) {
-  const auto& hook = config.at("hook");
-  const auto type = hook.value("byteps_compressor_type", "topk");
-  nlohmann::json params = {{"compressor", type}};
-  if (hook.value("byteps_ef_type", "none") != "none") params["ef"] = hook["byteps_ef_type"];
-  if (hook.value("byteps_momentum_type", "none") != "none") {
-    params["momentum"] = hook["byteps_momentum_type"];
-    params["momentum_mu"] = hook.value("byteps_momentum_mu", 0.9);
-  }
-  if (type == "onebit") params["scaling"] = hook.value("byteps_compressor_onebit_scaling", true);
-  if (type != "onebit") params["k"] = hook.value("byteps_compressor_k", 0.01);
-  if (type == "randomk" || type == "dithering") params["seed"] = hook.value("byteps_seed", 0);
-  if (type == "dithering") {
-    params["partition"] = hook.value("byteps_dithering_partition", 0) == 1 ? "natural" : "linear";
-    params["normalize"] = hook.value("byteps_dithering_normalize", 0) == 1 ? "l2" : "max";
-  }
-  std::string python = params.dump(4);
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"true", "True"}, {"false", "False"}})
-    for (std::size_t at = 0; (at = python.find(": " + from, at)) != std::string::npos;)
-      python.replace(at + 2, from.size(), to);
-  return "\"\"\"The gradient compression tuned with commtune, in BytePS's terms (BytePS >= 0.2.4).\n\n"
-         "commtune ran it as a DDP communication hook: payloads allgathered and decoded on every rank.\n"
-         "BytePS runs the same compressor, error feedback and momentum in its parameter servers.\n\"\"\"\n\n"
-         "compression_params = " +
-         python +
-         "\n\n# With byteps.torch, as its examples do:\n"
-         "#   optimizer = bps.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),\n"
-         "#                                        compression_params=compression_params)\n"
-         "# Set the framework's own momentum to 0 when \"momentum\" is given (BytePS applies it).\n"
-         "# Tensors under BYTEPS_MIN_COMPRESS_BYTES=" +
-         std::to_string(hook.value("byteps_min_compress_bytes", 65536)) + " bytes go uncompressed, as in the run.\n";
-}
-
 std::string python_value(const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
   return v.dump();
 }
+
+// A JSON object as a Python dict literal, one key a line.
+std::string python_dict(const nlohmann::json& object) {
+  std::string out = "{";
+  for (const auto& [key, value] : object.items())
+    out += (out.size() > 1 ? ",\n    " : "\n    ") + nlohmann::json(key).dump() + ": " + python_value(value);
+  return out + "\n}";
+}
+
+// The byteps hook for BytePS's MXNet DistributedTrainer, the one BytePS
+// front end that takes compression_params (byteps/mxnet/__init__.py
+// _register_compressor): its keys, and mu where it reads it, from the
+// optimizer's momentum.
+std::string byteps_mxnet_snippet(const nlohmann::json& config) {
+  const auto& hook = config.at("hook");
+  const auto& optimizer = config.at("optimizer");
+  const auto type = hook.value("byteps_compressor_type", "topk");
+  nlohmann::json params = {{"compressor", type}};
+  if (hook.value("byteps_ef_type", "none") != "none") params["ef"] = hook["byteps_ef_type"];
+  const bool nesterov = hook.value("byteps_momentum_type", "none") != "none";
+  if (nesterov) params["momentum"] = hook["byteps_momentum_type"];
+  if (type == "onebit") params["scaling"] = hook.value("byteps_compressor_onebit_scaling", true);  // BytePS's default: off
+  if (type != "onebit") params["k"] = hook.value("byteps_compressor_k", 0.01);
+  if (hook.value("byteps_seed", 0) != 0) params["seed"] = hook["byteps_seed"];
+  if (type == "dithering") {
+    params["partition"] = hook.value("byteps_dithering_partition", 0) == 1 ? "natural" : "linear";
+    params["normalize"] = hook.value("byteps_dithering_normalize", 0) == 1 ? "l2" : "max";
+  }
+  nlohmann::json optimizer_params = {{"learning_rate", optimizer.value("lr", 0.1)}};
+  if (nesterov)
+    optimizer_params["momentum"] = hook.value("byteps_momentum_mu", 0.9);
+  else if (optimizer.value("momentum", 0.0) != 0.0)
+    optimizer_params["momentum"] = optimizer["momentum"];
+  const nlohmann::json environment = {
+      {"BYTEPS_MIN_COMPRESS_BYTES", std::to_string(hook.value("byteps_min_compress_bytes", 65536))},
+      {"BYTEPS_PARTITION_BYTES", std::to_string(hook.value("byteps_partition_bytes", 4096000))}};
+  return "\"\"\"The gradient compression tuned with commtune, for BytePS's MXNet DistributedTrainer (BytePS >= "
+         "0.2.4),\nthe one BytePS front end that takes compression_params (byteps.torch has none: use_byteps.py,\n"
+         "beside this file, is a PyTorch DDP hook that runs the same algorithm where that applies).\n\n"
+         "    import byteps.mxnet as bps\n"
+         "    trainer = bps.DistributedTrainer(net.collect_params(), \"sgd\", optimizer_params,\n"
+         "                                     compression_params=compression_params)\n"
+         "    ... trainer.step(batch_size)\n\n"
+         "with `environment` set before BytePS starts (bpslaunch reads it).\n\n" +
+         std::string(hook.value("byteps_aggregation", "server") == "server"
+                         ? ""
+                         : "The run used byteps_aggregation=allgather, which is not BytePS's algorithm (no server "
+                           "stage):\nBytePS will train differently with these settings than the run did.\n\n") +
+         (nesterov ? "BytePS reads the compression momentum's mu from optimizer_params[\"momentum\"] and removes it "
+                     "from\nthe optimizer, so the optimizer runs without momentum" +
+                         std::string(optimizer.value("momentum", 0.0) != 0.0
+                                         ? ", where the run also had optimizer.momentum:\nBytePS cannot give both"
+                                         : ", as in the run") +
+                         ". With onebit, BytePS also folds weight decay (\"wd\") into\nthat momentum, which "
+                         "commtune does not model: leave \"wd\" out to match the run.\n"
+                   : std::string("The run had no compression momentum: optimizer_params has the optimizer's own.\n")) +
+         "\"\"\"\n\n"
+         "compression_params = " + python_dict(params) + "\n\n"
+         "optimizer_params = " + python_dict(optimizer_params) + "\n\n"
+         "environment = " + python_dict(environment) + "\n";
+}
+
+// The byteps hook as a PyTorch DDP hook (byteps_torch_hook.py) with the
+// run's settings, and the job helpers every export has.
+std::string byteps_torch_snippet(const nlohmann::json& config) {
+  const auto& hook = config.at("hook");
+  nlohmann::json options;
+  for (const char* key : {"byteps_compressor_type", "byteps_compressor_k", "byteps_compressor_onebit_scaling",
+                          "byteps_compressor_randomk_rescale", "byteps_ef_type", "byteps_momentum_type",
+                          "byteps_momentum_mu", "byteps_seed", "byteps_min_compress_bytes", "byteps_partition_bytes"})
+    options[key] = hook.at(key);
+  const std::string file = "use_byteps.py";
+  return "\"\"\"BytePS's compressed push-pull as tuned with commtune (" +
+         hook.at("byteps_compressor_type").get<std::string>() +
+         "), as a PyTorch DDP communication hook (PyTorch >= 1.13),\non the CPU (Gloo) or GPUs (NCCL): each rank "
+         "compresses every partition of its large gradients\n(momentum, error feedback, compressor), the pushes are "
+         "allgathered, every rank runs the\nserver stage alike (decode, sum in rank order, compress again with the "
+         "server's error\nfeedback) and decodes that pull, as commtune's byteps hook does, bit for bit. Compression "
+         "runs\non the CPU, as BytePS's does. Check it here (2 ranks):\n\n    " +
+         check_command(file) + "\n\"\"\"\n"
+         "import torch\n"
+         "import torch.distributed as dist\n\n"
+         "OPTIONS = " + python_dict(options) + "\n\n\n" + byteps_torch_hook_source() + "\n\n" +
+         job_source(config, {file, "    register(ddp_model)\n",
+                             "#   byteps = register(ddp_model)\n"
+                             "#   byteps.follow(optimizer)  # with a learning-rate schedule: error feedback reads it\n"
+                             "#   load_hook_memories(byteps, \"step-NNNNNN/rank-R.pt\")  # to continue a commtune run\n"});
+}
+
 
 // post_local_sgd: PyTorch's own hook and averager, constructed as the run had them.
 std::string post_local_sgd_snippet(const nlohmann::json& config) {
@@ -226,11 +280,24 @@ std::vector<std::string> export_for_production(const nlohmann::json& raw_config,
   if (name == "noop")
     throw ConfigError("hook.name", "noop skips gradient averaging: a diagnostic, not a hook to run in production");
   // Throws for hooks without a production form.
-  std::string snippet, file = "use_hook.py";
+  fs::create_directories(out_dir);
+  const auto config_path = fs::path(out_dir) / "commtune_config.json";
   if (name == "byteps") {
-    snippet = byteps_snippet(config);
-    file = "byteps_compression.py";
-  } else if (name == "post_local_sgd") {
+    std::vector<std::string> files{config_path.string(), (fs::path(out_dir) / "byteps_mxnet.py").string()};
+    write_text_file(files[1], byteps_mxnet_snippet(config));
+    // Dithering's entropy coding has no Python form here, and the allgather
+    // variant is not the algorithm use_byteps.py runs: MXNet only.
+    const auto& hook = config.at("hook");
+    if (hook.value("byteps_compressor_type", "topk") != "dithering" &&
+        hook.value("byteps_aggregation", "server") == "server") {
+      files.push_back((fs::path(out_dir) / "use_byteps.py").string());
+      write_text_file(files.back(), byteps_torch_snippet(config));
+    }
+    write_text_file(config_path, config.dump(2) + "\n");
+    return files;
+  }
+  std::string snippet, file = "use_hook.py";
+  if (name == "post_local_sgd") {
     snippet = post_local_sgd_snippet(config);
     file = "use_post_local_sgd.py";
   } else if (name == "slowmo") {
@@ -239,8 +306,6 @@ std::vector<std::string> export_for_production(const nlohmann::json& raw_config,
   } else {
     snippet = default_hook_snippet(config);
   }
-  fs::create_directories(out_dir);
-  const auto config_path = fs::path(out_dir) / "commtune_config.json";
   write_text_file(config_path, config.dump(2) + "\n");
   const auto snippet_path = fs::path(out_dir) / file;
   write_text_file(snippet_path, snippet);

@@ -1,7 +1,8 @@
 // A tuned configuration in the form a production PyTorch job uses, whatever
 // its hook: PowerSGD gets its PowerSGDState file (powersgd_export.h); the
 // default hooks and their wrappers get the registration line; the byteps hook
-// gets BytePS's compression_params. Every export
+// gets BytePS's MXNet compression_params (byteps_mxnet.py) and a PyTorch DDP
+// hook that runs its algorithm (use_byteps.py). Every export
 // has the run's configuration (commtune_config.json) and a ready-to-paste
 // Python file.
 #pragma once

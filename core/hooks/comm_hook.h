@@ -104,6 +104,9 @@ class CommHook {
   // `after_optimizer_step`: after the optimizer's update of step `step`
   // (0-based) at learning rate `lr`; every rank calls it at every step.
   virtual void start(const FlatParameters& /*parameters*/) {}
+  // Before each step's backward pass: the step (0-based) and the learning
+  // rate its optimizer step will use (BytePS's error feedback reads it).
+  virtual void begin_step(std::int64_t /*step*/, double /*lr*/) {}
   virtual void after_optimizer_step(std::int64_t /*step*/, double /*lr*/, FlatParameters& /*parameters*/) {}
   // What a stateful hook must carry across a checkpoint (iteration counters,
   // random generator, per-bucket memories), as plain values and tensors.

@@ -8,6 +8,7 @@
 
 #include "core/compress/compressor.h"
 #include "core/compress/device_compressor.h"
+#include "core/hooks/byteps_server.h"
 
 namespace commtune {
 
@@ -28,6 +29,7 @@ class CompressedHook final : public CommHook {
 
   // Waits between the size exchange, the gather and the decode.
   bool may_block() const override { return true; }
+  void begin_step(std::int64_t, double lr) override { lr_ = lr; }
 
   Future run(GradBucket& bucket) override {
     auto buffer = bucket.buffer();
@@ -102,6 +104,7 @@ class CompressedHook final : public CommHook {
     auto& compressor = compressor_for(index, n);
     auto x = gradients.to(at::kCPU, at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
     auto payload = at::empty({static_cast<std::int64_t>(compressor.max_payload_bytes(n))}, at::kByte);
+    compressor.set_learning_rate(lr_);
     const auto used = compressor.compress(x.data_ptr<float>(), n, payload.data_ptr<std::uint8_t>());
     env_.clock.add_compute_ns(thread_cpu_ns() - start);
 
@@ -149,6 +152,7 @@ class CompressedHook final : public CommHook {
     auto x = gradients.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
     const auto width = compressor.payload_bytes();
     auto outgoing = at::empty({width}, x.options().dtype(at::kByte));
+    compressor.set_learning_rate(lr_);
     compressor.compress(x, outgoing);
     env_.clock.add_compute_ns(thread_cpu_ns() - start);
     auto incoming = at::empty({world * width}, outgoing.options());
@@ -209,6 +213,7 @@ class CompressedHook final : public CommHook {
 
   CompressorOptions options_;
   HookEnv& env_;
+  double lr_ = 0;
   std::unique_ptr<Communicator> node_;     // two-level: this rank's node
   std::unique_ptr<Communicator> leaders_;  // two-level: the node leaders, on leaders only
   std::map<std::size_t, Entry> compressors_;
@@ -219,11 +224,14 @@ class CompressedHook final : public CommHook {
 
 namespace {
 const char* const kBytepsDoc =
-    "BytePS-style compression: each rank packs its bucket (onebit, topk, randomk or dithering, with optional error "
-    "feedback and Nesterov momentum), payloads are allgathered, decoded in rank order and averaged";
+    "BytePS's compression (onebit, topk, randomk or dithering, with optional error feedback and Nesterov momentum): "
+    "with byteps_aggregation=server (the default) as BytePS runs it - workers push compressed partitions, a server "
+    "stage sums and recompresses them with its own error feedback, workers pull; with allgather, every rank decodes "
+    "and averages every rank's compressed bucket instead (no server stage)";
 
 std::unique_ptr<CommHook> make_byteps_hook(const CompressorOptions& options, HookEnv& env) {
   check_composition(options);  // before training starts
+  if (options.byteps_aggregation == "server") return make_byteps_server_hook(options, env);
   if (options.byteps_compress_on == "device" && !has_device_path(options.byteps_compressor_type))
     throw ConfigError("hook.byteps_compress_on",
                       "'device' needs onebit, topk or randomk: " + options.byteps_compressor_type +

@@ -1,7 +1,9 @@
-// The compressed collective as a hook: each rank packs its bucket with a
-// BytePS-style compressor (core/compress), the packed payloads are
-// allgathered (they cannot be summed on the wire), and every rank decodes
-// them in rank order and averages, so all ranks hold the same bits.
+// The byteps hook. byteps_aggregation=server is BytePS's algorithm
+// (byteps_server.h). allgather: each rank packs its whole bucket with a
+// compressor (core/compress), the payloads are allgathered (they cannot be
+// summed on the wire), and every rank decodes them in rank order and
+// averages, so all ranks hold the same bits - no server stage, so not
+// BytePS's results, but one collective, a device path and two levels.
 #pragma once
 
 #include "core/hooks/default_hooks.h"

@@ -75,6 +75,7 @@ class CompressWrapper final : public CommHook {
   void save_state(State& out) const override { inner_->save_state(out); }
   void load_state(const State& in) override { inner_->load_state(in); }
   void start(const FlatParameters& parameters) override { inner_->start(parameters); }
+  void begin_step(std::int64_t step, double lr) override { inner_->begin_step(step, lr); }
   void after_optimizer_step(std::int64_t step, double lr, FlatParameters& parameters) override {
     inner_->after_optimizer_step(step, lr, parameters);
   }

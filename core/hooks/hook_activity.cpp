@@ -89,6 +89,14 @@ SizeProblem hook_size_problem(const nlohmann::json& run_config, const std::vecto
       for (const auto d : shapes[i]) numel *= d;
       bytes[i] = 4 * numel;
     }
+    if (o.byteps_aggregation == "server") {  // BytePS compares each parameter with the threshold
+      const auto largest = bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+      if (largest < o.byteps_min_compress_bytes)
+        return {"hook.byteps_min_compress_bytes",
+                std::to_string(o.byteps_min_compress_bytes) + " bytes is above every parameter of this model (the "
+                "largest " + mib(largest) + "): every gradient would be sent uncompressed"};
+      return {};
+    }
     constexpr double kMiB = 1024.0 * 1024.0;
     std::int64_t largest = 0;
     for (const auto& bucket :

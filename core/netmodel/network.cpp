@@ -69,13 +69,16 @@ const char* to_string(Collective kind) {
       return "reduce";
     case Collective::SendRecv:
       return "sendrecv";
+    case Collective::PushPull:
+      return "pushpull";
   }
   return "?";
 }
 
 const std::vector<Collective>& all_collectives() {
   static const std::vector<Collective> kinds = {Collective::Allreduce, Collective::Allgather, Collective::Alltoall,
-                                                Collective::Broadcast, Collective::Reduce,    Collective::SendRecv};
+                                                Collective::Broadcast, Collective::Reduce,    Collective::SendRecv,
+                                                Collective::PushPull};
   return kinds;
 }
 
@@ -95,6 +98,8 @@ double ring_time(Collective kind, double bytes, double p, const Link& link) {
       return (p - 1) * a + n_over_b;
     case Collective::SendRecv:
       return a + n_over_b;
+    case Collective::PushPull:
+      return 2 * a + n_over_b;
   }
   return 0;
 }

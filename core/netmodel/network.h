@@ -37,7 +37,7 @@ struct Cluster {
   std::string describe() const;
 };
 
-enum class Collective { Allreduce, Allgather, Alltoall, Broadcast, Reduce, SendRecv };
+enum class Collective { Allreduce, Allgather, Alltoall, Broadcast, Reduce, SendRecv, PushPull };
 const char* to_string(Collective kind);
 const std::vector<Collective>& all_collectives();
 
@@ -49,6 +49,8 @@ const std::vector<Collective>& all_collectives();
 //   broadcast   (p-1) a +          n/B     (pipelined ring)
 //   reduce      (p-1) a +          n/B     (pipelined ring, towards the root)
 //   sendrecv          a +          n/B     (one message out and one in, at once)
+//   pushpull         2a +          n/B     (BytePS: a worker's push to the servers, then its pull;
+//                                           n = push + pull; servers' links not the bottleneck)
 // with p ranks, and a, B the bottleneck link's latency and bandwidth.
 double collective_time(Collective kind, double bytes, const Cluster& cluster);
 

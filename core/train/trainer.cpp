@@ -268,6 +268,7 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
       auto target = batch.target.to(device, /*non_blocking=*/true);
       buffers.run(comm);
       const bool rebuilt = reducer.begin_step();
+      hook->begin_step(step, optimizer_common.lr_at(step));
       const auto t1 = steady::now();
 
       const auto logits = model->forward(input);

@@ -214,11 +214,7 @@ void cpu::topk_select(SimdBuild build, const float* x, std::int64_t n, std::int6
 
 void randomk_indices(std::int64_t n, std::int64_t k, Xorshift128p& rng, std::uint32_t* indices) {
   const auto range = static_cast<std::uint64_t>(n);
-  for (std::int64_t j = 0; j < k; ++j) {
-    // Multiply-shift maps 64 random bits onto [0, n) without a division.
-    __extension__ using wide = unsigned __int128;
-    indices[j] = static_cast<std::uint32_t>((static_cast<wide>(rng.next()) * range) >> 64);
-  }
+  for (std::int64_t j = 0; j < k; ++j) indices[j] = static_cast<std::uint32_t>(rng.next() % range);
 }
 
 void randomk_select(const float* x, std::int64_t n, std::int64_t k, float scale, Xorshift128p& rng,

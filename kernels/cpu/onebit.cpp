@@ -44,9 +44,7 @@ void pack_portable(const float* x, std::int64_t chunks, std::uint32_t* words, fl
   for (std::int64_t c = 0; c < chunks; ++c, x += kLanes, words += 2) {
     std::uint32_t word[2] = {};
     for (int j = 0; j < kLanes; ++j) {
-      std::uint32_t bits;
-      std::memcpy(&bits, x + j, 4);
-      word[j / 32] |= (bits >> 31) << (j % 32);
+      word[j / 32] |= static_cast<std::uint32_t>(x[j] < 0.0f) << (j % 32);  // as BytePS: -0 and NaN positive
       lanes[j] += std::fabs(x[j]);
     }
     words[0] = word[0];

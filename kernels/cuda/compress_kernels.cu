@@ -19,13 +19,13 @@ namespace {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
 
-// A warp's 32 sign bits with one ballot; past n, +0 (as the CPU's zero padding).
+// A warp's 32 sign bits (x < 0) with one ballot; past n, +0 (as the CPU's zero padding).
 __global__ void onebit_signs_kernel(const float* __restrict__ x, std::int64_t n, std::uint32_t* __restrict__ words) {
   const std::int64_t padded = (n + 31) / 32 * 32;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(blockDim.x); base < padded; base += stride) {
     const std::int64_t i = base + threadIdx.x;
-    const bool negative = i < n && (__float_as_uint(x[i]) >> 31);
+    const bool negative = i < n && x[i] < 0.0f;  // as BytePS: -0 and NaN positive
     const std::uint32_t word = __ballot_sync(0xffffffffu, negative);
     if ((threadIdx.x & 31) == 0 && i < padded) words[i / 32] = word;
   }

@@ -1,13 +1,15 @@
-"""BytePS-style compressors in training: every compressor with error
-feedback and Nesterov momentum trains on 2 and 4 ranks to within a stated
-margin of allreduce, and so does two-level compression (nodes of 2 ranks);
-the bytes on the wire are the formats' formulas; every
-rank ends with the same parameters; a run resumed from a checkpoint repeats
+"""BytePS's compressors in training: every compressor with error feedback
+and Nesterov momentum trains on 2 and 4 ranks to within a stated margin of
+allreduce, as BytePS runs them (the default byteps_aggregation=server) and
+with two-level compression (nodes of 2 ranks, byteps_aggregation=allgather);
+each push and pull is the formats' formulas, and so are the bytes the
+allgather variant puts on the wire; every rank ends with the same parameters; a run resumed from a checkpoint repeats
 the uninterrupted one (error and momentum memories, random generators);
 BytePS's key names, misspelt or out of range, are clear errors.
 
 Stated margin: over 300 steps of the default task, each compressor achieves
 at least 80% of allreduce's loss reduction (initial minus tail loss)."""
+import json
 import math
 import os
 import sys
@@ -36,13 +38,11 @@ def tail_loss(run):
     return sum(sum(rank[-window:]) for rank in losses) / (window * len(losses))
 
 
-def payload_bytes(kind, settings, n):
-    """The wire format's size for a bucket of n float32 elements (docs/compressors.md)."""
-    if kind == "onebit":
-        return 4 + 4 * math.ceil(n / 32)
-    k = settings["hook.byteps_compressor_k"]
-    k = math.ceil(k * n) if k < 1 else int(k)
-    return 8 * max(1, min(k, n))
+def last_bucket_stats(run, name):
+    """Rank 0's bucket statistic `name` at the last step: bucket index -> value."""
+    rows = [json.loads(line) for line in open(run.metrics_path)]
+    last = [r for r in rows if r["rank"] == 0][-1]
+    return {s["bucket"]: s["value"] for s in last["bucket_stats"] if s["name"] == name}
 
 
 class Training(unittest.TestCase):
@@ -60,16 +60,19 @@ class Training(unittest.TestCase):
                     self.assertGreater(achieved, MARGIN * reference,
                                        f"{kind}: loss reduced by {achieved:.3f}, allreduce by {reference:.3f}")
                     self.assertTrue(run.summary["ranks_in_sync"])
-                    # Fixed-size formats: (p - 1) payloads per compressed bucket on the wire.
+                    # Fixed-size formats: a push (and the pull) per bucket is the plain
+                    # parameters' floats and each compressed partition's payload.
                     if kind in ("onebit", "topk", "randomk"):
-                        expected = 0
-                        for bucket in run.summary["buckets"]:
-                            n = bucket["numel"]
-                            if 4 * n < 65536:
-                                expected += 2 * (world - 1) / world * 4 * n
-                            else:
-                                expected += (world - 1) * payload_bytes(kind, settings, n)
-                        self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"], expected, delta=1)
+                        sizes = ct.mlp_parameter_sizes(run.summary["config"])
+                        k = settings.get("hook.byteps_compressor_k")
+                        for index, pushed in last_bucket_stats(run, "payload_bytes").items():
+                            expected = sum(ct.byteps_pushed_bytes(lambda m: ct.byteps_payload_bytes(kind, k, m), sizes[p])
+                                           for p in run.summary["buckets"][index]["parameters"])
+                            self.assertEqual(pushed, expected, f"bucket {index}")
+                            self.assertEqual(last_bucket_stats(run, "pull_bytes")[index], expected)
+                        # On the wire: what a BytePS worker sends and receives, push + pull.
+                        wire = 2 * sum(last_bucket_stats(run, "payload_bytes").values())
+                        self.assertEqual(run.summary["traffic"]["wire_bytes_per_step"], wire)
 
     def test_every_compressor_trains_on_two_ranks(self):
         self.check_world(2)
@@ -86,7 +89,8 @@ class TwoLevel(unittest.TestCase):
             baseline = ct.run_commtune(d, dict(common, **{"hook.name": "allreduce"}), extra_args=["--no-store"])
             initial = sum(rank[0] for rank in baseline.losses()) / world
             run = ct.run_commtune(d, dict(common, **WITH_EF_AND_MOMENTUM, **COMPRESSORS["onebit"],
-                                          **{"hook.ranks_per_node": per_node}), extra_args=["--no-store"])
+                                          **{"hook.ranks_per_node": per_node, "hook.byteps_aggregation": "allgather"}),
+                                  extra_args=["--no-store"])
             self.assertGreater(initial - tail_loss(run), MARGIN * (initial - tail_loss(baseline)))
             self.assertTrue(run.summary["ranks_in_sync"])
             # Per rank on average: the node's fp16 ring allreduce and float32 broadcast, plus, on the
@@ -97,7 +101,7 @@ class TwoLevel(unittest.TestCase):
                 n = bucket["numel"]
                 share = (per_node - 1) / per_node
                 expected += 2 * share * 2 * n + share * 4 * n
-                expected += leaders / world * (leaders - 1) * payload_bytes("onebit", {}, n)
+                expected += leaders / world * (leaders - 1) * ct.byteps_payload_bytes("onebit", None, n)
             self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"], expected, delta=1)
 
 
@@ -114,7 +118,8 @@ class State(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             for kind in ("onebit", "topk", "randomk"):
                 with self.subTest(compressor=kind):
-                    settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS[kind], steps=30, world_size=2)
+                    settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS[kind], steps=30, world_size=2,
+                                    **{"hook.byteps_aggregation": "allgather", "optimizer.warmup_steps": 10})
                     host = ct.run_commtune(d, dict(settings, **{"hook.byteps_compress_on": "host"}),
                                            extra_args=["--no-store"])
                     device = ct.run_commtune(d, dict(settings, **{"hook.byteps_compress_on": "device"}),
@@ -122,24 +127,46 @@ class State(unittest.TestCase):
                     self.assertEqual(device.losses(), host.losses())
                     self.assertEqual(device.summary["traffic"]["wire_bytes_per_step"],
                                      host.summary["traffic"]["wire_bytes_per_step"])
-            settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["topk"], **{"model.hidden": 256, "world_size": 2})
+            settings = dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["topk"], **{"model.hidden": 256, "world_size": 2,
+                                                                              "hook.byteps_aggregation": "allgather"})
             ct.check_resume_repeats(self, dict(settings, **{"hook.byteps_compress_on": "host"}), steps=20, resume_at=8,
                                     resume_settings={"hook.byteps_compress_on": "device"})
 
 
 class Export(unittest.TestCase):
-    def test_production_export_gives_bytepss_compression_params(self):
-        ct.fresh_store()
+    def exported(self, settings):
         with tempfile.TemporaryDirectory() as d:
-            run = ct.run_commtune(d, dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["onebit"], steps=3))
+            run = ct.run_commtune(d, dict(settings, steps=3))
             out = os.path.join(d, "export")
             ct.cli("export", "production", "--run", run.summary["run_id"], "--out", out)
-            self.assertEqual(sorted(os.listdir(out)), ["byteps_compression.py", "commtune_config.json"])
             namespace = {}
-            exec(open(os.path.join(out, "byteps_compression.py")).read(), namespace)
-            self.assertEqual(namespace["compression_params"],
-                             {"compressor": "onebit", "ef": "vanilla", "momentum": "nesterov", "momentum_mu": 0.9,
-                              "scaling": True})
+            exec(open(os.path.join(out, "byteps_mxnet.py")).read(), namespace)
+            return sorted(os.listdir(out)), namespace
+
+    def test_mxnet_trainer_gets_bytepss_keys_and_mu_where_it_reads_it(self):
+        """BytePS's MXNet DistributedTrainer (_register_compressor) reads "compressor", "ef",
+        "momentum", "k", "scaling" (default off), "seed", "partition" and "normalize", and takes
+        mu from optimizer_params["momentum"], not from compression_params."""
+        ct.fresh_store()
+        files, namespace = self.exported(dict(WITH_EF_AND_MOMENTUM, **COMPRESSORS["onebit"],
+                                              **{"hook.byteps_momentum_mu": 0.8, "optimizer.lr": 0.05}))
+        self.assertEqual(files, ["byteps_mxnet.py", "commtune_config.json", "use_byteps.py"])
+        self.assertEqual(namespace["compression_params"],
+                         {"compressor": "onebit", "ef": "vanilla", "momentum": "nesterov", "scaling": True})
+        self.assertEqual(namespace["optimizer_params"], {"learning_rate": 0.05, "momentum": 0.8})
+        self.assertEqual(namespace["environment"],
+                         {"BYTEPS_MIN_COMPRESS_BYTES": "65536", "BYTEPS_PARTITION_BYTES": "4096000"})
+        files, namespace = self.exported(dict({"hook.name": "byteps"}, **COMPRESSORS["randomk"], **{
+            "hook.byteps_seed": 3, "optimizer.momentum": 0.9, "hook.byteps_min_compress_bytes": 1024}))
+        self.assertEqual(namespace["compression_params"], {"compressor": "randomk", "k": 0.1, "seed": 3})
+        self.assertEqual(namespace["optimizer_params"]["momentum"], 0.9)  # the optimizer's own, kept
+        self.assertEqual(namespace["environment"]["BYTEPS_MIN_COMPRESS_BYTES"], "1024")
+
+    def test_dithering_gets_the_mxnet_file_only(self):
+        files, namespace = self.exported(dict({"hook.name": "byteps"}, **COMPRESSORS["dithering"]))
+        self.assertEqual(files, ["byteps_mxnet.py", "commtune_config.json"])
+        self.assertEqual(namespace["compression_params"],
+                         {"compressor": "dithering", "k": 4, "partition": "linear", "normalize": "max"})
 
 
 class Settings(unittest.TestCase):

@@ -104,7 +104,8 @@ class CostModel(unittest.TestCase):
         # Two-level compression on 2 nodes x 2 ranks: the fp16 sum and the broadcast back run among each node's
         # 2 consecutive ranks, the onebit exchange among the 2 node leaders (ranks 0 and 2).
         run = stored_run("--set", "world_size=4", "--set", "steps=24", "--set", "hook.name=byteps",
-                         "--set", "hook.byteps_compressor_type=onebit", "--set", "hook.ranks_per_node=2")
+                         "--set", "hook.byteps_compressor_type=onebit", "--set", "hook.ranks_per_node=2",
+                         "--set", "hook.byteps_aggregation=allgather")
         links = {"1gbit": (1e9 / 8, 50e-6), "nvlink": (150e9, 2e-6)}
 
         def ring(kind, n, p, link):
@@ -139,6 +140,24 @@ class CostModel(unittest.TestCase):
                     in_nodes = predicted
         # With every rank on its own node the node collectives cross the slow link too.
         self.assertGreater(predicted, 2 * in_nodes)
+
+    def test_byteps_is_priced_as_bytepss_push_and_pull(self):
+        """The byteps hook (BytePS's algorithm) carries its pushes by an allgather here, but the
+        step records, and the model prices, what a BytePS worker sends: its push and its pull,
+        2a + (push + pull)/B per bucket (docs/network-model.md)."""
+        run = stored_run("--set", "steps=12", "--set", "hook.name=byteps", "--set", "hook.byteps_compressor_type=topk",
+                         "--set", "hook.byteps_compressor_k=0.01")
+        out = ct.cli_json("predict", run, "--network", "1gbit", "--nodes", 2)["runs"][0]
+        uses = [c for b in out["profile"]["buckets"] for c in b["collectives"]] + out["profile"]["step_collectives"]
+        self.assertEqual({c["kind"] for c in uses}, {"pushpull"})
+        config = ct.cli_json("show", run)["config"]
+        sizes = ct.mlp_parameter_sizes(config)
+        pushed = sum(ct.byteps_pushed_bytes(lambda m: ct.byteps_payload_bytes("topk", 0.01, m), n)
+                     for n in sizes.values())
+        self.assertAlmostEqual(sum(c["bytes"] / c["calls"] for c in uses), 2 * pushed, delta=1)
+        b, a = 1e9 / 8, 50e-6
+        expected = sum(c["calls"] * (2 * a + c["bytes"] / c["calls"] / b) for c in uses)
+        self.assertAlmostEqual(out["predictions"][0]["communication_s"], expected, delta=1e-9 + 1e-9 * expected)
 
     def test_recommendation_depends_on_the_network_and_exports_for_pytorch(self):
         baseline = stored_run("--set", "steps=40", "--name", "allreduce")
@@ -283,8 +302,9 @@ class PublishedNumbers(unittest.TestCase):
             row = rows[("100mbit", hook)]
             self.assertAlmostEqual(row["published_r"], published, delta=5e-4)
             self.assertAlmostEqual(row["predicted_r"], predicted, delta=0.02, msg=row)
-        # One-level onebit allgathers 1/32-size payloads over 31 peers against the ring allreduce: 0.5.
-        self.assertAlmostEqual(rows[("100mbit", "onebit")]["predicted_r"], 0.5, delta=0.02)
+        # BytePS's onebit: a worker's push and pull, 2 x 1/32 of the gradient, against the ring allreduce's
+        # 2 x 31/32: 1/31.
+        self.assertAlmostEqual(rows[("100mbit", "onebit")]["predicted_r"], 1 / 31, delta=0.01)
 
 
 if __name__ == "__main__":

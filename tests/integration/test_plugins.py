@@ -84,11 +84,11 @@ class ExamplePlugin(unittest.TestCase):
             achieved, reference = initial - tail_loss(run), initial - tail_loss(baseline)
             self.assertGreater(achieved, TERNGRAD_MARGIN * reference, f"terngrad {achieved:.3f}, allreduce {reference:.3f}")
             self.assertTrue(run.summary["ranks_in_sync"])
-            expected = 0  # 2 bits per element and a float scale per compressed bucket; small buckets go raw
-            for bucket in run.summary["buckets"]:
-                n = bucket["numel"]
-                expected += 4 * n if 4 * n < 65536 else 4 + (n + 3) // 4
-            self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"], expected, delta=1)
+            # On the wire, BytePS's push and pull: 2 bits per element and a float scale per compressed
+            # partition; small parameters go raw.
+            pushed = sum(ct.byteps_pushed_bytes(lambda m: 4 + (m + 3) // 4, n)
+                         for n in ct.mlp_parameter_sizes(run.summary["config"]).values())
+            self.assertAlmostEqual(run.summary["traffic"]["wire_bytes_per_step"], 2 * pushed, delta=1)
 
 
 class RefusedPlugins(unittest.TestCase):

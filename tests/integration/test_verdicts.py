@@ -181,6 +181,16 @@ class HooksThatNeverAct(unittest.TestCase):
                              "--set", "hook.byteps_min_compress_bytes=100000000",
                              "--axis", "hook.byteps_compressor_type=onebit,topk")
         self.assertIn("base.hook.byteps_min_compress_bytes", error)
+        self.assertIn("above every parameter", error)
+        # BytePS compares each parameter with it, not a bucket: just above the largest parameter (64 KiB),
+        # below the bucket that holds it, nothing would be compressed.
+        error = self.refused("--set", "steps=60", "--set", "hook.name=byteps",
+                             "--set", "hook.byteps_min_compress_bytes=66000",
+                             "--axis", "hook.byteps_compressor_type=onebit,topk")
+        self.assertIn("above every parameter of this model (the largest 0.0625 MiB)", error)
+        error = self.refused("--set", "steps=60", "--set", "hook.name=byteps", "--set", "hook.byteps_aggregation=allgather",
+                             "--set", "hook.byteps_min_compress_bytes=100000000",
+                             "--axis", "hook.byteps_compressor_type=onebit,topk")
         self.assertIn("above every bucket", error)
         error = self.refused("--set", "steps=60", "--set", "hook.name=powersgd",
                              "--set", "hook.start_powerSGD_iter=30", "--early-stop", "20:3",

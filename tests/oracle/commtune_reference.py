@@ -483,11 +483,10 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
         ddp = snippet.make_ddp(model)
         snippet.register(ddp, state)
         exported = (snippet, state, document)
-    elif exported_file:  # use_hook.py: make_ddp and register as a production job calls them
+    elif exported_file:  # use_hook.py, use_byteps.py: make_ddp and register as a production job calls them
         snippet = exported_module(exported_file)
         ddp = snippet.make_ddp(model)
-        snippet.register(ddp)
-        exported = (snippet, None, {})
+        exported = (snippet, snippet.register(ddp), {})
     else:
         ddp = DDP(model, device_ids=[rank] if on_cuda else None, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
         hook = make_hook(config["hook"], on_cuda)
@@ -508,9 +507,14 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     if opt_cfg["warmup_steps"] > 0:
         warmup = opt_cfg["warmup_steps"]
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup))
+    if exported and hasattr(exported[1], "follow"):  # use_byteps.py: error feedback reads the learning rate
+        exported[1].follow(optimizer)
     first_step = 0
-    if resume_folder and exported:  # the exported file's own loader, as the production job would call it
-        first_step = exported[0].load_checkpoint(model, optimizer, os.path.join(resume_folder, f"rank-{rank}.pt"))
+    if resume_folder and exported:  # the exported file's own loaders, as the production job would call them
+        checkpoint = os.path.join(resume_folder, f"rank-{rank}.pt")
+        first_step = exported[0].load_checkpoint(model, optimizer, checkpoint)
+        if hasattr(exported[0], "load_hook_memories"):
+            exported[0].load_hook_memories(exported[1], checkpoint)
     elif resume_folder:
         first_step = load_commtune_checkpoint(resume_folder, rank, model, optimizer)
     losses, seconds, step, epoch = [], [], 0, 0
@@ -550,7 +554,7 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     result = {"losses": losses, "seconds": seconds}
     if time_hook:
         result["hook_seconds"] = hook_seconds
-    if exported and exported[1] is not None:  # PowerSGD
+    if exported and hasattr(exported[1], "error_dict"):  # PowerSGD
         result["powersgd_iter"] = exported[1].iter
         result["powersgd_buckets_with_error"] = sorted(exported[1].error_dict)
     with open(os.path.join(out_dir, f"losses-{rank}.json"), "w") as f:

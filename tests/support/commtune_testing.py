@@ -238,6 +238,39 @@ def shell_as_documented(command, cwd, env=None, timeout=600):
     return subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def mlp_parameter_sizes(config):
+    """The built-in MLP's parameters and their element counts, from a run's config."""
+    model, data = config["model"], config["data"]
+    widths = [data["features"]] + [model["hidden"]] * model["layers"]
+    sizes = {}
+    for i in range(model["layers"]):
+        sizes[f"hidden.{i}.weight"], sizes[f"hidden.{i}.bias"] = widths[i] * widths[i + 1], widths[i + 1]
+    sizes["output.weight"], sizes["output.bias"] = widths[-1] * data["classes"], data["classes"]
+    return sizes
+
+
+def byteps_payload_bytes(kind, k, n):
+    """A compressed payload of n float32 elements (docs/compressors.md), k as BytePS resolves it."""
+    if kind == "onebit":
+        return 4 + 4 * ((n + 31) // 32)
+    if k >= 1:
+        kept = int(k)
+    else:
+        import numpy as np
+        size = 4 * n
+        kept = max(1, int(np.float32(k) * np.float32(size + (128 - size % 128) % 128) / np.float32(4)))
+    return 8 * min(kept, n)
+
+
+def byteps_pushed_bytes(payload, n, min_compress_bytes=65536, partition_bytes=4096000):
+    """A parameter of n float32 elements in a byteps push: whole under min_compress_bytes, else
+    each partition (partition_bytes; BytePS's defaults) as a payload of payload(elements) bytes."""
+    if 4 * n < min_compress_bytes:
+        return 4 * n
+    part = partition_bytes // 4
+    return sum(payload(min(part, n - first)) for first in range(0, n, part))
+
+
 def documented_check_command(path):
     """The command an exported file's docstring gives to check it here."""
     with open(path) as f:

@@ -137,6 +137,79 @@ TEST(Compressors, TopkKeepsExactlyTheLargest) {
   EXPECT_EQ(resolve_k(10000, 5000), 5000);
 }
 
+TEST(Compressors, OnebitTakesTheSignAsBytepsDoes) {
+  // BytePS packs `x < 0` (impl/onebit.cc): -0 and NaN decode to +scale, in every build.
+  std::vector<float> x(70, 0.5f);
+  x[0] = -0.0f, x[1] = 0.0f, x[2] = -1.0f, x[3] = std::nanf(""), x[40] = -0.0f, x[69] = -2.0f;
+  for (const auto build : kernels::cpu::simd_builds()) {
+    std::vector<std::uint32_t> words(3);
+    kernels::cpu::onebit_pack(build, x.data(), 70, false, words.data());
+    const auto negative = [&words](int i) { return (words[i / 32] >> (i % 32)) & 1u; };
+    for (int i = 0; i < 70; ++i)
+      ASSERT_EQ(negative(i), i == 2 || i == 69 ? 1u : 0u) << kernels::cpu::name_of(build) << " element " << i;
+  }
+}
+
+TEST(Compressors, RandomkDrawsAsBytepsAndDecodesRepeatsOnce) {
+  // BytePS's XorShift128PlusBitShifterRNG with set_seed(7): state {7, 7}, Randint(0, n) = next() % n.
+  std::uint64_t a = 7, b = 7;
+  auto next = [&a, &b] {
+    std::uint64_t t = a;
+    const std::uint64_t s = b;
+    a = s;
+    t ^= t << 23;
+    t ^= t >> 17;
+    t ^= s ^ (s >> 26);
+    b = t;
+    return t + s;
+  };
+  const std::int64_t n = 10, k = 8;  // 8 draws of 10: repeats are likely (and happen with this seed)
+  auto o = options("randomk", static_cast<double>(k));
+  o.byteps_seed = 7;
+  o.byteps_ef_type = "vanilla";
+  auto c = make_compressor(o, n, /*stream=*/12345);  // a seed makes the stream irrelevant
+  std::vector<float> x(n);
+  std::iota(x.begin(), x.end(), 1.0f);
+  std::vector<std::uint8_t> payload(c->max_payload_bytes(n));
+  auto p = x;
+  c->compress(p.data(), n, payload.data());
+  std::vector<std::uint32_t> drawn(k);
+  std::memcpy(drawn.data(), payload.data(), 4 * k);
+  std::vector<float> expected(n, 0.0f);
+  bool repeated = false;
+  for (std::int64_t j = 0; j < k; ++j) {
+    const auto index = next() % static_cast<std::uint64_t>(n);
+    ASSERT_EQ(drawn[j], index) << "draw " << j;
+    repeated |= expected[index] != 0.0f;
+    expected[index] = x[index];
+  }
+  ASSERT_TRUE(repeated) << "pick a seed whose draws repeat an index";
+  std::vector<float> added(n, 0.0f), written(n, 3.0f);
+  c->decompress_add(payload.data(), payload.size(), n, 1.0f, added.data());
+  c->decompress(payload.data(), payload.size(), n, 1.0f, written.data());
+  EXPECT_EQ(added, expected);
+  EXPECT_EQ(written, expected);
+  // Error feedback keeps exactly what was not sent: zero at every drawn index, repeats included.
+  std::vector<float> zero(n, 0.0f);
+  c->compress(zero.data(), n, payload.data());
+  for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(zero[i], expected[i] != 0.0f ? 0.0f : x[i]) << i;
+}
+
+TEST(Compressors, ErrorFeedbackRescalesByTheLearningRateRatio) {
+  // vanilla_error_feedback.cc: p = g + (lr_prev / lr) e.
+  auto o = options("topk", 1);
+  o.byteps_ef_type = "vanilla";
+  auto c = make_compressor(o, 2, 0);
+  std::vector<std::uint8_t> payload(c->max_payload_bytes(2));
+  std::vector<float> g{4.0f, 1.0f};
+  c->set_learning_rate(0.1);
+  c->compress(g.data(), 2, payload.data());  // sends 4, keeps e = (0, 1)
+  std::vector<float> zero{0.0f, 0.0f};
+  c->set_learning_rate(0.4);
+  c->compress(zero.data(), 2, payload.data());  // p = 0 + (0.1 / 0.4) e
+  EXPECT_EQ(zero[1], 0.25f);
+}
+
 TEST(Compressors, RandomkRescaledIsUnbiased) {
   const std::int64_t n = 200;
   const auto x = random_vector(n, 3);
@@ -187,6 +260,42 @@ TEST(Compressors, DitheringIsUnbiasedOnItsLevels) {
       for (std::int64_t i = 0; i < n; ++i)
         ASSERT_NEAR(mean[i], x[i], 5 * norm / std::sqrt(trials)) << "partition " << partition << " norm " << normalize;
     }
+}
+
+TEST(Compressors, DitheringVarianceIsItsRoundingsOwn) {
+  // Stochastic rounding between the two levels around |x_i|/norm, a gap g
+  // apart, with p the distance to the lower one over g: variance (norm g)^2
+  // p (1 - p), which the paper's bound (variance <= (norm g)^2 / 4 per element)
+  // caps. The measured total over 4000 trials is within 10% of the exact sum.
+  const std::int64_t n = 256;
+  const auto x = random_vector(n, 11);
+  for (int partition : {0, 1}) {
+    const int s = 4;
+    auto o = options("dithering", s);
+    o.byteps_dithering_partition = partition;
+    auto c = make_compressor(o, n, 13);
+    double norm = 0;
+    for (float v : x) norm = std::max<double>(norm, std::fabs(v));
+    std::vector<double> levels{0.0};  // linear {0, 1/s, .., 1}; natural {0, 2^(1-s), .., 1/2, 1}
+    for (int j = 1; j <= s; ++j) levels.push_back(partition == 0 ? double(j) / s : std::ldexp(1.0, j - s));
+    double expected = 0, bound = 0;
+    for (float v : x) {
+      const double r = std::fabs(v) / norm;
+      const auto above = std::upper_bound(levels.begin(), levels.end(), r);
+      const double high = above == levels.end() ? 1.0 : *above, low = above == levels.end() ? 1.0 : *(above - 1);
+      const double gap = high - low, p = gap > 0 ? (r - low) / gap : 0;
+      expected += norm * norm * gap * gap * p * (1 - p);
+      bound += norm * norm * gap * gap / 4;
+    }
+    const int trials = 4000;
+    double measured = 0;
+    for (int t = 0; t < trials; ++t) {
+      const auto [out, bytes] = round_trip(*c, x);
+      for (std::int64_t i = 0; i < n; ++i) measured += (out[i] - x[i]) * (out[i] - x[i]) / trials;
+    }
+    EXPECT_NEAR(measured, expected, 0.1 * expected) << "partition " << partition;
+    EXPECT_LE(measured, 1.1 * bound) << "partition " << partition;
+  }
 }
 
 TEST(Compressors, DitheringPayloadIsItsEntropyCode) {
@@ -428,7 +537,8 @@ TEST(Compressors, ErrorFeedbackAccountsForEveryBit) {
     std::vector<std::uint8_t> state;
     c->save(state);
     std::vector<float> error(n);
-    std::memcpy(error.data(), state.data() + state.size() - 4 * n, 4 * n);
+    // The state ends with the error, then the previous learning rate (a double).
+    std::memcpy(error.data(), state.data() + state.size() - 8 - 4 * n, 4 * n);
     for (std::int64_t i = 0; i < n; ++i) ASSERT_NEAR(sent[i] + error[i], given[i], 1e-4) << type << " " << i;
   }
 }

@@ -36,6 +36,7 @@ CompressorOptions options(const std::string& type, const std::string& ef = "none
   o.byteps_ef_type = ef;
   o.byteps_momentum_type = momentum;
   o.byteps_seed = 7;
+  o.byteps_aggregation = "allgather";  // the device path's variant (its onebit scale is the blocked sum)
   return o;
 }
 
