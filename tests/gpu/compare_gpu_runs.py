@@ -152,8 +152,9 @@ def main():
         failures += not ok
 
     for kind in ("onebit", "topk", "randomk"):
-        overrides = {"hook.name": "byteps", "hook.byteps_compressor_type": kind, "hook.byteps_compressor_k": 0.01,
-                     "hook.byteps_ef_type": "vanilla", "hook.byteps_momentum_type": "nesterov",
+        # The device path belongs to the allgather variant (BytePS's own algorithm compresses on the host).
+        overrides = {"hook.name": "byteps", "hook.byteps_aggregation": "allgather", "hook.byteps_compressor_type": kind,
+                     "hook.byteps_compressor_k": 0.01, "hook.byteps_ef_type": "vanilla", "hook.byteps_momentum_type": "nesterov",
                      "optimizer.momentum": 0, "steps": 40, "device": "cuda", "world_size": max(1, gpus),
                      "model.hidden": 2048}
         line = f"byteps {kind:8s} device path"
