@@ -39,8 +39,12 @@ HOOKS = {
     "fp16": ["hook.name=fp16_compress"],
     "powersgd_r1": ["hook.name=powersgd", "hook.matrix_approximation_rank=1", "hook.start_powerSGD_iter=2"],
     "powersgd_r4": ["hook.name=powersgd", "hook.matrix_approximation_rank=4", "hook.start_powerSGD_iter=2"],
-    "onebit": ["hook.name=byteps", "hook.byteps_compressor_type=onebit"],
-    "topk": ["hook.name=byteps", "hook.byteps_compressor_type=topk", "hook.byteps_compressor_k=0.01"],
+    # The compressors in their allgather form: what they send here is what the model prices. The server form
+    # (the byteps default) is priced as BytePS's push and pull to servers on links of their own, a deployment
+    # two ranks on one shaped loopback do not have (docs/network-model.md).
+    "onebit": ["hook.name=byteps", "hook.byteps_compressor_type=onebit", "hook.byteps_aggregation=allgather"],
+    "topk": ["hook.name=byteps", "hook.byteps_compressor_type=topk", "hook.byteps_compressor_k=0.01",
+             "hook.byteps_aggregation=allgather"],
 }
 # What a message hop costs on the namespace's loopback through TCP and tbf,
 # besides the rate: given to the prediction and the emulation alike.
