@@ -29,7 +29,7 @@ at::Tensor gradients(std::int64_t n, unsigned seed) {
   return t;
 }
 
-CompressorOptions options(const std::string& type, const std::string& ef = "none", const std::string& momentum = "none") {
+CompressorOptions device_options(const std::string& type, const std::string& ef = "none", const std::string& momentum = "none") {
   CompressorOptions o;
   o.byteps_compressor_type = type;
   o.byteps_compressor_k = 0.05;
@@ -92,20 +92,20 @@ void expect_same_as_host(const CompressorOptions& o, std::int64_t n, int steps =
 
 TEST(DeviceCompressors, WriteTheHostPayloadsByteForByte) {
   for (const std::int64_t n : {1, 31, 4096, 4096 * 3 + 77, 100003})
-    for (const char* type : {"onebit", "topk", "randomk"}) expect_same_as_host(options(type), n);
-  auto unscaled = options("onebit");
+    for (const char* type : {"onebit", "topk", "randomk"}) expect_same_as_host(device_options(type), n);
+  auto unscaled = device_options("onebit");
   unscaled.byteps_compressor_onebit_scaling = false;
   expect_same_as_host(unscaled, 5000);
-  auto rescaled = options("randomk");
+  auto rescaled = device_options("randomk");
   rescaled.byteps_compressor_randomk_rescale = true;
   expect_same_as_host(rescaled, 5000);
 }
 
 TEST(DeviceCompressors, DecoratorsKeepTheHostsMemories) {
   for (const char* type : {"onebit", "topk", "randomk"}) {
-    expect_same_as_host(options(type, "vanilla"), 20000, 6);
-    expect_same_as_host(options(type, "none", "nesterov"), 20000, 6);
-    expect_same_as_host(options(type, "vanilla", "nesterov"), 20000, 6);
+    expect_same_as_host(device_options(type, "vanilla"), 20000, 6);
+    expect_same_as_host(device_options(type, "none", "nesterov"), 20000, 6);
+    expect_same_as_host(device_options(type, "vanilla", "nesterov"), 20000, 6);
   }
 }
 
@@ -123,9 +123,9 @@ TEST(DeviceCompressors, OnebitScaleFollowsThePackOrder) {
 }
 
 TEST(DeviceCompressors, DitheringAndPluginsStayOnTheHost) {
-  EXPECT_FALSE(make_device_compressor(options("dithering"), 1000, 0, at::kCPU));
+  EXPECT_FALSE(make_device_compressor(device_options("dithering"), 1000, 0, at::kCPU));
   EXPECT_FALSE(has_device_path("dithering"));
-  auto bad = options("randomk", "vanilla");
+  auto bad = device_options("randomk", "vanilla");
   bad.byteps_compressor_randomk_rescale = true;
   EXPECT_THROW(make_device_compressor(bad, 1000, 0, at::kCPU), ConfigError);
 }
