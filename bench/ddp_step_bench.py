@@ -19,6 +19,13 @@ equal share of the cores (commtune's cpu_affinity=cores).
 
     /usr/bin/python3 bench/ddp_step_bench.py [--hook allreduce] [--set KEY=VALUE ...] [--world 2] [--rounds 5]
                                              [--affinity none]
+    /usr/bin/python3 bench/ddp_step_bench.py --matrix [--rounds 3] [--steps 100]
+
+--matrix runs the engine's speed goals in one interleaved run: MLPs of 1M
+(512-768-768-10) and 10.5M parameters (1024, ten layers of 1024), batch 64,
+with one bucket and with DDP's default buckets (25 MB, the first 1 MB),
+hooks allreduce, none (DDP's built-in reduction), PowerSGD rank 1 and 4
+(one bucket only: PyTorch 1.13's hook deadlocks with several on Gloo).
 
 Stop other jobs first: two stray processes on this 2-core machine once
 doubled every time measured here.
@@ -44,19 +51,22 @@ def steady(values):
     return values[skip:]
 
 
-def one_round(args, workdir):
+def one_round(args, workdir, case):
+    """One run of each engine on `case` (settings over the command line's); returns their median step
+    times (ms) and commtune's summary."""
     init = os.path.join(workdir, "init.pt")
     overrides = {"world_size": args.world, "steps": args.steps, "threads": args.threads, "hook.name": args.hook,
                  "hook.wrapper": args.wrapper, "model.hidden": args.hidden, "model.layers": args.layers,
                  "data.features": args.features, "data.batch_size": args.batch, "weights.save_initial": init,
                  "cpu_affinity": args.affinity}
     overrides.update(kv.split("=", 1) for kv in args.set)
-    run = ct.run_commtune(workdir, overrides, timeout=args.round_timeout)
+    overrides.update(case)
+    run = ct.run_commtune(workdir, overrides, timeout=args.round_timeout, extra_args=["--no-store"])
     mine = run.summary["step_time_ms"]["median"]
     out = os.path.join(workdir, "reference.json")
     env = dict(os.environ, COMMTUNE_REFERENCE_PIN="1" if args.affinity == "cores" else "0")
     exported = []
-    if args.hook == "byteps":  # its PyTorch form: the exported hook
+    if overrides["hook.name"] == "byteps":  # its PyTorch form: the exported hook
         subprocess.run([ct.CLI, "export", "production", "--from", os.path.join(workdir, "summary.json"), "--out",
                         os.path.join(workdir, "export")], check=True, capture_output=True)
         exported = ["--exported", os.path.join(workdir, "export", "use_byteps.py")]
@@ -65,6 +75,31 @@ def one_round(args, workdir):
     seconds = json.load(open(out))["seconds"]
     theirs = 1e3 * statistics.median([s for rank in seconds for s in steady(rank)])
     return mine, theirs, run.summary
+
+
+# --matrix: the sizes, bucket layouts and hooks of the engine's speed goals
+# (at most 0.8 of PyTorch for allreduce and DDP's built-in reduction, 0.7 for
+# PowerSGD), batch 64.
+MATRIX_SIZES = {"1M": {"data.features": 512, "model.hidden": 768, "model.layers": 2},
+                "10M": {"data.features": 1024, "model.hidden": 1024, "model.layers": 10}}
+MATRIX_BUCKETS = {"one bucket": {"ddp.bucket_cap_mb": 1000, "ddp.first_bucket_cap_mb": 1000},
+                  "25 MB buckets": {"ddp.bucket_cap_mb": 25, "ddp.first_bucket_cap_mb": 1}}
+MATRIX_HOOKS = {"allreduce": {"hook.name": "allreduce"}, "none (built-in)": {"hook.name": "none"},
+                "powersgd r1": {"hook.name": "powersgd", "hook.matrix_approximation_rank": 1,
+                                "hook.start_powerSGD_iter": 2},
+                "powersgd r4": {"hook.name": "powersgd", "hook.matrix_approximation_rank": 4,
+                                "hook.start_powerSGD_iter": 2}}
+MATRIX_GOALS = {"allreduce": 0.8, "none (built-in)": 0.8, "powersgd r1": 0.7, "powersgd r4": 0.7}
+
+
+def matrix_cases():
+    for size, shape in MATRIX_SIZES.items():
+        for layout, buckets in MATRIX_BUCKETS.items():
+            for hook, settings in MATRIX_HOOKS.items():
+                # PyTorch 1.13's PowerSGD hook deadlocks with several buckets on Gloo (docs/powersgd.md).
+                if hook.startswith("powersgd") and layout != "one bucket":
+                    continue
+                yield (size, layout, hook), dict(shape, **buckets, **settings, **{"data.batch_size": 64})
 
 
 def main():
@@ -83,33 +118,54 @@ def main():
     parser.add_argument("--affinity", choices=["none", "cores"], default="none")
     parser.add_argument("--round-timeout", type=float, default=120, help="seconds one engine's run may take")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--matrix", action="store_true",
+                        help="every size, bucket layout and hook of the speed goals, interleaved in each round")
     args = parser.parse_args()
 
-    rows = []
+    cases = list(matrix_cases()) if args.matrix else [(("", "", args.hook), {})]
+    rows = {key: [] for key, _ in cases}
+    summaries = {}
     with tempfile.TemporaryDirectory() as d:
         for r in range(args.rounds):
-            try:
-                mine, theirs, summary = one_round(args, d)
-            except subprocess.TimeoutExpired as e:
-                print(f"round {r + 1}: stalled ({os.path.basename(str(e.cmd[0]))} killed after {e.timeout:.0f} s); "
-                      f"not counted", flush=True)
-                continue
-            rows.append((mine, theirs))
-            print(f"round {r + 1}: commtune {mine:7.3f} ms/step   PyTorch DDP {theirs:7.3f} ms/step   "
-                  f"ratio {mine / theirs:.3f}", flush=True)
-    ratio = statistics.median(m / t for m, t in rows)
-    params = summary["parameter_count"]
-    breakdown = summary["step_time_ms"]
-    print(f"\nMLP {args.features}-{'-'.join([str(args.hidden)] * args.layers)}-10 ({params / 1e6:.2f}M parameters), "
-          f"{args.world} ranks, Gloo, hook {args.hook}{'' if args.wrapper == 'none' else ' wrapped ' + args.wrapper}, "
-          f"batch {args.batch}, {args.threads} thread(s) per rank, affinity {args.affinity}")
-    print(f"commtune step split (last round, ms): forward {breakdown['forward']:.2f}, backward {breakdown['backward']:.2f}, "
-          f"comm wait {breakdown['comm_wait']:.2f}, optimizer {breakdown['optimizer']:.2f}; hook compute "
-          f"{breakdown['hook']:.2f}")
-    print(f"ratio commtune / PyTorch DDP (median of {args.rounds} rounds): {ratio:.3f}")
+            for key, case in cases:
+                try:
+                    mine, theirs, summaries[key] = one_round(args, d, case)
+                except subprocess.TimeoutExpired as e:
+                    print(f"round {r + 1} {' '.join(key)}: stalled ({os.path.basename(str(e.cmd[0]))} killed after "
+                          f"{e.timeout:.0f} s); not counted", flush=True)
+                    continue
+                rows[key].append((mine, theirs))
+                print(f"round {r + 1}{' ' + ', '.join(key) if args.matrix else ''}: commtune {mine:7.3f} ms/step   "
+                      f"PyTorch DDP {theirs:7.3f} ms/step   ratio {mine / theirs:.3f}", flush=True)
+    results = []
+    for key, _ in cases:
+        if not rows[key]:
+            continue
+        ratio = statistics.median(m / t for m, t in rows[key])
+        results.append({"size": key[0], "buckets": key[1], "hook": key[2], "ratio": ratio,
+                        "commtune_ms": statistics.median(m for m, _ in rows[key]),
+                        "pytorch_ms": statistics.median(t for _, t in rows[key])})
+    if args.matrix:
+        print(f"\n{args.world} ranks x {args.threads} thread(s), Gloo, batch 64; median of {args.rounds} rounds")
+        print(f"{'model':6s} {'buckets':14s} {'hook':16s} {'commtune ms':>12s} {'PyTorch ms':>11s} {'ratio':>6s}  goal")
+        for row in results:
+            goal = MATRIX_GOALS[row["hook"]]
+            print(f"{row['size']:6s} {row['buckets']:14s} {row['hook']:16s} {row['commtune_ms']:12.2f} "
+                  f"{row['pytorch_ms']:11.2f} {row['ratio']:6.3f}  <= {goal} {'met' if row['ratio'] <= goal else 'NOT met'}")
+    else:
+        summary = summaries[cases[0][0]]
+        params = summary["parameter_count"]
+        breakdown = summary["step_time_ms"]
+        print(f"\nMLP {args.features}-{'-'.join([str(args.hidden)] * args.layers)}-10 ({params / 1e6:.2f}M parameters), "
+              f"{args.world} ranks, Gloo, hook {args.hook}{'' if args.wrapper == 'none' else ' wrapped ' + args.wrapper}, "
+              f"batch {args.batch}, {args.threads} thread(s) per rank, affinity {args.affinity}")
+        print(f"commtune step split (last round, ms): forward {breakdown['forward']:.2f}, backward "
+              f"{breakdown['backward']:.2f}, comm wait {breakdown['comm_wait']:.2f}, optimizer "
+              f"{breakdown['optimizer']:.2f}; hook compute {breakdown['hook']:.2f}")
+        print(f"ratio commtune / PyTorch DDP (median of {args.rounds} rounds): {results[0]['ratio']:.3f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "rounds": rows, "ratio": ratio}, f, indent=1)
+            json.dump({"args": vars(args), "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of tests/fuzz with clang (beside the main
-# build, whose engine library the configuration target links) and runs each
+# Builds the libFuzzer targets of tests/fuzz with clang (in the main build's
+# fuzz/ folder, as the main build does; the configuration target links its
+# engine library) and runs each
 # for SECONDS (default 60) from its corpus in tests/fuzz/corpus/<target>.
 # New inputs go to a scratch folder (kept with -k); a crash stops the script,
-# its input saved as build-fuzz/<target>-crash-*.
+# its input saved as build/fuzz/<target>-crash-*.
 #   ./scripts/fuzz.sh [SECONDS] [-k]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 keep=${2:-}
 main_build=${COMMTUNE_BUILD_DIR:-$root/build}
-fuzz_build=${COMMTUNE_FUZZ_BUILD_DIR:-$root/build-fuzz}
+fuzz_build=${COMMTUNE_FUZZ_BUILD_DIR:-$main_build/fuzz}
 [[ -f "$main_build/core/libcommtune_core.so" ]] || "$root/scripts/build.sh"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)

@@ -6,4 +6,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup-deps.sh" --tests
 "$root/scripts/build.sh"
 cd "${COMMTUNE_BUILD_DIR:-$root/build}"
-exec ctest --output-on-failure --timeout 900 "$@"
+# A test per core; the long ones start first (their COST in tests/CMakeLists.txt).
+exec ctest --output-on-failure --timeout 900 --parallel "${COMMTUNE_TEST_JOBS:-$(nproc)}" "$@"

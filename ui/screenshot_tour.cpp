@@ -35,6 +35,9 @@ void when(std::function<bool()> ready, std::function<void()> next, std::function
 
 }  // namespace
 
+// After a page's data has arrived: long enough for its plots and tables to be laid out and drawn.
+constexpr int kSettleMs = 400;
+
 void take_screenshots(MainWindow& window, const QString& spec_path, const QString& out_dir,
                       std::function<void(int)> done) {
   QDir().mkpath(out_dir);
@@ -56,29 +59,31 @@ void take_screenshots(MainWindow& window, const QString& spec_path, const QStrin
   // Every page once the whole sweep is stored, in one theme: `suffix` names the files.
   auto tour = std::make_shared<std::function<void(const QString&, std::function<void()>)>>();
   *tour = [=, &window](const QString& suffix, std::function<void()> next) {
+    // Each page is taken once its data has arrived (`ready`) and a moment after, for the plots to draw.
     struct Step {
       std::function<void()> show;
       QString name;
-      int settle_ms;
+      std::function<bool()> ready;
     };
+    const auto always = [] { return true; };
     auto steps = std::make_shared<std::vector<Step>>(std::vector<Step>{
-        {[&window] { window.show_page(MainWindow::kLaunch); }, "launch", 500},
-        {[&window] { window.show_page(MainWindow::kDashboard); }, "dashboard", 800},
+        {[&window] { window.show_page(MainWindow::kLaunch); }, "launch", always},
+        {[&window] { window.show_page(MainWindow::kDashboard); }, "dashboard", always},
         {[&window] {
            std::vector<std::int64_t> ids;
            for (std::int64_t id = 1; id <= 25; ++id) ids.push_back(id);
            window.runs()->open_runs(ids);
            window.show_page(MainWindow::kRuns);
          },
-         "runs", 2500},
+         "runs", [&window] { return !window.runs()->loading(); }},
         {[&window] {
            window.analysis()->select_sweep(1);
            window.analysis()->views()->setCurrentIndex(0);
            window.show_page(MainWindow::kAnalysis);
          },
-         "analysis", 5000},
-        {[&window] { window.analysis()->views()->setCurrentIndex(1); }, "parallel", 800},
-        {[&window] { window.analysis()->views()->setCurrentIndex(2); }, "importance", 800},
+         "analysis", [&window] { return !window.analysis()->analysing(); }},
+        {[&window] { window.analysis()->views()->setCurrentIndex(1); }, "parallel", always},
+        {[&window] { window.analysis()->views()->setCurrentIndex(2); }, "importance", always},
     });
     auto index = std::make_shared<std::size_t>(0);
     auto advance = std::make_shared<std::function<void()>>();
@@ -86,10 +91,15 @@ void take_screenshots(MainWindow& window, const QString& spec_path, const QStrin
       if (*index == steps->size()) return next();
       const auto& step = (*steps)[(*index)++];
       step.show();
-      QTimer::singleShot(step.settle_ms, &window, [=] {
-        save(step.name + suffix);
-        (*advance)();
-      });
+      when(
+          step.ready,
+          [=, &window] {
+            QTimer::singleShot(kSettleMs, &window, [=] {
+              save(step.name + suffix);
+              (*advance)();
+            });
+          },
+          fail("a page did not load its data"), 60);
     };
     (*advance)();
   };

@@ -2,6 +2,7 @@
 how to go on and exits non-zero at once (never aborting in Qt, never
 hanging); --version needs no display; scripts/screenshots.sh drives the real
 window under Xvfb through a real sweep and writes a PNG per main view."""
+import json
 import os
 import subprocess
 import sys
@@ -43,8 +44,17 @@ class WithoutDisplay(unittest.TestCase):
 
 class Screenshots(unittest.TestCase):
     def test_the_script_captures_each_main_view_under_xvfb(self):
+        """The README's pictures come from docs/screenshots/sweep.json (25 trials); the script is checked
+        here with a sweep of the same kind and 5 short trials."""
         with tempfile.TemporaryDirectory() as d:
-            out = subprocess.run([os.path.join(ct.REPO, "scripts", "screenshots.sh"), d], capture_output=True,
+            spec = os.path.join(d, "sweep.json")
+            with open(os.path.join(ct.REPO, "docs", "screenshots", "sweep.json")) as f:
+                small = json.load(f)
+            small["base"]["steps"] = 20
+            small["axes"] = {"hook.matrix_approximation_rank": [1, 2], "optimizer.lr": [0.05, 0.1]}
+            with open(spec, "w") as f:
+                json.dump(small, f)
+            out = subprocess.run([os.path.join(ct.REPO, "scripts", "screenshots.sh"), d, spec], capture_output=True,
                                  text=True, timeout=600, env=dict(os.environ, COMMTUNE_BUILD_DIR=ct.BUILD))
             self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
             for view in ("launch", "dashboard", "runs", "analysis"):

@@ -177,8 +177,8 @@ class CostModel(unittest.TestCase):
                 import os, sys, torch, torch.distributed as dist
                 sys.path.insert(0, {d!r})
                 from use_hook import register
-                os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29591")
-                dist.init_process_group("gloo", rank=0, world_size=1)
+                dist.init_process_group("gloo", init_method="file://" + {os.path.join(d, "store")!r}, rank=0,
+                                        world_size=1)
                 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 4))
                 register(model)
                 x = torch.randn(16, 8)

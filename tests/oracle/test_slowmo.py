@@ -167,8 +167,7 @@ class LocalSgd(unittest.TestCase):
 import os, sys, torch, torch.distributed as dist
 sys.path.insert(0, {os.path.join(d, "local")!r})
 from use_post_local_sgd import register
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29593")
-dist.init_process_group("gloo", rank=0, world_size=1)
+dist.init_process_group("gloo", init_method="file://" + {os.path.join(d, "store")!r}, rank=0, world_size=1)
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 4))
 averager = register(model)
 assert averager.period == 2, averager.period

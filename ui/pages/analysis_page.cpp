@@ -356,9 +356,11 @@ void AnalysisPage::refresh() {
     note_->setText("No runs yet: start one on the Launch page (Ctrl+R); sweeps are analysed here.");
     return;
   }
+  ++pending_;
   run_async(
       this, [path = store_path_.toStdString()] { return db::Store(path, db::Store::Access::ReadOnly).sweeps(); },
       [this](const Outcome<std::vector<db::SweepRecord>>& out) {
+        --pending_;
         if (!out.value) return note_->setText("Cannot read the run store: " + out.error);
         // A sweep that appeared since the last read (started here, by the CLI or
         // another app) is what the user wants to see next.
@@ -394,9 +396,11 @@ void AnalysisPage::analyse() {
           nodes_->value(), ranks_per_node_->value(), compute_scale_->value(), tolerance_->value() / 100};
   const int generation = ++generation_;
   note_->setText("Analysing…");
+  ++pending_;
   run_async(
       this, [q] { return compute(q); },
       [this, generation](const Outcome<AnalysisData>& out) {
+        --pending_;
         if (generation != generation_) return;  // a newer request is on its way
         data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, {}, out.error};
         note_->setText(data_.note);

@@ -77,6 +77,7 @@ class AnalysisPage : public QWidget {
   QTableWidget* what_if_table() const { return what_if_; }
   std::vector<QCustomPlot*> plots() const;
   std::int64_t shown_sweep() const;  // 0: every stored run
+  bool analysing() const { return pending_ > 0; }  // a store read or an analysis is on its way
   QDoubleSpinBox* tolerance() const { return tolerance_; }
   ParallelCoordinates* parallel() const { return parallel_; }
   QTableWidget* parallel_table() const { return parallel_table_; }
@@ -122,6 +123,7 @@ class AnalysisPage : public QWidget {
   std::int64_t wanted_sweep_ = -1;
   std::int64_t newest_sweep_ = -1;  // the newest sweep the list has shown (-1: not read yet)
   int generation_ = 0;
+  int pending_ = 0;
 };
 
 }  // namespace commtune::ui
