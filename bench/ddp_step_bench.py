@@ -19,10 +19,11 @@ equal share of the cores (commtune's cpu_affinity=cores).
 
     /usr/bin/python3 bench/ddp_step_bench.py [--hook allreduce] [--set KEY=VALUE ...] [--world 2] [--rounds 5]
                                              [--affinity none]
-    /usr/bin/python3 bench/ddp_step_bench.py --matrix [--rounds 3] [--steps 100]
+    /usr/bin/python3 bench/ddp_step_bench.py --matrix [--rounds 5]
 
 --matrix runs the engine's speed goals in one interleaved run: MLPs of 1M
-(512-768-768-10) and 10.5M parameters (1024, ten layers of 1024), batch 64,
+(512-768-768-10, 400 steps a run) and 10.5M parameters (1024, ten layers of
+1024, 100 steps), batch 64,
 with one bucket and with DDP's default buckets (25 MB, the first 1 MB),
 hooks allreduce, none (DDP's built-in reduction), PowerSGD rank 1 and 4
 (one bucket only: PyTorch 1.13's hook deadlocks with several on Gloo).
@@ -80,8 +81,9 @@ def one_round(args, workdir, case):
 # --matrix: the sizes, bucket layouts and hooks of the engine's speed goals
 # (at most 0.8 of PyTorch for allreduce and DDP's built-in reduction, 0.7 for
 # PowerSGD), batch 64.
-MATRIX_SIZES = {"1M": {"data.features": 512, "model.hidden": 768, "model.layers": 2},
-                "10M": {"data.features": 1024, "model.hidden": 1024, "model.layers": 10}}
+# Steps per run: the 1M model's 9 ms steps need more of them for a median that noise does not move.
+MATRIX_SIZES = {"1M": {"data.features": 512, "model.hidden": 768, "model.layers": 2, "steps": 400},
+                "10M": {"data.features": 1024, "model.hidden": 1024, "model.layers": 10, "steps": 100}}
 MATRIX_BUCKETS = {"one bucket": {"ddp.bucket_cap_mb": 1000, "ddp.first_bucket_cap_mb": 1000},
                   "25 MB buckets": {"ddp.bucket_cap_mb": 25, "ddp.first_bucket_cap_mb": 1}}
 MATRIX_HOOKS = {"allreduce": {"hook.name": "allreduce"}, "none (built-in)": {"hook.name": "none"},

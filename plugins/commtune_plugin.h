@@ -27,7 +27,7 @@
 #if defined(COMMTUNE_PLUGIN_ABI_OVERRIDE)  // tests build a stale plugin this way
 #define COMMTUNE_PLUGIN_ABI COMMTUNE_PLUGIN_ABI_OVERRIDE
 #else
-#define COMMTUNE_PLUGIN_ABI 3  // 3: CommHook::begin_step, Compressor::set_learning_rate, GradBucket::parameter_indices
+#define COMMTUNE_PLUGIN_ABI 4  // 4: Optimizer::begin_step/update (a step in pieces); 3: CommHook::begin_step, ...
 #endif
 
 #define COMMTUNE_PLUGIN_STRINGIFY_(x) #x

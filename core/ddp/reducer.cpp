@@ -241,7 +241,7 @@ void Reducer::throw_missing_gradients() const {
                            "find_unused_parameters");
 }
 
-BackwardReport Reducer::finish_backward() {
+BackwardReport Reducer::finish_backward(const ReducedRange& on_reduced) {
   const auto start = steady::now();
   BackwardReport report;
   {
@@ -270,9 +270,16 @@ BackwardReport Reducer::finish_backward() {
     if (result.numel() != buffer.numel())
       throw std::runtime_error("communication hook returned " + std::to_string(result.numel()) +
                                " elements for bucket " + std::to_string(b) + " of " + std::to_string(buffer.numel()));
-    if (!result.is_same(buffer) || result.data_ptr() != buffer.data_ptr()) buffer.copy_(result.reshape({-1}));
+    // Most hooks reduce in place: their result is the bucket's memory (often as another tensor object).
+    if (result.data_ptr() != buffer.data_ptr() || result.scalar_type() != buffer.scalar_type())
+      buffer.copy_(result.reshape({-1}));
+    if (on_reduced) {
+      const auto work_start = steady::now();
+      on_reduced(bucket_start_[b], bucket_numel_[b]);
+      report.reduced_work_s += seconds_since(work_start);
+    }
   }
-  report.comm_wait_s = seconds_since(start);
+  report.comm_wait_s = seconds_since(start) - report.reduced_work_s;
   report.hook_compute_s = static_cast<double>(clock_.compute_ns() - compute_ns_at_start_) * 1e-9;
   report.hook_inline_s = static_cast<double>(inline_ns_) * 1e-9;
   report.bucket_ready = bucket_ready_;

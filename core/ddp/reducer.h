@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -41,6 +42,7 @@ struct ReducerOptions {
 
 struct BackwardReport {
   double comm_wait_s = 0;                     // time finish_backward waited for the last buckets
+  double reduced_work_s = 0;                  // of the time in finish_backward, the part in `on_reduced`
   double hook_compute_s = 0;                  // hook compute time of this step (overlaps backward)
   double hook_inline_s = 0;                   // the part of it spent on the autograd thread, inside backward
   std::vector<std::chrono::steady_clock::time_point> bucket_ready;  // when each bucket's gradients were all in
@@ -70,8 +72,12 @@ class Reducer {
   // pass and its backward.)
   bool begin_step();
   // Waits until every bucket is reduced: the averaged gradients are then in
-  // the gradient buffer and in each parameter's .grad.
-  BackwardReport finish_backward();
+  // the gradient buffer and in each parameter's .grad. `on_reduced` gets each
+  // bucket's range of the flat buffers (offset, elements) as soon as that
+  // bucket is reduced, in bucket order, while later buckets may still
+  // communicate: the optimizer's update of those parameters goes there.
+  using ReducedRange = std::function<void(std::int64_t offset, std::int64_t numel)>;
+  BackwardReport finish_backward(const ReducedRange& on_reduced = {});
 
   // Parameter indices per bucket, bucket 0 first.
   const std::vector<std::vector<std::size_t>>& buckets() const { return buckets_; }

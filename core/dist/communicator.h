@@ -81,8 +81,12 @@ class Communicator {
   // Sums `tensor` across ranks in place; the future's value is `tensor`.
   // bf16 on Gloo (which lacks bf16 arithmetic) runs as alltoall, a local
   // float32 sum in rank order, and allgather; the caller blocks through the
-  // alltoall. Every rank receives bit-identical results.
-  Future allreduce_sum(at::Tensor tensor);
+  // alltoall. Every rank receives bit-identical results. `compute` says
+  // whether the rank's compute thread works while the sum runs, or waits for
+  // it with nothing else to communicate (a step's only bucket); every rank
+  // must pass the same.
+  enum class Compute { Busy, Waiting };
+  Future allreduce_sum(at::Tensor tensor, Compute compute = Compute::Busy);
   // What a collective stands for where a hook carries another system's
   // traffic with it (BytePS's push and pull, carried by an allgather): the
   // kind and bytes per rank that the step's records, the wire count, the

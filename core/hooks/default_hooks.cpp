@@ -12,6 +12,11 @@ struct NoOptions {
 
 bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
+// A step's only bucket is ready when backward ends: the step then waits for its sum alone.
+Communicator::Compute compute_during(const GradBucket& bucket) {
+  return bucket.is_last() && bucket.index() == 0 ? Communicator::Compute::Waiting : Communicator::Compute::Busy;
+}
+
 // allreduce_hook: divide by the world size, then sum. For a power-of-two
 // world size, x / 2^k and x * 2^-k are the same exactly rounded value, so the
 // division rides along with the copy into the bucket and saves a pass; when
@@ -22,7 +27,7 @@ class AllreduceHook final : public CommHook {
   Future run(GradBucket& bucket) override {
     auto buffer = bucket.buffer();
     if (bucket.gradient_scale() == 1.0) buffer.div_(env_.world_size());
-    return env_.comm.allreduce_sum(buffer);
+    return env_.comm.allreduce_sum(buffer, compute_during(bucket));
   }
   double gradient_copy_scale() const override { return fold_division_ ? 1.0 / env_.world_size() : 1.0; }
 
@@ -36,7 +41,9 @@ class AllreduceHook final : public CommHook {
 class BuiltinReduction final : public CommHook {
  public:
   explicit BuiltinReduction(HookEnv& env) : env_(env) {}
-  Future run(GradBucket& bucket) override { return env_.comm.allreduce_sum(bucket.buffer()); }
+  Future run(GradBucket& bucket) override {
+    return env_.comm.allreduce_sum(bucket.buffer(), compute_during(bucket));
+  }
   double gradient_copy_scale() const override { return 1.0 / env_.world_size(); }
 
  private:

@@ -83,7 +83,11 @@ StepPrediction predict(const RunProfile& p, const net::Cluster& cluster) {
   for (const auto& b : p.buckets) total_bytes += b.fp32_bytes;
 
   StepPrediction out;
-  double link_free = 0, chain_free = 0, last_end = 0;
+  double link_free = 0, chain_free = 0;
+  // After backward the optimizer updates each bucket's parameters once its
+  // chain has ended, bucket by bucket (its share of the optimizer's time by
+  // size), so the updates overlap the later buckets' communication.
+  double updated = p.backward_s;
   for (const auto& b : p.buckets) {
     const auto t = time_of(b.collectives);
     out.communication_s += t.link;
@@ -115,12 +119,15 @@ StepPrediction predict(const RunProfile& p, const net::Cluster& cluster) {
       link_free = std::max(link_free, ready + b.work_s) + t.link;
       end = std::max(ready + b.chain_s - std::max(0.0, t.here - t.link), link_free + t.rest);
     }
-    last_end = std::max(last_end, end);
+    const double share = total_bytes > 0 ? b.fp32_bytes / total_bytes : 1.0 / static_cast<double>(p.buckets.size());
+    updated = std::max(updated, end) + p.optimizer_s * share;
   }
+  if (p.buckets.empty()) updated += p.optimizer_s;
   const auto outside = time_of(p.step_collectives);
   out.communication_s += outside.link;
   out.compute_s = p.data_s + p.forward_s + p.backward_s + p.optimizer_s;
-  out.exposed_s = std::max(0.0, last_end - p.backward_s) + std::max(outside.link, outside.here + outside.rest);
+  out.exposed_s = std::max(0.0, updated - p.backward_s - p.optimizer_s) +
+                  std::max(outside.link, outside.here + outside.rest);
   out.step_s = out.compute_s + out.exposed_s;
   return out;
 }

@@ -7,9 +7,9 @@
 // collectives, measured here in wall time, becomes the longer of that chain
 // (less the transfer time a faster link saves) and its transfers after the
 // hook's own work; a hook that waits on its collectives works on one bucket
-// after another;
-//   step = data + forward + backward + optimizer
-//        + max(0, end of the last chain - backward) + collectives outside buckets.
+// after another; the optimizer updates each bucket's parameters once its chain
+// has ended (its share of the optimizer's time by size), one after another;
+//   step = data + forward + end of the last update + collectives outside buckets.
 #pragma once
 
 #include <cstdint>

@@ -44,24 +44,28 @@ class Sgd final : public Optimizer {
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
       throw ConfigError("optimizer.nesterov", "Nesterov momentum requires a momentum > 0 and zero dampening");
   }
-  void step(double lr) override {
-    kernels::SgdStep h;
-    h.lr = static_cast<float>(lr);
-    h.momentum = static_cast<float>(options_.momentum);
-    h.one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
-    h.weight_decay = static_cast<float>(common_.weight_decay);
-    h.nesterov = options_.nesterov;
-    h.first_step = !params_.has_state("momentum_buffer");
-    float* buffer = options_.momentum != 0 ? params_.state("momentum_buffer").data_ptr<float>() : nullptr;
+  void begin_step(double lr) override {
+    step_.lr = static_cast<float>(lr);
+    step_.momentum = static_cast<float>(options_.momentum);
+    step_.one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
+    step_.weight_decay = static_cast<float>(common_.weight_decay);
+    step_.nesterov = options_.nesterov;
+    step_.first_step = !params_.has_state("momentum_buffer");
+    buffer_ = options_.momentum != 0 ? params_.state("momentum_buffer").data_ptr<float>() : nullptr;
+  }
+  void update(std::int64_t offset, std::int64_t numel) override {
     const auto& values = params_.values();
-    kernels::sgd_step(kernel_device(values), values.data_ptr<float>(), params_.grads().data_ptr<float>(), buffer,
-                      params_.total_numel(), h, kernel_stream(values));
+    kernels::sgd_step(kernel_device(values), values.data_ptr<float>() + offset,
+                      params_.grads().data_ptr<float>() + offset, buffer_ ? buffer_ + offset : nullptr, numel, step_,
+                      kernel_stream(values));
   }
 
  private:
   FlatParameters& params_;
   OptimizerCommon common_;
   SgdOptions options_;
+  kernels::SgdStep step_;   // this step's settings, from begin_step
+  float* buffer_ = nullptr;  // the momentum buffer, when there is momentum
 };
 
 struct AdamOptions {
@@ -81,23 +85,25 @@ class Adam final : public Optimizer {
  public:
   Adam(FlatParameters& params, const OptimizerCommon& common, const AdamOptions& o)
       : params_(params), common_(common), options_(o) {}
-  void step(double lr) override {
+  void begin_step(double lr) override {
     const double t = static_cast<double>(++steps_);
     const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
     const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
-    kernels::AdamStep h;
-    h.beta1 = static_cast<float>(options_.beta1);
-    h.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
-    h.beta2 = static_cast<float>(options_.beta2);
-    h.one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
-    h.weight_decay = static_cast<float>(common_.weight_decay);
-    h.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-    h.eps = static_cast<float>(options_.eps);
-    h.neg_step_size = static_cast<float>(-(lr / bias_correction1));
+    step_.beta1 = static_cast<float>(options_.beta1);
+    step_.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
+    step_.beta2 = static_cast<float>(options_.beta2);
+    step_.one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
+    step_.weight_decay = static_cast<float>(common_.weight_decay);
+    step_.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+    step_.eps = static_cast<float>(options_.eps);
+    step_.neg_step_size = static_cast<float>(-(lr / bias_correction1));
+  }
+  void update(std::int64_t offset, std::int64_t numel) override {
     const auto& values = params_.values();
-    kernels::adam_step(kernel_device(values), values.data_ptr<float>(), params_.grads().data_ptr<float>(),
-                       params_.state("exp_avg").data_ptr<float>(), params_.state("exp_avg_sq").data_ptr<float>(),
-                       params_.total_numel(), h, kernel_stream(values));
+    kernels::adam_step(kernel_device(values), values.data_ptr<float>() + offset,
+                       params_.grads().data_ptr<float>() + offset,
+                       params_.state("exp_avg").data_ptr<float>() + offset,
+                       params_.state("exp_avg_sq").data_ptr<float>() + offset, numel, step_, kernel_stream(values));
   }
   void save_state(c10::impl::GenericDict& out) const override { out.insert("adam_steps", steps_); }
   void load_state(const c10::impl::GenericDict& in) override { steps_ = in.at("adam_steps").toInt(); }
@@ -107,6 +113,7 @@ class Adam final : public Optimizer {
   OptimizerCommon common_;
   AdamOptions options_;
   std::int64_t steps_ = 0;
+  kernels::AdamStep step_;  // this step's settings, from begin_step
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Optimizers over the flat parameter and gradient buffers: one fused pass per
-// step with torch.optim's arithmetic. Learning-rate warm-up is common to all.
+// Optimizers over the flat parameter and gradient buffers: fused passes with
+// torch.optim's arithmetic. Learning-rate warm-up is common to all.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,13 @@ namespace commtune {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // Updates the parameters from the (averaged) gradients in the flat buffers.
-  virtual void step(double lr) = 0;
+  // A step is taken in pieces, so that each bucket's parameters can be
+  // updated as soon as its gradients are reduced, while later buckets still
+  // communicate: `begin_step` once, then `update` over disjoint ranges of the
+  // flat buffers that together cover every element. The update is element
+  // by element, so the pieces give the bits of one pass.
+  virtual void begin_step(double lr) = 0;
+  virtual void update(std::int64_t offset, std::int64_t numel) = 0;
   // Counters beyond the flat state buffers (which FlatParameters carries), for checkpoints.
   virtual void save_state(c10::impl::GenericDict& /*out*/) const {}
   virtual void load_state(const c10::impl::GenericDict& /*in*/) {}
