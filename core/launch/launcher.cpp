@@ -95,7 +95,9 @@ class Job {
   void pump(Worker& w, bool events, int fd);
   void take_output(Worker& w, const char* data, std::size_t n);
   void reap();
-  void note_failures();
+  // `cancelling`: the run is being stopped on request, so a rank's
+  // communication error is it noticing a peer that the stop ended.
+  void note_failures(bool cancelling);
   void stop_all(int sig);
   bool all_exited() const;
   void decide(RunOutcome& outcome, bool cancelled) const;
@@ -248,10 +250,10 @@ void Job::reap() {
   }
 }
 
-void Job::note_failures() {
+void Job::note_failures(bool cancelling) {
   for (auto& w : workers_) {
     if (w.failure_noted) continue;
-    bool failed = !w.outcome.error.empty();
+    bool failed = !w.outcome.error.empty() && !(cancelling && w.outcome.error_kind == "communication");
     // A rank that ran to the end through non-finite numbers (on_nonfinite=warn) has
     // a result, not a failure: its exit code says diverged.
     const bool diverged_to_end =
@@ -376,7 +378,7 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
     for (std::size_t i = 0; ready > 0 && i < fds.size(); ++i)
       if (fds[i].revents) pump(*owners[i].first, owners[i].second, fds[i].fd);
     reap();
-    note_failures();
+    note_failures(stopping && cancelled);
 
     if (!stopping && abort_reason_.empty() && options_.abort_reason) abort_reason_ = options_.abort_reason();
     if (!stopping && (!failure_order_.empty() || !abort_reason_.empty() || (cancel && cancel->load()))) {
@@ -409,7 +411,7 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
             *fd = -1;
           }
       }
-      note_failures();
+      note_failures(stopping && cancelled);
       break;
     }
   }
