@@ -21,7 +21,7 @@ std::string format_text(const char* pattern, ...) {
   return text;
 }
 
-std::string percent(double fraction) { return format_text("%.2f%%", 100 * fraction); }
+std::string tolerance_percent(double fraction) { return format_text("%.2f%%", 100 * fraction); }
 
 // "1.19x (95%: 1.12-1.25)"
 std::string speedup_text(const Estimate& s) {
@@ -164,11 +164,11 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
       switch (k.loss_change.judge(options.tolerance)) {
         case LossChange::Judgement::Beyond:
           k.excluded = "its loss is " + k.loss_change.describe() + " from its baseline's, beyond " +
-                       percent(options.tolerance);
+                       tolerance_percent(options.tolerance);
           break;
         case LossChange::Judgement::Uncertain:
           k.excluded = "its loss is " + k.loss_change.describe() + " from its baseline's: the seeds cannot tell "
-                       "whether it is within " + percent(options.tolerance);
+                       "whether it is within " + tolerance_percent(options.tolerance);
           break;
         case LossChange::Judgement::Within:
           break;
@@ -207,15 +207,15 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
     r.verdict = format_text(
         "keep allreduce: no measurable difference on %s; the best configuration within %s of its loss, %s, is "
         "%s, an interval that holds 1.0",
-        where.c_str(), percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
+        where.c_str(), tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
   } else if (best) {
     r.verdict = format_text(
         "keep allreduce: the best configuration within %s of its loss, %s, is predicted only %s on %s, below the "
         "model's margin of %.2fx",
-        percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str(), where.c_str(),
+        tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str(), where.c_str(),
         options.min_speedup);
   } else {
-    r.verdict = "keep allreduce: no other configuration keeps the loss within " + percent(options.tolerance) +
+    r.verdict = "keep allreduce: no other configuration keeps the loss within " + tolerance_percent(options.tolerance) +
                 " of allreduce's, compressed during its measured steps, and can be predicted on " + where;
   }
   return r;

@@ -384,7 +384,7 @@ Fractions forest_anova(const GroupData& g, std::size_t n_params, std::uint64_t s
   return f;
 }
 
-std::string percent(double share) {
+std::string share_percent(double share) {
   std::ostringstream out;
   out.imbue(std::locale::classic());
   out.precision(share >= 0.1 ? 0 : 1);
@@ -525,7 +525,7 @@ ImportanceResult parameter_importance(const std::vector<std::string>& params, co
   } else {
     const std::string split = "the trials fall into " + std::to_string(groups.size()) +
                               " groups by which parameters they have; the variance between groups (" +
-                              percent(between / total) + ") is credited to " + params[*between_param];
+                              share_percent(between / total) + ") is credited to " + params[*between_param];
     result.method = decomposition.empty()
                         ? "All variance lies between groups: " + split + "."
                         : "Variance split by " + decomposition + ": " + split +
