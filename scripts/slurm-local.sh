@@ -6,6 +6,7 @@
 #
 #   scripts/slurm-local.sh start   # prints the line that points sbatch/squeue at it
 #   scripts/slurm-local.sh stop
+#   scripts/slurm-local.sh run COMMAND ARGS...   # start, run the command pointed at it, stop
 #
 # Environment: SLURM_LOCAL_DIR (state folder, default /tmp/commtune-slurm).
 # Exit status 77 (skip) where it cannot start: not root (slurmd runs jobs as
@@ -106,8 +107,16 @@ EOF
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  run)
+    shift
+    [ $# -gt 0 ] || { echo "usage: $0 run COMMAND [ARGS...]" >&2; exit 2; }
+    start >/dev/null
+    export SLURM_CONF=$CONF
+    trap 'stop' EXIT
+    "$@"
+    ;;
   *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 start|stop|run COMMAND [ARGS...]" >&2
     exit 2
     ;;
 esac

@@ -16,7 +16,7 @@ namespace commtune::cli {
 namespace {
 
 struct SweepArgs {
-  std::string spec_path, config_path, name, strategy, objective, work_dir, early_stop;
+  std::string spec_path, config_path, name, strategy, objective, work_dir, early_stop, backend;
   std::vector<std::string> overrides, axes;
   std::optional<std::int64_t> trials, seed, seeds, parallel, checkpoint_every, resume, max_trials;
   bool no_baseline = false, plan_only = false, verbose = false, allow_inactive_hooks = false;
@@ -62,6 +62,7 @@ nlohmann::json spec_json(const SweepArgs& args) {
   }
   if (!args.name.empty()) spec["name"] = args.name;
   if (!args.strategy.empty()) spec["strategy"] = args.strategy;
+  if (!args.backend.empty()) spec["backend"] = args.backend;
   if (!args.objective.empty()) spec["objective"] = args.objective;
   if (args.trials) spec["trials"] = *args.trials;
   if (args.max_trials) spec["max_trials"] = *args.max_trials;
@@ -183,7 +184,12 @@ void add_sweep_command(CLI::App& app, Context& context) {
   sweep->add_option("--max-trials", args->max_trials,
                     "refuse sweeps of more trials than this (default 1000), counted before planning");
   sweep->add_option("--seed", args->seed, "random search and TPE: the seed of their draws");
-  sweep->add_option("--parallel", args->parallel, "trials at once, on disjoint cores or GPUs");
+  sweep->add_option("--parallel", args->parallel,
+                    "trials at once, on disjoint cores or GPUs (backend slurm: jobs submitted at once)");
+  sweep->add_option("--backend", args->backend,
+                    "where trials run: local, or slurm (each trial a SLURM job, as the spec's slurm section says; "
+                    "docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm"}));
   sweep->add_option("--early-stop", args->early_stop,
                     "successive halving: MIN_STEPS[:FACTOR], rungs at MIN_STEPS x FACTOR^k (default factor 3)");
   sweep->add_option("--checkpoint-every", args->checkpoint_every,

@@ -66,19 +66,22 @@ const char* const kSbatchScript = R"SH(#!/bin/bash
 #SBATCH --job-name=@NAME@
 #SBATCH --nodes=@NODES@
 #SBATCH --ntasks-per-node=@PER_NODE@
-@GPUS@# commtune: @NODES@ nodes x @PER_NODE@ ranks, one task per rank. Submit from this folder:
+@GPUS@@OPTIONS@# commtune: @NODES@ nodes x @PER_NODE@ ranks, one task per rank. Submit from this folder:
 #   sbatch launch.sbatch
 # and stream the job into the run store from any machine that sees the event folder:
 #   commtune-cli import --follow events/
 # Environment: EVENT_DIR (default events/ in the submit folder, shared by the nodes),
-# COMMTUNE_WORKER (default commtune-worker on PATH), MASTER_PORT (default 29500).
+# COMMTUNE_WORKER (default commtune-worker on PATH), MASTER_PORT (default: from
+# the job id, so that jobs sharing a node differ). A job SLURM requeues writes
+# its events anew, to events/restart-N.
 set -eu
 HERE=${SLURM_SUBMIT_DIR:-$(pwd)}
 EVENT_DIR=${EVENT_DIR:-$HERE/events}
+if [ "${SLURM_RESTART_COUNT:-0}" != 0 ]; then EVENT_DIR=$EVENT_DIR/restart-$SLURM_RESTART_COUNT; fi
 mkdir -p "$EVENT_DIR"
 MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_ADDR
-export MASTER_PORT=${MASTER_PORT:-29500}
+export MASTER_PORT=${MASTER_PORT:-$((20000 + SLURM_JOB_ID % 40000))}
 export COMMTUNE_EVENT_FILE="$EVENT_DIR/events-{rank}.ctev"
 # Each task is one rank: torch.distributed's variables from SLURM's.
 srun --kill-on-bad-exit=1 bash -c '
@@ -93,6 +96,12 @@ std::string gpus_line(const std::string& device, int per_node) {
   if (device == "cuda") return line + "\n";
   if (device == "auto") return "# " + line + "   (device auto: uncomment on GPU nodes)\n";
   return "";
+}
+
+std::string sbatch_option_lines(const std::vector<std::string>& options) {
+  std::string out;
+  for (const auto& option : options) out += "#SBATCH " + option + "\n";
+  return out;
 }
 
 }  // namespace
@@ -111,6 +120,11 @@ void check_launch_plan(const LaunchPlan& plan) {
       ipv6 || (!host.empty() && host.size() <= 253 && std::all_of(host.begin(), host.end(), is_host_char));
   const bool port_ok = !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit) &&
                        std::stoi(port) >= 1 && std::stoi(port) <= 65535;
+  for (const auto& option : plan.sbatch_options)
+    if (option.rfind("--", 0) != 0 || option.size() < 3 ||
+        std::any_of(option.begin(), option.end(), [](unsigned char c) { return std::isspace(c) || c == 0; }))
+      throw ConfigError("sbatch", "each option must start with \"--\" and hold no blank (e.g. \"--account=proj\"), got '" +
+                                      option + "'");
   if (!host_ok || !port_ok)
     throw ConfigError("rendezvous", "must be HOST:PORT (a host name, an address, [an IPv6 address]; a port from 1 to 65535), got '" +
                                         plan.rendezvous + "'");
@@ -131,7 +145,8 @@ std::vector<std::string> write_launch_scripts(const nlohmann::json& config, cons
       {"@PER_NODE@", std::to_string(plan.ranks_per_node)},
       {"@RDZV@", plan.rendezvous},
       {"@NAME@", job_name(plan.name)},
-      {"@GPUS@", gpus_line(parsed.run.device, plan.ranks_per_node)}};
+      {"@GPUS@", gpus_line(parsed.run.device, plan.ranks_per_node)},
+      {"@OPTIONS@", sbatch_option_lines(plan.sbatch_options)}};
   write_text_file(dir / "launch_torchrun.sh", fill(kTorchrunScript, values));
   write_text_file(dir / "launch.sbatch", fill(kSbatchScript, values));
   for (const auto* name : {"launch_torchrun.sh", "launch.sbatch"})

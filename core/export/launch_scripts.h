@@ -16,6 +16,9 @@ struct LaunchPlan {
   int ranks_per_node = 1;                  // one per GPU on GPU nodes
   std::string rendezvous = "node0:29400";  // torchrun: host:port of a node every node reaches
   std::string name = "commtune";           // the job's name (SLURM)
+  // More sbatch options, one per line of the script ("--partition=gpu",
+  // "--time=01:00:00"): each must start with "--" and hold no line break.
+  std::vector<std::string> sbatch_options;
 };
 
 // Checks the plan; throws ConfigError naming the field (nodes, ranks_per_node, rendezvous).

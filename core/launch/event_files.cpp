@@ -53,6 +53,14 @@ class EventFilesReader {
         continue;
       }
       if (all_ended()) break;
+      if (options_.abort_reason) {
+        abort_ = options_.abort_reason();
+        if (!abort_.empty()) {
+          discover();
+          for (auto& file : files_) while (read_more(*file)) {}
+          break;
+        }
+      }
       // Each rank by its own clock: one rank's silence counts while another still writes.
       if (const auto idle = quiet_ranks(started); !idle.empty()) {
         give_up(idle);
@@ -250,12 +258,15 @@ class EventFilesReader {
       outcome_.reason = reason;
     } else if (world_size_ == 0) {
       outcome_.status = RunStatus::Failed;
-      outcome_.reason = no_files_reason_.empty() ? "the event files hold no events" : no_files_reason_;
+      outcome_.reason = !abort_.empty()            ? abort_ + " (no rank wrote an event)"
+                        : no_files_reason_.empty() ? "the event files hold no events"
+                                                   : no_files_reason_;
     } else {
       if (const auto* r = culprit()) {
         outcome_.status = RunStatus::Failed;
         outcome_.failed_rank = r->rank;
-        outcome_.reason = "rank " + std::to_string(r->rank) + " failed: " + failure_of(*r);
+        outcome_.reason = abort_.empty() ? "rank " + std::to_string(r->rank) + " failed: " + failure_of(*r)
+                                         : abort_ + " (rank " + std::to_string(r->rank) + ": " + failure_of(*r) + ")";
       } else if (const auto short_end = ended_short()) {
         outcome_.status = RunStatus::Failed;
         outcome_.failed_rank = short_end->first;
@@ -284,6 +295,7 @@ class EventFilesReader {
   std::string no_files_reason_;
   std::vector<std::int64_t> last_step_;  // per rank, -1 before its first step
   std::set<int> silent_;                 // ranks given up for silence
+  std::string abort_;                    // options_.abort_reason's answer, when it ended the reading
 };
 
 }  // namespace

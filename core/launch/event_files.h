@@ -29,6 +29,10 @@ struct EventFilesOptions {
   std::chrono::milliseconds quiet_limit{std::chrono::seconds(120)};
   std::chrono::milliseconds poll{200};
   const std::atomic<bool>* cancel = nullptr;  // stops reading: the outcome is Cancelled
+  // Following: asked after each pass over the files; a non-empty answer (the
+  // job is gone, say) ends the reading once what the files hold is read, and
+  // ranks that have not ended then fail the run with it as the reason.
+  std::function<std::string()> abort_reason;
 };
 
 struct EventFilesRun {

@@ -1,6 +1,8 @@
 #include "core/sweep/sweep_runner.h"
 
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -10,6 +12,7 @@
 
 #include "core/dist/devices.h"
 #include "core/launch/job.h"
+#include "core/launch/slurm_job.h"
 #include "core/netmodel/cost_model.h"
 #include "core/store/run_metrics.h"
 #include "core/store/run_recorder.h"
@@ -28,9 +31,10 @@ struct Slot {
   std::int64_t threads = 0;
 };
 
-std::vector<Slot> make_slots(std::int64_t parallel, const RunConfig& base) {
+std::vector<Slot> make_slots(std::int64_t parallel, const RunConfig& base, const std::string& backend) {
   std::vector<Slot> slots(static_cast<std::size_t>(parallel));
-  if (parallel == 1) return slots;  // one trial at a time uses the machine as a single run does
+  // One trial at a time uses the machine as a single run does; SLURM places its jobs itself.
+  if (parallel == 1 || backend == "slurm") return slots;
   const int gpus = cuda_device_count();
   const bool cuda = base.run.device == "cuda" || (base.run.device == "auto" && gpus > 0);
   if (cuda) {
@@ -72,12 +76,13 @@ struct Trial {
   bool to_draw = false;  // TPE: its values are drawn when it starts
 };
 
-db::NewRun new_trial_run(const PlannedTrial& t) {
+db::NewRun new_trial_run(const PlannedTrial& t, const SweepOptions& options) {
   db::NewRun run;
   run.trial = t.index;
   run.name = t.label;
   run.config = t.config.to_json();
-  run.world_size = job_world_size(t.config);
+  // A SLURM trial's ranks run on its nodes, not on this machine's cores.
+  run.world_size = options.backend == "slurm" ? t.config.run.world_size : job_world_size(t.config);
   run.steps_requested = t.config.run.steps;
   run.fingerprint = run_fingerprint(t.config);
   return run;
@@ -102,6 +107,8 @@ class SweepExecution {
   void load();
   std::optional<Job> take_job();
   void run_segment(const Job& job, const Slot& slot);
+  // The segment `local` describes, as a SLURM job whose files go to `folder`.
+  JobResult run_slurm_segment(const JobRequest& local, const fs::path& folder);
   std::optional<double> loss_at(std::int64_t run_id, std::int64_t step);
   // What successive halving ranks the trial by at `rung` (lower is better).
   double rung_metric(std::int64_t run_id, std::size_t rung);
@@ -366,13 +373,39 @@ bool SweepExecution::draw_trial(std::size_t t) {
   if (!planned) return false;
   auto& trial = trials_[t];
   planned->index = trial.run.trial.value_or(static_cast<std::int64_t>(t));
-  const auto run = new_trial_run(*planned);
+  const auto run = new_trial_run(*planned, spec_.options);
   store().call([id = trial.run.id, run](db::Store& s) { s.plan_pending_run(id, run); }).get();
   trial.config = planned->config;
   trial.run.name = run.name;
   trial.run.config = run.config;
   trial.to_draw = false;
   return true;
+}
+
+JobResult SweepExecution::run_slurm_segment(const JobRequest& local, const fs::path& folder) {
+  SlurmJobRequest request;
+  request.config = local.config;
+  const auto& o = spec_.slurm;
+  request.plan.nodes = o.nodes;
+  request.plan.ranks_per_node = o.ranks_per_node;
+  request.plan.gpus_per_node = o.gpus_per_node;
+  request.plan.partition = o.partition;
+  request.plan.time_limit = o.time_limit;
+  request.plan.requeue = o.requeue;
+  request.plan.sbatch_options = o.sbatch;
+  request.plan.quiet_limit = std::chrono::milliseconds(static_cast<std::int64_t>(1000 * o.quiet_limit_s));
+  request.plan.poll = std::chrono::milliseconds(static_cast<std::int64_t>(1000 * o.poll_s));
+  request.folder = fs::absolute(folder).string();
+  // Unique to this store's run and segment, so that a resumed sweep finds the job by it.
+  char tag[17];
+  std::snprintf(tag, sizeof tag, "%016zx", std::hash<std::string>{}(store().path() + "|" + request.folder));
+  request.job_name = "commtune-" + std::to_string(*local.continue_run) + "-" + tag;
+  request.worker_path = o.worker.empty() ? default_worker_path() : o.worker;
+  request.subscribers = local.subscribers;
+  request.cancel = local.cancel;
+  request.store = local.store;
+  request.run_id = *local.continue_run;
+  return run_slurm_job(request);
 }
 
 void SweepExecution::notify(const TrialEvent& event) {
@@ -389,9 +422,11 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
 
   auto config = trial.config;
   config.run.steps = to_step;
-  config.checkpoint.dir =
-      (fs::path(options_.work_dir) / ("sweep-" + std::to_string(id_)) / ("trial-" + std::to_string(job.trial)))
-          .string();
+  const bool slurm = spec_.options.backend == "slurm";
+  const auto& work_dir = slurm && !spec_.slurm.folder.empty() ? spec_.slurm.folder : options_.work_dir;
+  const auto trial_dir =
+      fs::path(work_dir) / ("sweep-" + std::to_string(id_)) / ("trial-" + std::to_string(job.trial));
+  config.checkpoint.dir = trial_dir.string();
   config.checkpoint.every = spec_.options.checkpoint_every;
   const auto resume = checkpoint_before(run_id, to_step);
   config.checkpoint.resume = resume ? resume->second : "";
@@ -422,10 +457,11 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
 
   JobResult result;
   try {
-    result = run_job(request);
+    result = slurm ? run_slurm_segment(request, trial_dir / ("to-step-" + std::to_string(to_step))) : run_job(request);
   } catch (const std::exception& e) {  // nothing launched: the trial's configuration cannot run here
     result.outcome.status = RunStatus::Failed;
     result.outcome.reason = e.what();
+    result.summary["reason"] = e.what();
     db::RunEnd end;
     end.status = db::status::kFailed;
     end.reason = e.what();
@@ -483,7 +519,7 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
 
 SweepOutcome SweepExecution::run() {
   load();
-  const auto slots = make_slots(spec_.options.parallel, trials_.front().config);
+  const auto slots = make_slots(spec_.options.parallel, trials_.front().config, spec_.options.backend);
   std::vector<std::thread> threads;
   std::exception_ptr failure;
   std::mutex failure_mutex;
@@ -531,7 +567,7 @@ std::int64_t create_sweep(const SweepSpec& spec, db::Writer& store) {
   const auto trials = plan_trials(spec);
   const auto spec_json = spec.to_json();
   std::vector<db::NewRun> runs;
-  for (const auto& t : trials) runs.push_back(new_trial_run(t));
+  for (const auto& t : trials) runs.push_back(new_trial_run(t, spec.options));
   return store
       .call([spec_json, runs, name = spec.options.name](db::Store& s) {
         const auto id = s.create_sweep(name, spec_json);

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -46,6 +47,9 @@ Schema<SweepOptions> SweepOptions::schema() {
       .integer("checkpoint_every", &SweepOptions::checkpoint_every, Range::at_least(0), "steps",
                "checkpoint trials this often, so a resumed sweep continues an interrupted trial from there (0: only "
                "at the end of each segment)")
+      .choice("backend", &SweepOptions::backend, {"local", "slurm"},
+              "where trials run: local (on this machine, `parallel` at once) or slurm (each trial a SLURM job "
+              "as the `slurm` section says, `parallel` jobs submitted at once; see docs/cluster.md)")
       .integer("max_trials", &SweepOptions::max_trials, {1, 1000000}, "trials",
                "refuse a sweep of more trials than this (counted before any is planned): a grid grows as the "
                "product of its axes");
@@ -62,6 +66,36 @@ Schema<EarlyStoppingOptions> EarlyStoppingOptions::schema() {
               "or step_time (median step time since the previous rung)");
 }
 
+Schema<SlurmOptions> SlurmOptions::schema() {
+  const auto slurm_word = [](const char* field) {
+    return [field](const std::string& v) {
+      if (v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-:,.") !=
+          std::string::npos)
+        throw ConfigError(std::string("slurm.") + field, "takes letters, digits and _-:,. only, got '" + v + "'");
+    };
+  };
+  return Schema<SlurmOptions>()
+      .text_checked("partition", &SlurmOptions::partition, slurm_word("partition"),
+                    "the partition the jobs go to (\"\": the cluster's default)")
+      .text_checked("time_limit", &SlurmOptions::time_limit, slurm_word("time_limit"),
+                    "each job's time limit in SLURM's forms (minutes, HH:MM:SS, D-HH:MM:SS; \"\": the partition's)")
+      .integer("nodes", &SlurmOptions::nodes, {1, 65536}, "nodes", "nodes per trial")
+      .integer("ranks_per_node", &SlurmOptions::ranks_per_node, {1, 1024}, "ranks",
+               "ranks per node (one per GPU on GPU nodes); a trial has nodes x ranks_per_node ranks")
+      .integer("gpus_per_node", &SlurmOptions::gpus_per_node, {0, 1024}, "GPUs", "GPUs each job asks for per node")
+      .flag("requeue", &SlurmOptions::requeue,
+            "let SLURM requeue a job it preempts or whose node fails (the trial starts its segment over); without "
+            "it such a trial fails with SLURM's reason")
+      .text("folder", &SlurmOptions::folder,
+            "a folder this machine and every node see (scripts, checkpoints and event files go there; \"\": the "
+            "sweep's work folder)")
+      .text("worker", &SlurmOptions::worker,
+            "commtune-worker as the nodes see it (\"\": the one beside this program)")
+      .real("quiet_limit_s", &SlurmOptions::quiet_limit_s, Range::above(0), "s",
+            "a running job whose ranks write no event for this long is cancelled and its trial fails")
+      .real("poll_s", &SlurmOptions::poll_s, {0.05, 3600}, "s", "how often SLURM is asked about each job");
+}
+
 std::vector<std::int64_t> EarlyStoppingOptions::rungs(std::int64_t max_steps) const {
   std::vector<std::int64_t> out;
   if (enabled())
@@ -73,7 +107,31 @@ std::vector<std::int64_t> EarlyStoppingOptions::rungs(std::int64_t max_steps) co
 
 namespace {
 
-const std::vector<std::string> kSpecKeys = {"base", "axes", "early_stopping"};
+const std::vector<std::string> kSpecKeys = {"base", "axes", "early_stopping", "slurm"};
+
+SlurmOptions parse_slurm(const nlohmann::json& j) {
+  if (!j.is_object()) throw ConfigError("slurm", "must be an object {\"partition\", \"nodes\", ...}");
+  const auto set = SlurmOptions::schema().erase();
+  check_known_keys(j, "slurm", {&set}, {"sbatch"});
+  auto slurm = SlurmOptions::schema().read(j, "slurm");
+  if (j.contains("sbatch")) {
+    const auto& lines = j["sbatch"];
+    if (!lines.is_array() || lines.size() > 64)
+      throw ConfigError("slurm.sbatch", "must be a list of at most 64 sbatch options, e.g. [\"--account=proj\"]");
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const auto field = "slurm.sbatch[" + std::to_string(i) + "]";
+      if (!lines[i].is_string()) throw ConfigError(field, "must be a string such as \"--account=proj\"");
+      const auto line = lines[i].get<std::string>();
+      // sbatch reads a #SBATCH line up to its first blank: an option with one would lose its rest.
+      if (line.rfind("--", 0) != 0 || line.size() < 3 || line.size() > 1000 ||
+          std::any_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c) || c == 0; }))
+        throw ConfigError(field, "must be one sbatch option starting with \"--\", without blanks (--account=proj), "
+                                 "got '" + line + "'");
+      slurm.sbatch.push_back(line);
+    }
+  }
+  return slurm;
+}
 
 bool is_name_param(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".name") == 0;
@@ -165,9 +223,23 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
     check_known_keys(es, "early_stopping", {&es_set});
     spec.early_stopping = EarlyStoppingOptions::schema().read(es, "early_stopping");
   }
+  if (j.contains("slurm")) {
+    if (spec.options.backend != "slurm")
+      throw ConfigError("slurm", "applies to backend \"slurm\"; this sweep's backend is " + spec.options.backend);
+    spec.slurm = parse_slurm(j["slurm"]);
+  }
   if (j.contains("base")) {
     if (!j["base"].is_object()) throw ConfigError("base", "must be a run configuration (a JSON object)");
     spec.base = j["base"];
+  }
+  if (spec.options.backend == "slurm") {
+    // A trial's ranks are the job's: nodes x ranks_per_node.
+    const auto ranks = spec.slurm.world_size();
+    if (!spec.base.contains("world_size"))
+      spec.base["world_size"] = ranks;
+    else if (spec.base["world_size"] != nlohmann::json(ranks))
+      throw ConfigError("base.world_size", "must be slurm.nodes x slurm.ranks_per_node (" + std::to_string(ranks) +
+                                               ") for a SLURM sweep, or left out");
   }
   RunConfig base;
   try {
@@ -303,6 +375,10 @@ nlohmann::json SweepSpec::to_json() const {
   auto j = SweepOptions::schema().write(options);
   j["base"] = base;
   if (early_stopping.enabled()) j["early_stopping"] = EarlyStoppingOptions::schema().write(early_stopping);
+  if (options.backend == "slurm") {
+    j["slurm"] = SlurmOptions::schema().write(slurm);
+    j["slurm"]["sbatch"] = slurm.sbatch;
+  }
   nlohmann::json axes_json = nlohmann::json::array();
   for (const auto& a : axes) {
     nlohmann::json one = {{"param", a.param}};

@@ -54,7 +54,25 @@ struct SweepOptions {
   std::string objective_network;        // step_time: "" measured here, or predicted on this network preset
   std::int64_t tpe_startup_trials = 10;
   std::int64_t tpe_candidates = 24;
+  std::string backend = "local";  // local: trials run here; slurm: each trial is a SLURM job
   static Schema<SweepOptions> schema();
+};
+
+// Where and how a sweep's trials run as SLURM jobs (backend "slurm").
+struct SlurmOptions {
+  std::string partition;
+  std::string time_limit;
+  std::int64_t nodes = 1;
+  std::int64_t ranks_per_node = 1;
+  std::int64_t gpus_per_node = 0;
+  bool requeue = false;
+  std::string folder;  // shared by this machine and the nodes ("": the sweep's work folder)
+  std::string worker;  // commtune-worker as the nodes see it ("": the one beside this program)
+  double quiet_limit_s = 300;
+  double poll_s = 1;
+  std::vector<std::string> sbatch;  // more sbatch options, "--account=proj"
+  static Schema<SlurmOptions> schema();
+  std::int64_t world_size() const { return nodes * ranks_per_node; }
 };
 
 // Successive halving (ASHA): every trial runs to the first rung; the best
@@ -76,6 +94,7 @@ struct EarlyStoppingOptions {
 struct SweepSpec {
   SweepOptions options;
   EarlyStoppingOptions early_stopping;
+  SlurmOptions slurm;
   nlohmann::json base = nlohmann::json::object();  // a raw run configuration
   std::vector<SweepAxis> axes;
 

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     auto spec = json;
     if (spec.is_object() && spec.value("max_trials", 0) == 0) spec["max_trials"] = 64;  // keep planning cheap
-    commtune::SweepSpec::parse(spec);
+    const auto parsed = commtune::SweepSpec::parse(spec);
+    if (commtune::SweepSpec::parse(parsed.to_json()).to_json() != parsed.to_json()) __builtin_trap();
   } catch (const commtune::ConfigError&) {
   }
   return 0;

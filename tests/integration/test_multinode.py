@@ -70,51 +70,6 @@ def export_job(job, steps, local_steps=None):
     return run_id
 
 
-class LocalSlurm:
-    """scripts/slurm-local.sh's SLURM for one test, in its own state folder; the test is
-    skipped, saying why, where it cannot start (not root, no slurm-wlm)."""
-
-    def __init__(self, test):
-        self.test = test
-
-    def __enter__(self):
-        self.dir = tempfile.mkdtemp(prefix="commtune-slurm-")
-        self.env = dict(os.environ, SLURM_LOCAL_DIR=self.dir)
-        proc = subprocess.run([os.path.join(ct.REPO, "scripts", "slurm-local.sh"), "start"], env=self.env,
-                              capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            import shutil
-            shutil.rmtree(self.dir, ignore_errors=True)
-        if proc.returncode == 77:
-            self.test.skipTest(proc.stderr.strip())
-        self.test.assertEqual(proc.returncode, 0, proc.stderr)
-        self.env["SLURM_CONF"] = proc.stdout.strip().split("=", 1)[1]
-        return self
-
-    def __exit__(self, *exc):
-        subprocess.run([os.path.join(ct.REPO, "scripts", "slurm-local.sh"), "stop"], env=self.env, timeout=60)
-        import shutil
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def wait(self, job_id, timeout):
-        """The job's (JobState, ExitCode) once it has left the queue."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            shown = subprocess.run(["scontrol", "show", "job", job_id], env=self.env, capture_output=True,
-                                   text=True).stdout
-            fields = dict(item.split("=", 1) for item in shown.split() if "=" in item)
-            if fields.get("JobState") not in (None, "PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
-                return fields["JobState"], fields["ExitCode"]
-            time.sleep(0.5)
-        subprocess.run(["scancel", job_id], env=self.env)
-        self.test.fail(f"SLURM job {job_id} did not end in {timeout} s")
-
-    @staticmethod
-    def output(folder, job_id):
-        path = os.path.join(folder, f"slurm-{job_id}.out")
-        return open(path).read()[-3000:] if os.path.exists(path) else "(no slurm output)"
-
-
 class MultiNode(unittest.TestCase):
     def setUp(self):
         ct.fresh_store()
@@ -169,7 +124,7 @@ class MultiNode(unittest.TestCase):
     def test_the_sbatch_script_runs_under_a_real_slurm(self):
         """launch.sbatch submitted as its header says, to the SLURM that scripts/slurm-local.sh
         starts on this machine (slurmctld, slurmd, munge on 127.0.0.1): one node, two tasks."""
-        with tempfile.TemporaryDirectory() as job, LocalSlurm(self) as slurm:
+        with tempfile.TemporaryDirectory() as job, ct.LocalSlurm(self) as slurm:
             base = ct.cli("run", "--quiet", *SMALL, "--set", "world_size=2", "--set", "steps=2")
             run_id = int(base.stderr.rsplit("stored as run ", 1)[1].split()[0])
             ct.cli("export", "launch", "--run", run_id, "--set", "steps=20", "--nodes", 1, "--ranks-per-node", 2,

@@ -637,6 +637,67 @@ class GuiTest : public QObject {
                         [](const WhatIfRow& row) { return !row.best.isEmpty() && row.best != "keep allreduce"; }));
   }
 
+  // A sweep whose trials are SLURM jobs (scripts/slurm-local.sh's SLURM on
+  // this machine), chosen in the form: its trials stream onto the Dashboard
+  // while their jobs run, as local ones do.
+  void a_slurm_sweep_shows_its_trials_live_on_the_dashboard() {
+    const QString slurm_dir = dir_.filePath("slurm");
+    const QString script = QStringLiteral(COMMTUNE_SOURCE_DIR "/scripts/slurm-local.sh");
+    QProcess start;
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("SLURM_LOCAL_DIR", slurm_dir);
+    start.setProcessEnvironment(env);
+    start.start(script, {"start"});
+    QVERIFY(start.waitForFinished(120000));
+    if (start.exitCode() == 77) QSKIP(qPrintable(QString::fromUtf8(start.readAllStandardError()).trimmed()));
+    QCOMPARE(start.exitCode(), 0);
+    const auto conf = QString::fromUtf8(start.readAllStandardOutput()).trimmed().section('=', 1);
+    qputenv("SLURM_CONF", conf.toUtf8());
+    struct StopSlurm {
+      QProcessEnvironment env;
+      QString script;
+      ~StopSlurm() {
+        QProcess stop;
+        stop.setProcessEnvironment(env);
+        stop.start(script, {"stop"});
+        stop.waitForFinished(60000);
+        qunsetenv("SLURM_CONF");
+      }
+    } stop_slurm{env, script};
+
+    MainWindow window(store());
+    window.show();
+    auto* launch = window.launch();
+    launch->load_json({{"steps", 1500}, {"world_size", 2}, {"device", "cpu"},
+                       {"model", {{"hidden", 64}}}, {"data", {{"features", 32}}}});
+    auto* sweep = launch->sweep();
+    sweep->add_axis("optimizer.lr", "0.02, 0.05");
+    sweep->set_option("baseline", "false");
+    sweep->set_option("backend", "slurm");
+    sweep->set_option("slurm.ranks_per_node", "2");
+    sweep->set_option("slurm.folder", dir_.filePath("jobs"));
+    sweep->set_option("slurm.poll_s", "0.2");
+    launch->show_sweep(true);
+    QVERIFY2(sweep->problem().isEmpty(), qPrintable(sweep->problem()));
+    QCOMPARE(sweep->trials(), 2);
+    QSignalSpy started(&window.engine(), &EngineSession::run_started);
+    QSignalSpy finished(&window.engine(), &EngineSession::job_finished);
+    QTest::mouseClick(launch->sweep_button(), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, 120000);
+    const auto first = started.at(0).at(0).value<RunStart>().run_id;
+    // Live: points on the plots while the trial's job still runs.
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->plots()->points(first) >= 5, 120000);
+    QCOMPARE(window.dashboard()->status_of(first), QString("running"));
+    QVERIFY(window.dashboard()->plots()->points(first) < 1500);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+    QVERIFY2(finished.at(0).at(1).toBool(), qPrintable(finished.at(0).at(0).toString()));
+    auto* trials = window.dashboard()->findChild<QTableWidget*>("dashboard:trials");
+    for (int row = 0; row < 2; ++row) QTRY_COMPARE(trials->item(row, 2)->text(), QString("succeeded"));
+    commtune::db::Store s(store().toStdString(), commtune::db::Store::Access::ReadOnly);
+    QCOMPARE(s.events(first, "slurm_job").size(), std::size_t{1});  // it ran as a SLURM job
+    QCOMPARE(s.steps_of_every_rank(first), std::int64_t{1500});
+  }
+
   void stopping_a_trial_lets_the_sweep_go_on_and_stop_all_ends_it() {
     MainWindow window(store());
     window.show();

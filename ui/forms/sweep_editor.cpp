@@ -27,6 +27,8 @@ std::vector<std::pair<std::string, ParamSpec>> option_specs() {
   for (auto& s : SweepOptions::schema().specs())
     if (s.name != "name") out.emplace_back(s.name, s);
   for (auto& s : EarlyStoppingOptions::schema().specs()) out.emplace_back("early_stopping." + s.name, s);
+  // Where SLURM trials run (backend slurm); extra sbatch lines come from a spec file.
+  for (auto& s : SlurmOptions::schema().specs()) out.emplace_back("slurm." + s.name, s);
   return out;
 }
 }  // namespace
@@ -153,6 +155,7 @@ nlohmann::json SweepEditor::axes_json() const {
 
 nlohmann::json SweepEditor::spec() const {
   nlohmann::json spec = option_values_;
+  if (spec.value("backend", "local") != "slurm") spec.erase("slurm");  // kept in the form for when it is chosen
   spec["base"] = base_->raw();
   spec["axes"] = axes_json();
   return spec;
@@ -174,6 +177,8 @@ void SweepEditor::set_spec(const nlohmann::json& spec) {
     f->set_value(value ? *value : nlohmann::json());
     if (value) set_option(path, f->text());
   }
+  if (spec.contains("slurm") && spec["slurm"].is_object() && spec["slurm"].contains("sbatch"))
+    option_values_["slurm"]["sbatch"] = spec["slurm"]["sbatch"];  // no field of its own: kept as the file has it
   for (const auto& axis : parsed.axes) {
     QString values;
     if (axis.min) {
