@@ -2,19 +2,23 @@
 # A real SLURM on this machine, for tests and for trying commtune's SLURM
 # scripts without a cluster: munged, slurmctld and slurmd (Debian 12's
 # slurm-wlm and munge), bound to 127.0.0.1, with every file under one state
-# folder. One node, "localhost", with this machine's cores.
+# folder. SLURM_LOCAL_NODES nodes (default 1: "localhost" with this
+# machine's cores; more: node1, node2, ... each a slurmd of its own on
+# 127.0.0.1 with an equal share of the cores, so jobs span "nodes").
 #
 #   scripts/slurm-local.sh start   # prints the line that points sbatch/squeue at it
 #   scripts/slurm-local.sh stop
 #   scripts/slurm-local.sh run COMMAND ARGS...   # start, run the command pointed at it, stop
 #
-# Environment: SLURM_LOCAL_DIR (state folder, default /tmp/commtune-slurm).
+# Environment: SLURM_LOCAL_DIR (state folder, default /tmp/commtune-slurm),
+# SLURM_LOCAL_NODES (default 1).
 # Exit status 77 (skip) where it cannot start: not root (slurmd runs jobs as
 # their users), or the packages are missing (scripts/setup-deps.sh installs them).
 set -euo pipefail
 
 STATE=${SLURM_LOCAL_DIR:-/tmp/commtune-slurm}
 CONF=$STATE/slurm.conf
+NODES=${SLURM_LOCAL_NODES:-1}
 
 daemon_pids() {
   for f in "$STATE"/run/*.pid; do
@@ -49,6 +53,10 @@ start() {
       exit 77
     fi
   done
+  if ! [[ "$NODES" =~ ^[1-9][0-9]*$ ]] || [ "$NODES" -gt "$(nproc)" ]; then
+    echo "slurm-local: SLURM_LOCAL_NODES must be from 1 to $(nproc) (the cores), got '$NODES'" >&2
+    exit 2
+  fi
   stop
   trap 'stop' EXIT  # a daemon that did not come up takes the others down with it
   mkdir -p "$STATE"/{munge,ctld,spool,log,run}
@@ -69,11 +77,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$STATE/munge/munge.socket
 StateSaveLocation=$STATE/ctld
-SlurmdSpoolDir=$STATE/spool
+SlurmdSpoolDir=$STATE/spool/%n
 SlurmctldPidFile=$STATE/run/slurmctld.pid
-SlurmdPidFile=$STATE/run/slurmd.pid
+SlurmdPidFile=$STATE/run/slurmd-%n.pid
 SlurmctldLogFile=$STATE/log/slurmctld.log
-SlurmdLogFile=$STATE/log/slurmd.log
+SlurmdLogFile=$STATE/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SwitchType=switch/none
@@ -86,21 +94,33 @@ ReturnToService=2
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
-PartitionName=local Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 EOF
+  local names=()
+  if [ "$NODES" = 1 ]; then
+    names=(localhost)
+    echo "NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN" >>"$CONF"
+  else
+    for n in $(seq "$NODES"); do
+      names+=("node$n")
+      echo "NodeName=node$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(free_port) CPUs=$(($(nproc) / NODES)) State=UNKNOWN" >>"$CONF"
+    done
+  fi
+  echo "PartitionName=local Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE" >>"$CONF"
   export SLURM_CONF=$CONF
   /usr/sbin/slurmctld -f "$CONF" -i
-  /usr/sbin/slurmd -f "$CONF" -N localhost
+  for name in "${names[@]}"; do
+    mkdir -p "$STATE/spool/$name"
+    /usr/sbin/slurmd -f "$CONF" -N "$name"
+  done
   for _ in $(seq 100); do
-    if sinfo -h -o %T 2>/dev/null | grep -qx idle; then
+    if [ "$(sinfo -h -N -o %T 2>/dev/null | grep -cx idle)" = "$NODES" ]; then
       trap - EXIT
       echo "export SLURM_CONF=$CONF"
       return 0
     fi
     sleep 0.2
   done
-  echo "slurm-local: the node did not come up in 20 s; logs in $STATE/log" >&2
+  echo "slurm-local: the nodes did not come up in 20 s; logs in $STATE/log" >&2
   exit 1
 }
 

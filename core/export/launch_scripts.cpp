@@ -79,8 +79,10 @@ HERE=${SLURM_SUBMIT_DIR:-$(pwd)}
 EVENT_DIR=${EVENT_DIR:-$HERE/events}
 if [ "${SLURM_RESTART_COUNT:-0}" != 0 ]; then EVENT_DIR=$EVENT_DIR/restart-$SLURM_RESTART_COUNT; fi
 mkdir -p "$EVENT_DIR"
-MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
-export MASTER_ADDR
+# Rank 0's node by the address SLURM reaches it at (its NodeAddr), else by its name.
+FIRST_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+MASTER_ADDR=$(scontrol -o show node "$FIRST_NODE" | tr ' ' '\n' | sed -n 's/^NodeAddr=//p')
+export MASTER_ADDR=${MASTER_ADDR:-$FIRST_NODE}
 export MASTER_PORT=${MASTER_PORT:-$((20000 + SLURM_JOB_ID % 40000))}
 export COMMTUNE_EVENT_FILE="$EVENT_DIR/events-{rank}.ctev"
 # Each task is one rank: torch.distributed's variables from SLURM's.

@@ -17,7 +17,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import commtune_testing as ct  # noqa: E402
 
-BASE = {"steps": 30, "device": "cpu", "model": {"hidden": 64}, "data": {"features": 32}}
+# One thread per rank: the two "nodes" share this machine's cores, each would take them all.
+BASE = {"steps": 30, "device": "cpu", "threads": 1, "model": {"hidden": 64}, "data": {"features": 32}}
 LRS = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]
 
 
@@ -25,7 +26,8 @@ def spec(folder, backend="slurm", **extra):
     s = {"name": f"lr-{backend}", "backend": backend, "baseline": False, "parallel": 2, "base": dict(BASE),
          "axes": {"optimizer.lr": LRS}}
     if backend == "slurm":
-        s["slurm"] = {"nodes": 1, "ranks_per_node": 2, "folder": folder, "poll_s": 0.2, "quiet_limit_s": 60}
+        # Two "nodes" of one rank each: two slurmd on this machine (scripts/slurm-local.sh).
+        s["slurm"] = {"nodes": 2, "ranks_per_node": 1, "folder": folder, "poll_s": 0.2, "quiet_limit_s": 60}
     else:
         s["base"]["world_size"] = 2
     for key, value in extra.items():
@@ -98,7 +100,7 @@ class SlurmSweeps(unittest.TestCase):
         return ct.query("SELECT max(id) FROM sweeps")[0][0]
 
     def test_every_trial_is_a_job_and_trains_as_it_does_here(self):
-        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self) as slurm:
+        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self, nodes=2) as slurm:
             env = dict(slurm.env, COMMTUNE_DB=ct.store())
             proc = sweep_cli(env, "--spec", spec(folder))
             self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -125,7 +127,7 @@ class SlurmSweeps(unittest.TestCase):
 
     def test_killed_jobs_fail_a_killed_sweeper_resumes_and_stop_cancels(self):
         long_base = {**BASE, "steps": 4000}
-        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self) as slurm:
+        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self, nodes=2) as slurm:
             env = dict(slurm.env, COMMTUNE_DB=ct.store())
             spec_path = spec(folder, base=long_base, checkpoint_every=200)
             proc = subprocess.Popen([ct.CLI, "sweep", "--spec", spec_path], env=env, stdout=subprocess.PIPE,
@@ -194,7 +196,7 @@ class SlurmSweeps(unittest.TestCase):
 
     def test_a_requeued_job_is_followed_into_its_next_attempt(self):
         steps = 3000
-        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self) as slurm:
+        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self, nodes=2) as slurm:
             env = dict(slurm.env, COMMTUNE_DB=ct.store())
             spec_path = spec(folder, base={**BASE, "steps": steps}, axes={"optimizer.lr": [0.02]},
                              slurm={"requeue": True})
@@ -232,7 +234,7 @@ class SlurmSweeps(unittest.TestCase):
             self.assertTrue(os.path.isdir(restarts), os.listdir(os.path.dirname(restarts)))
             # The second attempt's steps replaced the first's: one row per rank and step, as a local run's.
             local = ct.run_commtune(folder, {"steps": steps, "device": "cpu", "model.hidden": 64,
-                                             "data.features": 32, "world_size": 2, "optimizer.lr": 0.02})
+                                             "data.features": 32, "world_size": 2, "threads": 1, "optimizer.lr": 0.02})
             self.assertEqual(losses(run_id), [loss for rank in local.losses() for loss in rank])
 
 

@@ -282,15 +282,17 @@ def documented_check_command(path):
 
 
 class LocalSlurm:
-    """scripts/slurm-local.sh's SLURM for one test, in its own state folder; the test is
-    skipped, saying why, where it cannot start (not root, no slurm-wlm)."""
+    """scripts/slurm-local.sh's SLURM for one test, in its own state folder, with `nodes` node
+    daemons on this machine; the test is skipped, saying why, where it cannot start (not root,
+    no slurm-wlm)."""
 
-    def __init__(self, test):
+    def __init__(self, test, nodes=1):
         self.test = test
+        self.nodes = nodes
 
     def __enter__(self):
         self.dir = tempfile.mkdtemp(prefix="commtune-slurm-")
-        self.env = dict(os.environ, SLURM_LOCAL_DIR=self.dir)
+        self.env = dict(os.environ, SLURM_LOCAL_DIR=self.dir, SLURM_LOCAL_NODES=str(self.nodes))
         proc = subprocess.run([os.path.join(REPO, "scripts", "slurm-local.sh"), "start"], env=self.env,
                               capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
