@@ -7,8 +7,9 @@ allgather variant puts on the wire; every rank ends with the same parameters; a 
 the uninterrupted one (error and momentum memories, random generators);
 BytePS's key names, misspelt or out of range, are clear errors.
 
-Stated margin: over 300 steps of the default task, each compressor achieves
-at least 80% of allreduce's loss reduction (initial minus tail loss)."""
+Stated margin: over 150 steps of the default task (randomk, which keeps a
+tenth of a random draw, 300), each compressor achieves at least 80% of
+allreduce's loss reduction over the same steps (initial minus tail loss)."""
 import json
 import math
 import os
@@ -20,6 +21,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import commtune_testing as ct  # noqa: E402
 
 MARGIN = 0.8
+STEPS = 150
+STEPS_OF = {"randomk": 300}  # its random tenth needs longer to reach the margin
 COMPRESSORS = {
     "onebit": {"hook.byteps_compressor_type": "onebit"},
     "topk": {"hook.byteps_compressor_type": "topk", "hook.byteps_compressor_k": 0.01},
@@ -31,8 +34,10 @@ WITH_EF_AND_MOMENTUM = {"hook.name": "byteps", "hook.byteps_ef_type": "vanilla",
                         "hook.byteps_momentum_type": "nesterov", "optimizer.momentum": 0}
 
 
-def tail_loss(run):
-    losses = run.losses()
+def tail_loss(run, steps=None):
+    """Mean loss over ranks and the last tenth (at most 50) of the first `steps` steps (default: all).
+    Training is deterministic, so a longer run's first steps are the shorter run's."""
+    losses = [rank[:steps] for rank in run.losses()]
     steps = len(losses[0])
     window = max(1, min(50, steps // 10))
     return sum(sum(rank[-window:]) for rank in losses) / (window * len(losses))
@@ -48,14 +53,16 @@ def last_bucket_stats(run, name):
 class Training(unittest.TestCase):
     def check_world(self, world):
         with tempfile.TemporaryDirectory() as d:
-            common = {"world_size": world, "steps": 300}
-            baseline = ct.run_commtune(d, dict(common, **{"hook.name": "allreduce"}), extra_args=["--no-store"])
+            longest = max(STEPS_OF.values())
+            baseline = ct.run_commtune(d, {"world_size": world, "steps": longest, "hook.name": "allreduce"},
+                                       extra_args=["--no-store"])
             initial = sum(rank[0] for rank in baseline.losses()) / world
-            reference = initial - tail_loss(baseline)
             for kind, settings in COMPRESSORS.items():
                 with self.subTest(compressor=kind, world=world):
-                    run = ct.run_commtune(d, dict(common, **WITH_EF_AND_MOMENTUM, **settings),
-                                          extra_args=["--no-store"])
+                    steps = STEPS_OF.get(kind, STEPS)
+                    reference = initial - tail_loss(baseline, steps)
+                    run = ct.run_commtune(d, dict({"world_size": world, "steps": steps}, **WITH_EF_AND_MOMENTUM,
+                                                  **settings), extra_args=["--no-store"])
                     achieved = initial - tail_loss(run)
                     self.assertGreater(achieved, MARGIN * reference,
                                        f"{kind}: loss reduced by {achieved:.3f}, allreduce by {reference:.3f}")
@@ -85,7 +92,7 @@ class TwoLevel(unittest.TestCase):
     def test_nodes_sum_in_fp16_and_leaders_exchange_compressed(self):
         world, per_node = 4, 2
         with tempfile.TemporaryDirectory() as d:
-            common = {"world_size": world, "steps": 300}
+            common = {"world_size": world, "steps": STEPS}
             baseline = ct.run_commtune(d, dict(common, **{"hook.name": "allreduce"}), extra_args=["--no-store"])
             initial = sum(rank[0] for rank in baseline.losses()) / world
             run = ct.run_commtune(d, dict(common, **WITH_EF_AND_MOMENTUM, **COMPRESSORS["onebit"],
