@@ -314,7 +314,11 @@ int compare_command(const CompareArgs& args, const Context& context) {
                                    label_of(runs[i]), runs[i].status, steps_text(runs[i])};
     for (const auto& c : columns) {
       const auto& v = row["params"][c];
-      cells.push_back(v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : json_text(v));
+      // Six significant digits, as a person reads them (0.1, not 0.10000000000000002); --json keeps every digit.
+      cells.push_back(v.is_null()           ? "-"
+                      : v.is_string()       ? v.get<std::string>()
+                      : v.is_number_float() ? format("%.6g", v.get<double>())
+                                            : json_text(v));
     }
     cells.push_back(format_optional("%.5f", digests[i].loss));
     cells.push_back(row["loss_change"].is_null() ? "-" : format("%+.2f%%", 100 * row["loss_change"].get<double>()));

@@ -1,6 +1,7 @@
 // `sweep`: plan a sweep from a spec file or from flags, store it, and run its
 // trials; `sweep --resume ID` continues one whose process died or was
 // stopped. Ends with the comparison of its trials.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +22,41 @@ struct SweepArgs {
   std::optional<std::int64_t> trials, seed, seeds, parallel, checkpoint_every, resume, max_trials;
   bool no_baseline = false, plan_only = false, verbose = false, allow_inactive_hooks = false;
 };
+
+// "MIN..MAX[:POINTS][:log]": a range, as a spec's {"min", "max", "points", "log"}.
+nlohmann::json axis_range(const std::string& param, const std::string& text) {
+  const auto field = "--axis " + param;
+  const auto dots = text.find("..");
+  std::vector<std::string> parts;
+  for (std::size_t start = dots + 2; start <= text.size();) {
+    const auto colon = std::min(text.find(':', start), text.size());
+    parts.push_back(text.substr(start, colon - start));
+    start = colon + 1;
+  }
+  const auto number = [&](const std::string& token) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(token, &used);
+    } catch (const std::logic_error&) {
+      used = 0;
+    }
+    if (used == 0 || used != token.size() || !std::isfinite(v))
+      throw ConfigError(field, "a range reads MIN..MAX[:POINTS][:log] (e.g. 0.02..0.2:4:log), got '" + text + "'");
+    return v;
+  };
+  nlohmann::json range{{"min", number(text.substr(0, dots))}, {"max", number(parts.at(0))}};
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i] == "log")
+      range["log"] = true;
+    else if (!range.contains("points") && !parts[i].empty() &&
+             parts[i].find_first_not_of("0123456789") == std::string::npos && parts[i].size() < 7)
+      range["points"] = std::stoll(parts[i]);
+    else
+      throw ConfigError(field, "a range reads MIN..MAX[:POINTS][:log] (e.g. 0.02..0.2:4:log), got '" + text + "'");
+  }
+  return range;
+}
 
 // "a,b,c": each value as JSON when it parses (numbers, true), else as text.
 nlohmann::json axis_values(const std::string& list) {
@@ -57,7 +93,8 @@ nlohmann::json spec_json(const SweepArgs& args) {
       if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
         throw ConfigError("--axis",
                           "wants PARAM=V1,V2,... (e.g. hook.matrix_approximation_rank=1,2,4), got '" + a + "'");
-      spec["axes"][a.substr(0, eq)] = axis_values(a.substr(eq + 1));
+      const auto param = a.substr(0, eq), values = a.substr(eq + 1);
+      spec["axes"][param] = values.find("..") != std::string::npos ? axis_range(param, values) : axis_values(values);
     }
   }
   if (!args.name.empty()) spec["name"] = args.name;
@@ -172,7 +209,8 @@ void add_sweep_command(CLI::App& app, Context& context) {
   sweep->add_option("-s,--set", args->overrides, "override a base parameter: path=value (repeatable)");
   add_on_nonfinite_option(*sweep, args->overrides);
   sweep->add_option("-a,--axis", args->axes,
-                    "an axis: PARAM=V1,V2,... e.g. hook.matrix_approximation_rank=1,2,4 (repeatable)");
+                    "an axis: PARAM=V1,V2,... (hook.matrix_approximation_rank=1,2,4) or a range PARAM=MIN..MAX[:POINTS][:log] "
+                    "(optimizer.lr=0.02..0.2:4:log; random search and TPE draw from it without POINTS) (repeatable)");
   sweep->add_option("-n,--name", args->name, "the sweep's name");
   sweep->add_option("--strategy", args->strategy,
                     "grid (every combination), random, or tpe (each trial drawn from a model of those finished)")

@@ -49,6 +49,20 @@ class Sweeps(unittest.TestCase):
     def setUp(self):
         ct.fresh_store()
 
+    def test_axes_take_ranges_on_the_command_line_and_tables_show_readable_values(self):
+        plan = ct.cli("sweep", *SMALL, "--no-baseline", "--axis", "optimizer.lr=0.02..0.2:4:log", "--plan").stdout
+        labels = [line.split()[1] for line in plan.splitlines()[1:] if "lr=" in line]
+        self.assertEqual(labels, ["lr=0.02", "lr=0.04309", "lr=0.09283", "lr=0.2"])
+        for bad in ("optimizer.lr=0.02..", "optimizer.lr=0.02..0.2:x", "optimizer.lr=a..0.2"):
+            proc = ct.cli("sweep", *SMALL, "--axis", bad, "--plan", check=False)
+            self.assertEqual(proc.returncode, 2, bad)
+            self.assertIn("MIN..MAX[:POINTS][:log]", proc.stderr)
+        # A value computed on a log scale is stored with every digit and shown with six.
+        ct.cli("sweep", *SMALL, "--no-baseline", "--set", "steps=4", "--axis", "optimizer.lr=0.1..1:3:log")
+        table = ct.cli("compare", "--sweep", ct.cli_json("list", "--sweeps")[0]["id"]).stdout
+        self.assertIn(" 0.316228 ", table)
+        self.assertNotIn("0.31622776601", table)
+
     def test_powersgd_grid_with_baseline(self):
         proc = ct.cli("sweep", "--name", "grid", *SMALL, "--set", "steps=24", "--set", "hook.name=powersgd",
                       "--axis", "hook.matrix_approximation_rank=1,2,4", "--axis", "hook.start_powerSGD_iter=2,10")
