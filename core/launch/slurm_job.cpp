@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -142,12 +143,19 @@ std::string describe(const SlurmJobRequest& r, const std::string& job_id, const 
 
 bool cancelled(const SlurmJobRequest& r) { return r.cancel && r.cancel->load(); }
 
+// A requeued job shows its previous attempt's end (FAILED, CANCELLED) for a
+// moment before SLURM queues it again: an end within this long of the
+// requeue is not taken as the job's.
+constexpr auto kRequeueSettle = std::chrono::seconds(30);
+
 // Waits until the job runs (or has ended): through the queue, and for a
-// requeued job through the end of its previous attempt.
-SlurmJobState wait_to_run(const SlurmJobRequest& r, const std::string& job_id) {
+// requeued job (`requeued_at`) through the end of its previous attempt.
+SlurmJobState wait_to_run(const SlurmJobRequest& r, const std::string& job_id,
+                          std::optional<Clock::time_point> requeued_at = std::nullopt) {
   while (true) {
     const auto s = slurm_job_state(job_id);
-    if (cancelled(r) || s.ended() || s.state == "RUNNING") return s;
+    const bool settling = requeued_at && s.known && Clock::now() - *requeued_at < kRequeueSettle;
+    if (cancelled(r) || s.state == "RUNNING" || (s.ended() && !settling)) return s;
     std::this_thread::sleep_for(r.plan.poll);
   }
 }
@@ -242,7 +250,7 @@ JobResult run_slurm_job(const SlurmJobRequest& r) {
     outcome = run.outcome;
     if (run.config.is_object() && !run.config.empty()) config = run.config;
     if (!requeued || outcome.status == RunStatus::Succeeded) break;
-    state = wait_to_run(r, job_id);
+    state = wait_to_run(r, job_id, Clock::now());
     attempt = state.restarts;
   }
   if (outcome.status == RunStatus::Cancelled) {

@@ -194,6 +194,34 @@ class SlurmSweeps(unittest.TestCase):
             self.assertEqual(len(every_job), len(set(every_job)))  # no job id recorded twice
             self.assertEqual(queued(env), set())
 
+    def test_successive_halving_submits_each_rung_as_it_decides(self):
+        """A rung at 18 steps, then 54: every trial's first segment is a job; the promoted trial's next
+        segment is another job, continuing from the checkpoint the last one left in the shared folder."""
+        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self, nodes=2) as slurm:
+            env = dict(slurm.env, COMMTUNE_DB=ct.store())
+            path = spec(folder, base={**BASE, "steps": 54}, axes={"optimizer.lr": [0.3, 0.0003, 0.03, 0.0001]},
+                        early_stopping={"min_steps": 18, "reduction_factor": 3})
+            proc = sweep_cli(env, "--spec", path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            runs = trial_runs(self.last_sweep())
+            rungs = {18: 1, 54: 2}  # the segments (jobs) a trial that stopped at that step has run
+            every_job = []
+            for trial, (run_id, status, reason) in runs.items():
+                steps = len(ct.query("SELECT DISTINCT step FROM step_metrics WHERE run_id = ?", (run_id,)))
+                self.assertIn(steps, rungs, reason)
+                self.assertEqual(status, "succeeded" if steps == 54 else "stopped", reason)
+                jobs = jobs_of(run_id)
+                self.assertEqual(len(jobs), rungs[steps], (trial, steps, jobs))
+                every_job += jobs
+            self.assertEqual(len(every_job), len(set(every_job)))
+            self.assertTrue(any(len(jobs_of(run_id)) > 1 for (run_id, _, _) in runs.values()))
+            # The promoted trial's losses are the same trial's run here in one go, bit for bit.
+            best = max(runs.values(), key=lambda r: len(jobs_of(r[0])))[0]
+            lr = ct.query("SELECT value FROM run_params WHERE run_id = ? AND name = 'optimizer.lr'", (best,))[0][0]
+            local = ct.run_commtune(folder, {"steps": 54, "device": "cpu", "threads": 1, "model.hidden": 64,
+                                             "data.features": 32, "world_size": 2, "optimizer.lr": lr})
+            self.assertEqual(losses(best), [loss for rank in local.losses() for loss in rank])
+
     def test_a_requeued_job_is_followed_into_its_next_attempt(self):
         steps = 3000
         with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self, nodes=2) as slurm:
