@@ -86,12 +86,18 @@ Schema<SlurmOptions> SlurmOptions::schema() {
       .flag("requeue", &SlurmOptions::requeue,
             "let SLURM requeue a job it preempts or whose node fails (the trial starts its segment over); without "
             "it such a trial fails with SLURM's reason")
-      .text("folder", &SlurmOptions::folder,
+      // The folder goes into the job script's #SBATCH --output line, which ends at a blank.
+      .text_checked("folder", &SlurmOptions::folder,
+                    [](const std::string& v) {
+                      if (std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isspace(c) || c < 32; }))
+                        throw ConfigError("slurm.folder", "must be a path without blanks or control characters, got '" +
+                                                              v + "'");
+                    },
             "a folder this machine and every node see (scripts, checkpoints and event files go there; \"\": the "
             "sweep's work folder)")
       .text("worker", &SlurmOptions::worker,
             "commtune-worker as the nodes see it (\"\": the one beside this program)")
-      .real("quiet_limit_s", &SlurmOptions::quiet_limit_s, Range::above(0), "s",
+      .real("quiet_limit_s", &SlurmOptions::quiet_limit_s, {1, 1e7}, "s",
             "a running job whose ranks write no event for this long is cancelled and its trial fails")
       .real("poll_s", &SlurmOptions::poll_s, {0.05, 3600}, "s", "how often SLURM is asked about each job");
 }

@@ -82,6 +82,8 @@ class SlurmSpecErrors(unittest.TestCase):
             self.assertIn("slurm.sbatch[1]", self.refused(folder, slurm={"sbatch": ["--account=a", "--comment=a b"]}))
             self.assertIn("slurm.partition", self.refused(folder, slurm={"partition": "gpu; rm -rf /"}))
             self.assertIn("slurm.nodes", self.refused(folder, slurm={"nodes": 0}))
+            self.assertIn("slurm.folder", self.refused(folder, slurm={"folder": folder + "/a\n#SBATCH --x"}))
+            self.assertIn("slurm.quiet_limit_s", self.refused(folder, slurm={"quiet_limit_s": 1e300}))
             self.assertIn("slurm.no_such_key", self.refused(folder, slurm={"no_such_key": 1}))
             local = spec(folder, backend="local", slurm={"nodes": 2})
             proc = ct.cli("sweep", "--plan", "--spec", local, check=False)
