@@ -9,7 +9,10 @@ BytePS's key names, misspelt or out of range, are clear errors.
 
 Stated margin: over 150 steps of the default task (randomk, which keeps a
 tenth of a random draw, 300), each compressor achieves at least 80% of
-allreduce's loss reduction over the same steps (initial minus tail loss)."""
+allreduce's loss reduction over the same steps (initial minus tail loss).
+On 4 ranks, randomk is left out of this check: its 300 steps would be a
+third of the test's time, and its 4-rank aggregation is checked bit for
+bit against BytePS's algorithm in tests/oracle/test_byteps.py."""
 import json
 import math
 import os
@@ -51,13 +54,14 @@ def last_bucket_stats(run, name):
 
 
 class Training(unittest.TestCase):
-    def check_world(self, world):
+    def check_world(self, world, kinds=tuple(COMPRESSORS)):
         with tempfile.TemporaryDirectory() as d:
-            longest = max(STEPS_OF.values())
+            longest = max(STEPS_OF.get(kind, STEPS) for kind in kinds)
             baseline = ct.run_commtune(d, {"world_size": world, "steps": longest, "hook.name": "allreduce"},
                                        extra_args=["--no-store"])
             initial = sum(rank[0] for rank in baseline.losses()) / world
-            for kind, settings in COMPRESSORS.items():
+            for kind in kinds:
+                settings = COMPRESSORS[kind]
                 with self.subTest(compressor=kind, world=world):
                     steps = STEPS_OF.get(kind, STEPS)
                     reference = initial - tail_loss(baseline, steps)
@@ -85,7 +89,7 @@ class Training(unittest.TestCase):
         self.check_world(2)
 
     def test_every_compressor_trains_on_four_ranks(self):
-        self.check_world(4)
+        self.check_world(4, kinds=("onebit", "topk", "dithering"))
 
 
 class TwoLevel(unittest.TestCase):
