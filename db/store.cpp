@@ -130,13 +130,19 @@ std::string this_process_owner() {
   return host_name() + ":" + std::to_string(pid) + ":" + process_start_time(pid);
 }
 
+std::optional<long> local_owner_pid(const std::string& owner) {
+  const auto first = owner.find(':'), second = owner.rfind(':');
+  if (first == std::string::npos || second == first || owner.substr(0, first) != host_name()) return std::nullopt;
+  const long pid = std::strtol(owner.c_str() + first + 1, nullptr, 10);
+  if (pid <= 0 || process_start_time(pid) != owner.substr(second + 1)) return std::nullopt;
+  return pid;
+}
+
 bool owner_alive(const std::string& owner) {
   const auto first = owner.find(':'), second = owner.rfind(':');
   if (first == std::string::npos || second == first) return false;
   if (owner.substr(0, first) != host_name()) return true;
-  const long pid = std::strtol(owner.c_str() + first + 1, nullptr, 10);
-  if (pid <= 0) return false;
-  return process_start_time(pid) == owner.substr(second + 1);
+  return local_owner_pid(owner).has_value();
 }
 
 std::string default_store_path() {
@@ -294,7 +300,6 @@ std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
     for (std::size_t i = 0; i < filter.statuses.size(); ++i) sql += i ? ", ?" : "?";
     sql += ")";
   }
-  if (!filter.search.empty()) sql += " AND (instr(name, ?) > 0 OR instr(config, ?) > 0)";
   // A condition matches the parameter's value as stored (1 for true) or as text.
   for (std::size_t i = 0; i < filter.params.size(); ++i)
     sql +=
@@ -307,10 +312,6 @@ std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
   int index = 1;
   if (filter.sweep_id) s.bind(index++, *filter.sweep_id);
   for (const auto& st : filter.statuses) s.bind(index++, st);
-  if (!filter.search.empty()) {
-    s.bind(index++, filter.search);
-    s.bind(index++, filter.search);
-  }
   for (const auto& [name, value] : filter.params) {
     s.bind(index++, name);
     char* end = nullptr;

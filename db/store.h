@@ -101,7 +101,6 @@ struct SweepRecord {
 struct RunFilter {
   std::optional<std::int64_t> sweep_id;
   std::vector<std::string> statuses;  // any of these
-  std::string search;                 // in the name or the configuration
   // Parameter conditions, all of which must hold: name (e.g.
   // hook.matrix_approximation_rank) equal to the value given as text.
   std::vector<std::pair<std::string, std::string>> params;
@@ -256,6 +255,9 @@ std::string this_process_owner();
 // Whether the owner is a live process on this host; owners on other hosts
 // count as alive (nothing here can tell).
 bool owner_alive(const std::string& owner);
+// The owner's process id when it is a live process on this host (one a
+// signal reaches); nullopt otherwise.
+std::optional<long> local_owner_pid(const std::string& owner);
 
 double unix_now();
 

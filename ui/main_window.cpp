@@ -65,6 +65,11 @@ MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow
   });
   connect(runs_, &RunsPage::store_changed, analysis_, &AnalysisPage::refresh);
 
+  // A click on a curve or a point opens its run(s) on the Runs page (Analysis: open_runs_requested above).
+  connect(dashboard_->plots(), &RunPlots::run_clicked, this, [this](qint64 run_id) {
+    runs_->open_runs({run_id});
+    show_page(kRuns);
+  });
   connect(runs_, &RunsPage::watch_live, this, [this](qint64 run_id) {
     dashboard_->follow_stored_run(run_id);
     show_page(kDashboard);

@@ -10,6 +10,7 @@
 #include "core/config/run_config.h"
 #include "core/netmodel/recommend.h"
 #include "core/store/run_metrics.h"
+#include "core/store/run_query.h"
 #include "core/verdict/evidence.h"
 
 namespace commtune::cli {
@@ -51,35 +52,12 @@ int list_sweeps(const db::Store& store, bool as_json) {
   return kExitOk;
 }
 
-// Whether `name` (world_size, hook.matrix_approximation_rank, ...) is a
-// parameter of any entry of the schema.
-bool is_parameter_name(const std::string& name) {
-  const auto schema = describe_schema();
-  const auto has = [&](const nlohmann::json& params, const std::string& prefix) {
-    for (const auto& p : params)
-      if (prefix + p["name"].get<std::string>() == name) return true;
-    return false;
-  };
-  if (has(schema["root"], "")) return true;
-  for (const auto& section : schema["sections"]) {
-    const auto prefix = section["section"].get<std::string>() + ".";
-    if (name == prefix + "name" && section.contains("entries")) return true;
-    if (has(section.value("params", nlohmann::json::array()), prefix) ||
-        has(section.value("common", nlohmann::json::array()), prefix))
-      return true;
-    for (const auto& entry : section.value("entries", nlohmann::json::array()))
-      if (has(entry["params"], prefix)) return true;
-  }
-  return false;
-}
-
 int list_command(const ListArgs& args, const Context& context) {
   const auto store = open_store(context.db);
   if (args.sweeps) return list_sweeps(*store, args.as_json);
   db::RunFilter filter;
   filter.sweep_id = args.sweep;
   filter.statuses = args.statuses;
-  filter.search = args.search;
   for (const auto& p : args.params) {
     const auto eq = p.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -92,8 +70,25 @@ int list_command(const ListArgs& args, const Context& context) {
   }
   filter.order_by = args.sort;
   filter.descending = args.descending;
-  filter.limit = args.limit;
-  const auto runs = store->runs(filter);
+  RunQuery query;
+  try {
+    query = RunQuery::parse(args.search);
+  } catch (const QueryError& e) {
+    throw std::invalid_argument(std::string("--search: ") + e.what());
+  }
+  // The figures a query reads (tail loss, ms/step) come from each run's steps:
+  // the limit applies to the runs that match.
+  if (query.empty()) filter.limit = args.limit;
+  auto runs = store->runs(filter);
+  if (!query.empty()) {
+    runs.erase(std::remove_if(runs.begin(), runs.end(),
+                              [&](const db::RunRecord& r) {
+                                return !query.matches(
+                                    query_row(r, describe_hook(r), digest_run(*store, r.id), store->params(r.id)));
+                              }),
+               runs.end());
+    if (args.limit > 0 && runs.size() > static_cast<std::size_t>(args.limit)) runs.resize(args.limit);
+  }
   if (args.as_json) {
     auto out = nlohmann::json::array();
     for (const auto& r : runs) out.push_back(run_json(r, false));
@@ -358,7 +353,9 @@ void add_store_commands(CLI::App& app, Context& context) {
       ->check(CLI::IsMember({db::status::kPending, db::status::kRunning, db::status::kPaused, db::status::kSucceeded,
                              db::status::kFailed, db::status::kDiverged, db::status::kCancelled,
                              db::status::kInterrupted, db::status::kStopped}));
-  list->add_option("--search", list_args->search, "only runs whose name or configuration contains this text");
+  list->add_option("--search", list_args->search,
+                   "only the runs this query finds: conditions NAME OP VALUE, comma-separated (loss < 1.1, "
+                   "hook.matrix_approximation_rank = 2, tag = best; OP: = != < <= > >=), and free text in any value");
   list->add_option("--param", list_args->params, "only runs with this parameter value: NAME=VALUE (repeatable)");
   list->add_option("--sort", list_args->sort, "order by id, created, name, status, steps, final_loss or wall")
       ->check(CLI::IsMember({"id", "created", "name", "status", "steps", "final_loss", "wall"}));

@@ -22,6 +22,11 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QListWidget>
+#include <QAbstractItemView>
+#include <QMessageBox>
+#include <QInputDialog>
+#include <QTimer>
+#include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTableView>
@@ -139,6 +144,105 @@ std::int64_t seed_sweep(const QString& path, const std::vector<int>& ranks, cons
   return sweep;
 }
 
+// Runs of several hooks written straight into the store: BytePS with each
+// compressor (their configurations all name byteps_compressor_randomk_rescale),
+// allreduce and PowerSGD at rank 2, each with a tail loss of its own.
+std::vector<std::int64_t> seed_mixed_runs(const QString& path) {
+  namespace db = commtune::db;
+  db::Store s(path.toStdString());
+  std::vector<std::int64_t> ids;
+  const auto sweep = s.create_sweep(
+      "", {{"base", {{"world_size", 2}, {"steps", 20}}},
+           {"axes", {{"hook.name", {"byteps", "allreduce", "powersgd"}},
+                     {"hook.byteps_compressor_type", {"onebit", "topk", "randomk"}}}}});
+  const std::vector<std::pair<nlohmann::json, double>> hooks{
+      {{{"name", "byteps"}, {"byteps_compressor_type", "onebit"}, {"byteps_compressor_randomk_rescale", false}}, 1.2},
+      {{{"name", "byteps"}, {"byteps_compressor_type", "topk"}, {"byteps_compressor_randomk_rescale", false}}, 1.1},
+      {{{"name", "byteps"}, {"byteps_compressor_type", "randomk"}, {"byteps_compressor_randomk_rescale", true}}, 1.4},
+      {{{"name", "allreduce"}}, 1.0},
+      {{{"name", "powersgd"}, {"matrix_approximation_rank", 2}, {"start_powerSGD_iter", 10}}, 1.05}};
+  for (const auto& [hook, level] : hooks) {
+    db::NewRun run;
+    run.config = {{"world_size", 2}, {"steps", 20}, {"hook", hook}, {"optimizer", {{"lr", 0.1 + 0.2}}}};
+    run.world_size = 2;
+    run.steps_requested = 20;
+    run.sweep_id = sweep;
+    run.trial = static_cast<std::int64_t>(ids.size());
+    const auto id = s.create_run(run, db::status::kSucceeded);
+    for (int step = 0; step < 20; ++step)
+      for (int r = 0; r < 2; ++r) {
+        db::StepRow row;
+        row.run_id = id;
+        row.rank = r;
+        row.step = step;
+        row.loss = level;
+        row.t_step = 0.01;
+        s.insert(row);
+      }
+    s.finish_run(id, {db::status::kSucceeded, "", 20, level, 1.0, nullptr});
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+// The ids `commtune-cli list --search QUERY` prints, or its error.
+QString cli_search(const QString& store, const QString& query) {
+  const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
+  QProcess p;
+  p.start(cli, {"--db", store, "list", "--json", "--search", query});
+  if (!p.waitForFinished(60000)) return "timeout";
+  if (p.exitCode() != 0) return "exit " + QString::number(p.exitCode()) + ": " + QString::fromUtf8(p.readAllStandardError());
+  QStringList ids;
+  for (const auto& run : nlohmann::json::parse(p.readAllStandardOutput().toStdString()))
+    ids << QString::number(run["id"].get<std::int64_t>());
+  return ids.join(",");
+}
+
+QString visible_ids(RunsPage* runs) {
+  std::vector<std::int64_t> ids;
+  auto* model = runs->table()->model();
+  for (int row = 0; row < model->rowCount(); ++row) ids.push_back(model->index(row, 0).data().toLongLong());
+  std::sort(ids.begin(), ids.end());
+  QStringList out;
+  for (auto id : ids) out << QString::number(id);
+  return out.join(",");
+}
+
+// Answers the next modal question (a QMessageBox) with `button`, keeping its text.
+std::shared_ptr<QString> answer_next_question(QMessageBox::StandardButton button) {
+  auto text = std::make_shared<QString>();
+  auto* timer = new QTimer;
+  timer->setInterval(20);
+  QObject::connect(timer, &QTimer::timeout, [timer, button, text] {
+    if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+      *text = box->text();
+      timer->stop();
+      timer->deleteLater();
+      box->button(button)->click();
+    }
+  });
+  timer->start();
+  return text;
+}
+
+// Answers the next QInputDialog with `answer`, keeping the text it offered first.
+std::shared_ptr<QString> answer_next_input(const QString& answer) {
+  auto offered = std::make_shared<QString>();
+  auto* timer = new QTimer;
+  timer->setInterval(20);
+  QObject::connect(timer, &QTimer::timeout, [timer, answer, offered] {
+    if (auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget())) {
+      *offered = dialog->textValue();
+      timer->stop();
+      timer->deleteLater();
+      dialog->setTextValue(answer);
+      dialog->accept();
+    }
+  });
+  timer->start();
+  return offered;
+}
+
 // How light a plot's background is, from its rendering.
 double plot_lightness(QCustomPlot* plot) { return plot->toPixmap(200, 120).toImage().pixelColor(3, 3).lightnessF(); }
 
@@ -253,9 +357,15 @@ class GuiTest : public QObject {
     QStringList headers;
     auto* model = runs->table()->model();
     for (int c = 0; c < model->columnCount(); ++c) headers << model->headerData(c, Qt::Horizontal).toString();
-    for (const char* column : {"tail loss", "ms/step", "MB/step", "compr.", "matrix_approximation_rank",
-                               "start_powerSGD_iter", "tags"})
+    for (const char* column : {"tail loss", "ms/step", "MB/step", "compr.", "rank", "start iter", "tags"})
       QVERIFY2(headers.contains(column), qPrintable(headers.join(", ")));
+    // Each header once, and each swept parameter's in full (it used to read "_approximatio").
+    QCOMPARE(QSet<QString>(headers.begin(), headers.end()).size(), headers.size());
+    auto* header = runs->table()->horizontalHeader();
+    for (int c = 0; c < model->columnCount(); ++c)
+      if (headers[c] == "rank" || headers[c] == "start iter")
+        QVERIFY2(header->sectionSize(c) >= header->fontMetrics().horizontalAdvance(headers[c]),
+                 qPrintable(headers[c] + QString(" in %1 px").arg(header->sectionSize(c))));
 
     // Filtered by parameter, by metric, and refused with a reason.
     runs->search()->setText("hook.matrix_approximation_rank = 2");
@@ -290,7 +400,17 @@ class GuiTest : public QObject {
     runs->rename_sweep(sweep, "rank x start");
     QTRY_COMPARE(QString::fromStdString(reader.sweep(sweep)->name), QString("rank x start"));
     QTRY_VERIFY(!runs->loading());
-    runs->delete_runs({ids[29]});
+    // Renamed again from the menu's box, which starts from the name it has.
+    const auto offered = answer_next_input("rank by start");
+    runs->ask_to_rename_sweep(sweep);
+    QCOMPARE(*offered, QString("rank x start"));
+    QTRY_COMPARE(QString::fromStdString(reader.sweep(sweep)->name), QString("rank by start"));
+    QTRY_VERIFY(!runs->loading());
+    // The question names the runs it deletes.
+    const auto deleted_name = QString::fromStdString(reader.run(ids[29])->name);
+    const auto question = answer_next_question(QMessageBox::Yes);
+    runs->ask_to_delete_runs({ids[29]});
+    QVERIFY2(question->contains(QString("run %1 '%2'").arg(ids[29]).arg(deleted_name)), qPrintable(*question));
     QTRY_VERIFY(!reader.run(ids[29]));
     QTRY_COMPARE(runs->visible_runs(), 29);
     QCOMPARE(reader.count_steps(ids[29]), 0);
@@ -325,18 +445,29 @@ class GuiTest : public QObject {
     QVERIFY(!plots->loss_plot()->legend->visible());
     plots->run_list()->topLevelItem(0)->setCheckState(0, Qt::Unchecked);  // as a click on its box
     QVERIFY(!plots->run_visible(all[0]));
-    QVERIFY(!plots->loss_plot()->graph(0)->visible());
+    QVERIFY(!plots->loss_graph(all[0])->visible());
     plots->solo(all[5]);
     int shown = 0;
-    for (int g = 0; g < plots->loss_plot()->graphCount(); ++g) shown += plots->loss_plot()->graph(g)->visible();
+    for (const auto id : all) shown += plots->loss_graph(id)->visible();
     QCOMPARE(shown, 1);
-    QVERIFY(plots->loss_plot()->graph(5)->visible());
+    QVERIFY(plots->loss_graph(all[5])->visible());
     plots->solo(all[5]);  // again: everything
     QVERIFY(plots->run_visible(all[0]) && plots->run_visible(all[28]));
     plots->highlight(all[2]);
-    QVERIFY(plots->loss_plot()->graph(2)->pen().widthF() > plots->loss_plot()->graph(3)->pen().widthF());
-    QVERIFY(plots->loss_plot()->graph(3)->pen().color().alpha() < 255);
+    QVERIFY(plots->loss_graph(all[2])->pen().widthF() > plots->loss_graph(all[3])->pen().widthF());
+    QVERIFY(plots->loss_graph(all[3])->pen().color().alpha() < 255);
     plots->highlight(-1);
+
+    // Hovering a curve reads its run, step and value.
+    plots->refresh(true);
+    plots->loss_plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const auto point = plots->loss_graph(all[4])->data()->at(40);
+    const QPointF pixel(plots->loss_plot()->xAxis->coordToPixel(point->key),
+                        plots->loss_plot()->yAxis->coordToPixel(point->value));
+    const auto hit = plots->readout(RunPlots::Plot::Loss)->hover(pixel);
+    QVERIFY(hit && !hit->runs.empty());
+    QVERIFY2(hit->text.contains("step 40") && hit->text.contains("loss"), qPrintable(hit->text));
+    QVERIFY(!plots->readout(RunPlots::Plot::Loss)->hover(QPointF(-100, -100)));
 
     // Distinct colours: 24 per theme, every pair far apart in CIELAB.
     for (const auto theme : {ThemeChoice::Light, ThemeChoice::Dark}) {
@@ -350,7 +481,7 @@ class GuiTest : public QObject {
           QVERIFY2(distance > 30, qPrintable(QString("colours %1 and %2: %3").arg(i).arg(j).arg(distance)));
         }
       std::set<QRgb> pens;
-      for (int g = 0; g < 24; ++g) pens.insert(plots->loss_plot()->graph(g)->pen().color().rgb());
+      for (int g = 0; g < 24; ++g) pens.insert(plots->loss_graph(all[g])->pen().color().rgb());
       QCOMPARE(pens.size(), std::size_t{24});
     }
 
@@ -365,14 +496,24 @@ class GuiTest : public QObject {
     QCOMPARE(plots->loss_plot()->yAxis->scaleType(), QCPAxis::stLinear);
     const auto raw = plots->points_of(all[0]);
     plots->set_smoothing(0.9);
-    const auto smoothed = plots->loss_plot()->graph(0)->data();
+    const auto smoothed = plots->loss_graph(all[0])->data();
     QCOMPARE(smoothed->at(0)->value, raw[0].loss);  // debiased: the first point is itself
     const double ema = (0.9 * 0.1 * raw[0].loss + 0.1 * raw[1].loss) / (1 - 0.81);
     QVERIFY(std::abs(smoothed->at(1)->value - ema) < 1e-12);
+    // The raw curve stays in view, faint, under the smoothed one; step functions are never smoothed.
+    plots->refresh(true);
+    auto* faint = plots->raw_loss_graph(all[0]);
+    QVERIFY(faint->visible());
+    QCOMPARE(faint->data()->at(1)->value, raw[1].loss);
+    QVERIFY(faint->pen().color().alpha() < 100);
+    QVERIFY(faint->layer()->index() < plots->loss_graph(all[0])->layer()->index());
+    for (const auto& point : *plots->plot(RunPlots::Plot::Ratio)->graph(0)->data())
+      QCOMPARE(point.value, raw[0].compression_ratio());
     plots->set_smoothing(0);
-    QCOMPARE(plots->loss_plot()->graph(0)->data()->at(1)->value, raw[1].loss);
+    QCOMPARE(plots->loss_graph(all[0])->data()->at(1)->value, raw[1].loss);
+    QVERIFY(!plots->raw_loss_graph(all[0])->visible());
 
-    // A near-constant series gets distinct tick labels.
+    // A constant series gets distinct, round tick labels (not 3999.8, 4000, 4000.2).
     plots->solo(all[0]);
     plots->refresh(true);
     auto* ratio = plots->plot(RunPlots::Plot::Ratio);  // exactly 4000x on every step
@@ -380,7 +521,11 @@ class GuiTest : public QObject {
     const auto labels = ratio->yAxis->tickVectorLabels();
     QVERIFY(labels.size() >= 2);
     QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), labels.size());
-    QVERIFY(ratio->yAxis->range().size() >= 4000 * 1e-3 * 0.99);
+    QVERIFY(ratio->yAxis->range().size() >= 4000 * 0.05);
+    for (const auto& label : labels) {
+      const double v = QLocale().toDouble(label);
+      QVERIFY2(std::abs(v - QString::number(v, 'g', 3).toDouble()) < 1e-9, qPrintable(labels.join(" ")));
+    }
 
     // Analysis: parallel coordinates with brushing, importance, the heatmap's top on its scale.
     auto* analysis = window.analysis();
@@ -412,10 +557,186 @@ class GuiTest : public QObject {
     const QColor top = gradient.color(map->dataRange().upper, map->dataRange());
     QVERIFY2(top.lightnessF() < 0.9, qPrintable(top.name()));  // not white: on the scale
 
+    // The Pareto plot labels its front without overlap, reads any point on hover and opens it on a click.
+    auto* pareto = analysis->plots()[0];
+    analysis->views()->setCurrentIndex(0);
+    pareto->replot(QCustomPlot::rpImmediateRefresh);
+    std::vector<QRectF> rects;
+    for (int i = 0; i < pareto->itemCount(); ++i)
+      if (auto* text = qobject_cast<QCPItemText*>(pareto->item(i)); text && text->objectName() == "pareto:label")
+        rects.emplace_back(text->topLeft->pixelPosition(), text->bottomRight->pixelPosition());
+    QVERIFY(rects.size() >= 2);
+    for (std::size_t i = 0; i < rects.size(); ++i)
+      for (std::size_t j = i + 1; j < rects.size(); ++j)
+        QVERIFY2(!rects[i].adjusted(1, 1, -1, -1).intersects(rects[j].adjusted(1, 1, -1, -1)),
+                 qPrintable(QString("labels %1 and %2 overlap").arg(i).arg(j)));
+    const auto dot = pareto->graph(0)->data()->at(0);
+    const QPoint at(static_cast<int>(pareto->xAxis->coordToPixel(dot->key)),
+                    static_cast<int>(pareto->yAxis->coordToPixel(dot->value)));
+    const auto read = analysis->pareto_readout()->hover(at);
+    QVERIFY(read && !read->runs.empty());
+    QVERIFY2(read->text.contains("tail loss") && read->text.contains("MB/step"), qPrintable(read->text));
+    QSignalSpy open_runs(analysis, &AnalysisPage::open_runs_requested);
+    QTest::mouseClick(pareto, Qt::LeftButton, {}, at);
+    QCOMPARE(open_runs.count(), 1);
+    QCOMPARE(open_runs.at(0).at(0).value<std::vector<std::int64_t>>(), read->runs);
+    QTRY_COMPARE(window.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kRuns));
+    window.show_page(MainWindow::kAnalysis);
+    QTRY_VERIFY(!analysis->analysing());
+
+    // The heatmap's parameters are the user's: another tolerance analyses again and keeps them.
+    auto* heat_x = analysis->findChild<QComboBox*>("analysis:heat_x");
+    auto* heat_y = analysis->findChild<QComboBox*>("analysis:heat_y");
+    heat_x->setCurrentText("hook.start_powerSGD_iter");
+    heat_y->setCurrentText("hook.matrix_approximation_rank");
+    const int before_tolerance = analysed.count();
+    analysis->tolerance()->setValue(5);
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before_tolerance && !analysis->analysing(), 60000);
+    QCOMPARE(heat_x->currentText(), QString("hook.start_powerSGD_iter"));
+    QCOMPARE(heat_y->currentText(), QString("hook.matrix_approximation_rank"));
+
     // A sweep recorded meanwhile (here, by another process) becomes the one shown.
     const auto newer = seed_sweep(path, {1, 2}, {2, 10});
     QTRY_COMPARE_WITH_TIMEOUT(analysis->shown_sweep(), newer, 30000);
+    // The one the user picks stays picked after a visit to another page.
+    auto* scope = analysis->findChild<QComboBox*>("analysis:scope");
+    scope->setCurrentIndex(scope->findData(QVariant::fromValue<qlonglong>(sweep)));
+    window.show_page(MainWindow::kRuns);
+    window.show_page(MainWindow::kAnalysis);
+    QTRY_VERIFY(!analysis->analysing());
+    QCOMPARE(analysis->shown_sweep(), sweep);
     window.set_theme(ThemeChoice::System);
+  }
+
+  void the_runs_filter_is_the_clis_query_language() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto ids = seed_mixed_runs(path);
+    MainWindow window(path);
+    window.show();
+    window.show_page(MainWindow::kRuns);
+    auto* runs = window.runs();
+    runs->refresh();
+    QTRY_VERIFY(!runs->loading());
+    QCOMPARE(runs->visible_runs(), 5);
+    QStringList headers;
+    for (int c = 0; c < runs->table()->model()->columnCount(); ++c)
+      headers << runs->table()->model()->headerData(c, Qt::Horizontal).toString();
+    QVERIFY2(headers.contains("hook.name") && headers.contains("compressor"), qPrintable(headers.join(", ")));
+    QCOMPARE(headers.count("name"), 1);  // hook.name's column used to be a second "name"
+    // The same query finds the same runs in the table and in `list --search`.
+    const auto id = [&](std::size_t i) { return QString::number(ids[i]); };
+    const std::vector<std::pair<QString, QString>> expected{
+        {"randomk", id(2)},  // not onebit and topk, whose configurations name a randomk setting
+        {"loss < 1.15", id(1) + "," + id(3) + "," + id(4)},
+        {"hook.byteps_compressor_type = topk", id(1)},
+        {"hook.byteps_compressor_randomk_rescale = true", id(2)},
+        {"optimizer.lr = 0.3, hook.matrix_approximation_rank = 2", id(4)},
+        {"hook.matrix_approximation_rank != 2, byteps", id(0) + "," + id(1) + "," + id(2)}};
+    for (const auto& [query, want] : expected) {
+      runs->search()->setText(query);
+      QVERIFY2(runs->filter_problem().isEmpty(), qPrintable(runs->filter_problem()));
+      QCOMPARE(visible_ids(runs), want);
+      QCOMPARE(cli_search(path, query), want);
+    }
+    // A parameter nobody has is said to be unknown, here and in the CLI, not an empty table.
+    runs->search()->setText("hook.matrix_aproximation_rank = 2");
+    QVERIFY2(runs->filter_problem().contains("'hook.matrix_aproximation_rank'"), qPrintable(runs->filter_problem()));
+    const auto refused = cli_search(path, "hook.matrix_aproximation_rank = 2");
+    QVERIFY2(refused.startsWith("exit 2") && refused.contains("'hook.matrix_aproximation_rank'"), qPrintable(refused));
+    runs->search()->clear();
+
+    // Analysed: the one hook with a compressor is one heatmap column, centred on its tick.
+    auto* analysis = window.analysis();
+    QSignalSpy analysed(analysis, &AnalysisPage::analysed);
+    window.show_page(MainWindow::kAnalysis);
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().points.size() == 5, 60000);
+    auto* map = analysis->plots()[1]->findChild<QCPColorMap*>("heatmap:cells");
+    QVERIFY(map);
+    bool found = false;
+    const auto key_range = map->getKeyRange(found);
+    const auto value_range = map->getValueRange(found);
+    const bool x_is_hook = analysis->findChild<QComboBox*>("analysis:heat_x")->currentText() == "hook.name";
+    const auto single = x_is_hook ? key_range : value_range;
+    QVERIFY2(std::abs(single.center()) < 1e-9 && std::abs(single.size() - 1) < 1e-9,
+             qPrintable(QString("%1 .. %2").arg(single.lower).arg(single.upper)));
+    // Tick labels of swept numbers read short, and a sweep over hooks puts the learning rate on the heatmap.
+    QCOMPARE(short_value_labels({"0.04472135955", "0.1", "0.316227766017"}),
+             (std::vector<QString>{"0.0447", "0.1", "0.316"}));
+    QCOMPARE(short_value_labels({"1.0001", "1.0002", "topk"}), (std::vector<QString>{"1.0001", "1.0002", "topk"}));
+    AnalysisData mixed;
+    mixed.axes = {"hook.name", "hook.byteps_compressor_type", "optimizer.lr"};
+    for (const char* lr : {"0.01", "0.1"}) {
+      for (const char* compressor : {"onebit", "topk", "randomk"}) {
+        AnalysisPoint p;
+        p.axis_values = {{"hook.name", "byteps"}, {"hook.byteps_compressor_type", compressor}, {"optimizer.lr", lr}};
+        mixed.points.push_back(p);
+      }
+      AnalysisPoint allreduce;
+      allreduce.axis_values = {{"hook.name", "allreduce"}, {"optimizer.lr", lr}};
+      mixed.points.push_back(allreduce);
+    }
+    const auto [hx, hy] = default_heatmap_axes(mixed);
+    QCOMPARE((std::set<std::string>{hx, hy}), (std::set<std::string>{"hook.name", "optimizer.lr"}));
+
+    // Compared, allreduce and PowerSGD differ in PowerSGD's own parameters too.
+    window.show_page(MainWindow::kRuns);
+    runs->open_runs({ids[3], ids[4]});
+    QTRY_VERIFY(!runs->loading());
+    QTRY_VERIFY(runs->diff()->rowCount() >= 1);
+    QStringList differing;
+    for (int row = 0; row < runs->diff()->rowCount(); ++row)
+      if (runs->diff()->item(row, 1)->font().bold()) differing << runs->diff()->item(row, 0)->text();
+    for (const char* name : {"hook.name", "hook.matrix_approximation_rank", "hook.start_powerSGD_iter"})
+      QVERIFY2(differing.contains(name), qPrintable(differing.join(", ")));
+  }
+
+  void a_sweep_from_the_terminal_shows_on_the_dashboard_by_itself() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    MainWindow window(path);
+    window.show();
+    window.show_page(MainWindow::kLaunch);
+    const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
+    QProcess other;
+    other.start(cli, {"--db", path, "sweep", "--no-baseline", "--axis", "optimizer.lr=0.02,0.05", "--set",
+                      "steps=200000", "--set", "world_size=2", "--set", "model.hidden=64", "--set", "data.features=32"});
+    QVERIFY(other.waitForStarted());
+    // Nobody asks for it: the dashboard finds the sweep's running trial and shows its points as they are stored.
+    auto* dashboard = window.dashboard();
+    auto* trials = dashboard->findChild<QTableWidget*>("dashboard:trials");
+    QTRY_VERIFY_WITH_TIMEOUT(trials->rowCount() == 1, 60000);
+    const auto run_id = trials->item(0, 0)->text().toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(dashboard->plots()->points(run_id) >= 5, 60000);
+    QCOMPARE(dashboard->status_of(run_id), QString("running"));
+    auto* label = dashboard->findChild<QLabel*>("dashboard:label");
+    QVERIFY2(label->text().contains("of 2 trials") && label->text().contains("another process"),
+             qPrintable(label->text()));
+    QVERIFY(other.state() == QProcess::Running);
+
+    // A click on its curve opens it on the Runs page.
+    auto* plots = dashboard->plots();
+    window.show_page(MainWindow::kDashboard);
+    plots->refresh(true);
+    plots->loss_plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const auto first = plots->loss_graph(run_id)->data()->at(2);
+    QTest::mouseClick(plots->loss_plot(), Qt::LeftButton, {},
+                      QPoint(static_cast<int>(plots->loss_plot()->xAxis->coordToPixel(first->key)),
+                             static_cast<int>(plots->loss_plot()->yAxis->coordToPixel(first->value))));
+    QTRY_COMPARE(window.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kRuns));
+    QTRY_COMPARE(window.runs()->selected_runs(), (std::vector<std::int64_t>{run_id}));
+    window.show_page(MainWindow::kDashboard);
+
+    // Its Stop asks the terminal's process to stop, saying what that stops.
+    auto* stop = dashboard->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(run_id));
+    QVERIFY(stop && stop->isEnabled());
+    const auto question = answer_next_question(QMessageBox::Yes);
+    stop->click();
+    QVERIFY2(question->contains("sweep"), qPrintable(*question));
+    QVERIFY(other.waitForFinished(60000));
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(run_id), QString("cancelled"), 30000);
+    commtune::db::Store reader(path.toStdString(), commtune::db::Store::Access::ReadOnly);
+    QCOMPARE(QString::fromStdString(reader.run(run_id)->status), QString("cancelled"));
   }
 
   void plugins_appear_in_the_forms_like_built_ins() {
@@ -447,6 +768,19 @@ class GuiTest : public QObject {
     QCOMPARE(launch->sweep()->trials(), 4);  // 3 + the allreduce baseline
     launch->sweep()->add_axis("optimizer.lr", "0.01 .. 0.1", 3, true);
     QCOMPARE(launch->sweep()->trials(), 12);  // 9 + an allreduce baseline at each learning rate
+    // "Add axis" offers what is not an axis yet (it always offered optimizer.lr).
+    launch->findChild<QPushButton*>("sweep:add_axis")->click();
+    QCOMPARE(launch->sweep()->axis_params().last(), QString("hook.start_powerSGD_iter"));
+    auto* offered = launch->sweep()->findChild<QTableWidget*>("sweep:axes")->cellWidget(2, 0);
+    auto* names = static_cast<QComboBox*>(offered)->view();
+    QVERIFY(names->font().pointSizeF() >= launch->font().pointSizeF());
+    QVERIFY(names->minimumWidth() >= names->fontMetrics().horizontalAdvance("hook.orthogonalization_epsilon"));
+    launch->findChild<QTableWidget*>("sweep:axes")->setCurrentCell(2, 1);
+    launch->sweep()->findChild<QPushButton*>("sweep:remove_axis")->click();
+    QCOMPARE(launch->sweep()->axis_params().size(), 2);
+    // The sweep has a name field, and the spec carries it.
+    launch->sweep()->set_option("name", "rank by lr");
+    QCOMPARE(launch->sweep()->spec()["name"].get<std::string>(), std::string("rank by lr"));
     launch->sweep()->add_axis("hook.no_such_knob", "1");
     QVERIFY2(launch->sweep()->problem().contains("no_such_knob"), qPrintable(launch->sweep()->problem()));
     launch->sweep()->set_option("parallel", "0");
@@ -504,8 +838,8 @@ class GuiTest : public QObject {
     // Points arrive on the dashboard's plots.
     auto* plots = window.dashboard()->plots();
     QTRY_VERIFY_WITH_TIMEOUT(plots->points(run_id) >= 20, 60000);
-    QVERIFY(plots->loss_plot()->graph(0)->dataCount() >= 20);
-    QVERIFY(std::isfinite(plots->loss_plot()->graph(0)->data()->at(0)->value));
+    QVERIFY(plots->loss_graph(run_id)->dataCount() >= 20);
+    QVERIFY(std::isfinite(plots->loss_graph(run_id)->data()->at(0)->value));
 
     // Stop it from its row.
     auto* stop = window.dashboard()->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(run_id));
@@ -610,6 +944,13 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().points.size() == 5, 60000);
     QCOMPARE(analysis->data().axes.size(), std::size_t{2});
     QCOMPARE(static_cast<std::size_t>(analysis->what_if_table()->rowCount()), commtune::net::link_presets().size());
+    // The what-if table shows every network without moving the splitter (it showed 2 rows).
+    auto* what_if = analysis->what_if_table();
+    window.show_page(MainWindow::kAnalysis);
+    const int last = what_if->rowCount() - 1;
+    QTRY_VERIFY2(what_if->rowViewportPosition(last) + what_if->rowHeight(last) <= what_if->viewport()->height(),
+                 qPrintable(QString("row %1 at %2, viewport %3").arg(last).arg(what_if->rowViewportPosition(last))
+                                .arg(what_if->viewport()->height())));
     int baselines = 0;
     for (const auto& p : analysis->data().points) {
       baselines += p.baseline;

@@ -92,7 +92,7 @@ TEST_F(StoreTest, RunsKeepTheirConfigurationAsTypedParameters) {
   filter.params = {{"hook.use_error_feedback", "true"}, {"hook.name", "powersgd"}};
   EXPECT_EQ(store.runs(filter).size(), 2u);
   filter = {};
-  filter.search = "r1";
+  filter.params = {{"hook.matrix_approximation_rank", "1"}};
   found = store.runs(filter);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].id, a);

@@ -6,6 +6,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QAbstractItemView>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
@@ -24,8 +25,7 @@ enum Column { kParam = 0, kValues, kPoints, kLog, kColumns };
 
 std::vector<std::pair<std::string, ParamSpec>> option_specs() {
   std::vector<std::pair<std::string, ParamSpec>> out;
-  for (auto& s : SweepOptions::schema().specs())
-    if (s.name != "name") out.emplace_back(s.name, s);
+  for (auto& s : SweepOptions::schema().specs()) out.emplace_back(s.name, s);  // the sweep's name first
   for (auto& s : EarlyStoppingOptions::schema().specs()) out.emplace_back("early_stopping." + s.name, s);
   // Where SLURM trials run (backend slurm); extra sbatch lines come from a spec file.
   for (auto& s : SlurmOptions::schema().specs()) out.emplace_back("slurm." + s.name, s);
@@ -50,6 +50,7 @@ SweepEditor::SweepEditor(ConfigForm* base, QWidget* parent) : QWidget(parent), b
   auto* add = new QPushButton("Add axis", this);
   add->setObjectName("sweep:add_axis");
   auto* remove = new QPushButton("Remove axis", this);
+  remove->setObjectName("sweep:remove_axis");
   connect(add, &QPushButton::clicked, this, [this] { add_axis(); });
   connect(remove, &QPushButton::clicked, this, [this] {
     axes_->removeRow(axes_->currentRow() >= 0 ? axes_->currentRow() : axes_->rowCount() - 1);
@@ -101,12 +102,16 @@ void SweepEditor::set_option(const QString& path, const QString& text) {
 }
 
 void SweepEditor::add_axis(const QString& param, const QString& values, int points, bool log) {
+  const auto chosen = param.isEmpty() ? next_axis_param() : param;
   const int row = axes_->rowCount();
   axes_->insertRow(row);
   auto* name = new QComboBox(axes_);
   name->setEditable(true);
   name->addItems(base_->paths());
-  name->setCurrentText(param.isEmpty() ? "optimizer.lr" : param);
+  name->setCurrentText(chosen);
+  // The list in the form's own font, as wide as its longest name.
+  name->view()->setFont(font());
+  name->view()->setMinimumWidth(name->view()->sizeHintForColumn(0) + 2 * name->view()->frameWidth() + 24);
   auto* text = new QLineEdit(values, axes_);
   text->setPlaceholderText("1, 2, 4  or  0.01 .. 0.1");
   auto* count = new QSpinBox(axes_);
@@ -124,6 +129,31 @@ void SweepEditor::add_axis(const QString& param, const QString& values, int poin
   connect(count, &QSpinBox::valueChanged, this, &SweepEditor::revalidate);
   connect(log_box, &QCheckBox::toggled, this, &SweepEditor::revalidate);
   revalidate();
+}
+
+QStringList SweepEditor::axis_params() const {
+  QStringList out;
+  for (int row = 0; row < axes_->rowCount(); ++row)
+    out << static_cast<QComboBox*>(axes_->cellWidget(row, kParam))->currentText().trimmed();
+  return out;
+}
+
+QString SweepEditor::next_axis_param() const {
+  // What is most often swept, for the hook the base form has chosen, then anything not swept yet.
+  const auto paths = base_->paths();
+  const auto taken = axis_params();
+  QStringList preferred{"optimizer.lr",
+                        "hook.matrix_approximation_rank",
+                        "hook.start_powerSGD_iter",
+                        "hook.byteps_compressor_type",
+                        "hook.byteps_compressor_k",
+                        "hook.slowmo_momentum",
+                        "hook.slowmo_lr",
+                        "seed"};
+  preferred << paths;
+  for (const auto& p : preferred)
+    if (paths.contains(p) && !taken.contains(p)) return p;
+  return paths.value(0);
 }
 
 nlohmann::json SweepEditor::axes_json() const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,9 @@ class SweepEditor : public QWidget {
   // Takes axes and options from a spec (its base goes to the base form by the caller).
   void set_spec(const nlohmann::json& spec);
   // Adds an axis: values as "1, 2, 4" or a range "0.01 .. 0.1".
+  // Without a parameter, the first of lr, the hook's own and the rest that is not an axis yet.
   void add_axis(const QString& param = {}, const QString& values = {}, int points = 0, bool log = false);
+  QStringList axis_params() const;
   void set_option(const QString& path, const QString& text);
   // "" and the number of trials when the sweep can run, else the first problem.
   QString problem() const { return problem_; }
@@ -38,6 +41,7 @@ class SweepEditor : public QWidget {
 
  private:
   void revalidate();
+  QString next_axis_param() const;
   nlohmann::json axes_json() const;  // throws ConfigError naming the axis
 
   ConfigForm* base_;

@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 #include "ui/plot/qcustomplot.h"
 
 #include "core/netmodel/cost_model.h"
@@ -27,6 +29,7 @@
 #include "ui/async.h"
 #include "ui/forms/param_field.h"
 #include "ui/plot/parallel_coordinates.h"
+#include "ui/plot/plot_readout.h"
 #include "ui/plot/run_plots.h"
 #include "ui/theme.h"
 
@@ -203,7 +206,9 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   tolerance_->setToolTip("How much higher than allreduce's a recommended configuration's tail loss may be "
                          "(commtune-cli recommend --tolerance, as a percentage)");
   heat_x_ = new QComboBox(this);
+  heat_x_->setObjectName("analysis:heat_x");
   heat_y_ = new QComboBox(this);
+  heat_y_->setObjectName("analysis:heat_y");
   auto* refresh_button = new QPushButton("Refresh", this);
   resume_ = new QPushButton("Resume sweep", this);
   resume_->setObjectName("analysis:resume");
@@ -328,7 +333,10 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   layout->addWidget(note_);
   layout->addWidget(splitter, 1);
 
-  connect(scope_, &QComboBox::currentIndexChanged, this, &AnalysisPage::analyse);
+  connect(scope_, &QComboBox::currentIndexChanged, this, [this] {
+    wanted_sweep_ = scope_->currentData().toLongLong();  // the user's choice outlives a visit to another page
+    analyse();
+  });
   connect(link_, &QComboBox::currentIndexChanged, this, &AnalysisPage::analyse);
   connect(nodes_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(ranks_per_node_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
@@ -338,6 +346,10 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   connect(heat_x_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
   connect(heat_y_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
   connect(refresh_button, &QPushButton::clicked, this, &AnalysisPage::refresh);
+  pareto_readout_ = new PlotReadout(pareto_, [this](const QPointF& at) { return pareto_hit(at); });
+  heatmap_readout_ = new PlotReadout(heatmap_, [this](const QPointF& at) { return heatmap_hit(at); });
+  for (auto* readout : {pareto_readout_, heatmap_readout_})
+    connect(readout, &PlotReadout::clicked, this, &AnalysisPage::open_runs_requested);
   apply_theme(current_theme());
 }
 
@@ -405,6 +417,8 @@ void AnalysisPage::analyse() {
         data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, {}, out.error};
         note_->setText(data_.note);
         {
+          // The same sweep analysed again (another tolerance, cluster): the heatmap keeps its parameters.
+          const auto kept_x = heat_x_->currentText(), kept_y = heat_y_->currentText();
           QSignalBlocker bx(heat_x_), by(heat_y_);
           heat_x_->clear();
           heat_y_->clear();
@@ -412,7 +426,10 @@ void AnalysisPage::analyse() {
             heat_x_->addItem(QString::fromStdString(a));
             heat_y_->addItem(QString::fromStdString(a));
           }
-          if (heat_y_->count() > 1) heat_y_->setCurrentIndex(1);
+          const auto [x, y] = default_heatmap_axes(data_);
+          const bool keep = kept_x != kept_y && heat_x_->findText(kept_x) >= 0 && heat_y_->findText(kept_y) >= 0;
+          heat_x_->setCurrentText(keep ? kept_x : QString::fromStdString(x));
+          heat_y_->setCurrentText(keep ? kept_y : QString::fromStdString(y));
         }
         draw_pareto();
         draw_heatmap();
@@ -525,6 +542,7 @@ void AnalysisPage::draw_importance() {
 void AnalysisPage::draw_pareto() {
   pareto_->clearGraphs();
   pareto_->clearItems();
+  pareto_points_.clear();
   const bool by_time = x_metric_->currentIndex() == 1;
   pareto_->xAxis->setLabel(by_time ? QString("predicted step time on %1 (ms)").arg(link_->currentText())
                                    : QString("MB on the wire per step per rank"));
@@ -552,22 +570,17 @@ void AnalysisPage::draw_pareto() {
   front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(t.series_color(1), 2), QBrush(), 11));
   double best = INFINITY;
   QVector<double> errors;
+  std::vector<std::pair<double, const AnalysisPoint*>> labelled;  // the front and the baseline
   for (const auto& [x, p] : shown) {
     all->addData(x, p->loss_mean);
+    pareto_points_.push_back(p);
     errors.push_back(std::isnan(p->loss_sd) ? 0.0 : p->loss_sd);
-    if (p->loss_mean < best) {  // nothing cheaper reaches this loss
+    const bool on_front = p->loss_mean < best;  // nothing cheaper reaches this loss
+    if (on_front) {
       best = p->loss_mean;
       front->addData(x, p->loss_mean);
     }
-    auto* text = new QCPItemText(pareto_);
-    text->position->setCoords(x, p->loss_mean);
-    text->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    text->setText(QString("%1%2%3")
-                      .arg(p->configuration_run ? p->configuration_run : p->run_id)
-                      .arg(p->seeds > 1 ? QString(" (%1 seeds)").arg(p->seeds) : QString())
-                      .arg(p->baseline ? " allreduce" : ""));
-    text->setColor(p->baseline ? t.series_color(3) : t.muted);
-    text->setFont(QFont(font().family(), 8));
+    if (on_front || p->baseline) labelled.emplace_back(x, p);
   }
   spread->setData(errors);
   // Compressed runs send orders of magnitude less than allreduce: bytes on a log axis.
@@ -581,7 +594,116 @@ void AnalysisPage::draw_pareto() {
   else if (xr.lower > 0)
     pareto_->xAxis->setRange(xr.lower / 3, xr.upper * 6);  // room for the labels right of the points
   pareto_->yAxis->scaleRange(1.15);
+  // Labels on the front and the baseline only (the rest read on hover), each
+  // moved down past the ones placed before it so that none covers another.
+  pareto_->replot(QCustomPlot::rpImmediateRefresh);  // the axes' pixel geometry
+  const QFont label_font(font().family(), 8);
+  const QFontMetrics metrics(label_font);
+  std::vector<QRectF> placed;
+  for (const auto& [x, p] : labelled) {
+    const auto text = QString("%1%2%3")
+                          .arg(p->configuration_run ? p->configuration_run : p->run_id)
+                          .arg(p->seeds > 1 ? QString(" (%1 seeds)").arg(p->seeds) : QString())
+                          .arg(p->baseline ? " allreduce" : "");
+    const QPointF anchor(pareto_->xAxis->coordToPixel(x) + 5, pareto_->yAxis->coordToPixel(p->loss_mean) - 2);
+    QRectF rect(anchor - QPointF(0, metrics.height()), QSizeF(metrics.horizontalAdvance(text) + 4, metrics.height()));
+    for (int tries = 0; tries < 20 && std::any_of(placed.begin(), placed.end(),
+                                                  [&](const QRectF& r) { return r.intersects(rect); });
+         ++tries)
+      rect.translate(0, metrics.height());
+    placed.push_back(rect);
+    auto* item = new QCPItemText(pareto_);
+    item->setObjectName("pareto:label");
+    // In plot coordinates, so that the label pans and zooms with its point.
+    item->position->setCoords(pareto_->xAxis->pixelToCoord(rect.left()), pareto_->yAxis->pixelToCoord(rect.bottom()));
+    item->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    item->setText(text);
+    item->setColor(p->baseline ? t.series_color(3) : t.muted);
+    item->setFont(label_font);
+  }
   pareto_->replot();
+}
+
+std::optional<PlotHit> AnalysisPage::pareto_hit(const QPointF& pixel) const {
+  // Every configuration under the pointer: points that fall together are read together.
+  if (pareto_->graphCount() == 0) return std::nullopt;
+  auto* all = pareto_->graph(0);
+  PlotHit hit;
+  QStringList lines;
+  for (int i = 0; i < all->data()->size() && i < static_cast<int>(pareto_points_.size()); ++i) {
+    const auto point = all->data()->at(i);
+    const QPointF at(pareto_->xAxis->coordToPixel(point->key), pareto_->yAxis->coordToPixel(point->value));
+    if (std::hypot(at.x() - pixel.x(), at.y() - pixel.y()) > 8) continue;
+    const auto* p = pareto_points_[static_cast<std::size_t>(i)];
+    const auto id = p->configuration_run ? p->configuration_run : p->run_id;
+    hit.runs.push_back(id);
+    QString loss = QString::number(p->loss_mean, 'g', 5);
+    if (p->seeds > 1 && std::isfinite(p->loss_sd))
+      loss += QString(" ± %1 (%2 seeds)").arg(p->loss_sd, 0, 'g', 2).arg(p->seeds);
+    lines << QString("run %1 %2%3: %4 %5, tail loss %6")
+                 .arg(id)
+                 .arg(p->label, p->baseline ? " (allreduce baseline)" : "")
+                 .arg(QString::number(point->key, 'g', 4),
+                      x_metric_->currentIndex() == 1 ? QString("ms/step") : QString("MB/step"), loss);
+  }
+  if (lines.isEmpty()) return std::nullopt;
+  hit.text = lines.join("\n");
+  return hit;
+}
+
+std::optional<PlotHit> AnalysisPage::heatmap_hit(const QPointF& pixel) const {
+  const int i = static_cast<int>(std::lround(heatmap_->xAxis->pixelToCoord(pixel.x())));
+  const int j = static_cast<int>(std::lround(heatmap_->yAxis->pixelToCoord(pixel.y())));
+  const auto it = heat_cells_.find({i, j});
+  if (it == heat_cells_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<QString> short_value_labels(const std::vector<QString>& values) {
+  // Numbers with as few significant digits as keep them apart (0.0447, not 0.04472135955).
+  for (int digits = 3; digits <= 12; ++digits) {
+    std::vector<QString> out;
+    std::set<QString> seen;
+    for (const auto& v : values) {
+      const auto number = finite_number(v);
+      out.push_back(number ? QString::number(*number, 'g', digits) : v);
+      seen.insert(out.back());
+    }
+    if (seen.size() == std::set<QString>(values.begin(), values.end()).size()) return out;
+  }
+  return values;
+}
+
+std::pair<std::string, std::string> default_heatmap_axes(const AnalysisData& data) {
+  // The two swept parameters that the most trials both have, several values
+  // each, numbers before words: in a sweep over hooks, the learning rate and
+  // the hook rather than the hook and a compressor only BytePS trials have.
+  std::pair<std::string, std::string> best;
+  std::tuple<int, int, int> best_score{-1, -1, -1};
+  for (std::size_t i = 0; i < data.axes.size(); ++i)
+    for (std::size_t j = i + 1; j < data.axes.size(); ++j) {
+      const auto &a = data.axes[i], &b = data.axes[j];
+      int both = 0;
+      std::set<QString> a_values, b_values;
+      bool a_numeric = true, b_numeric = true;
+      for (const auto& p : data.points) {
+        const auto ia = p.axis_values.find(a), ib = p.axis_values.find(b);
+        if (ia == p.axis_values.end() || ib == p.axis_values.end()) continue;
+        ++both;
+        a_values.insert(ia->second);
+        b_values.insert(ib->second);
+        a_numeric = a_numeric && finite_number(ia->second);
+        b_numeric = b_numeric && finite_number(ib->second);
+      }
+      const std::tuple<int, int, int> score{both > 0 && a_values.size() > 1 && b_values.size() > 1, both,
+                                            int(a_numeric) + int(b_numeric)};
+      if (score > best_score) {
+        best_score = score;
+        // The parameter with more values across.
+        best = a_values.size() >= b_values.size() ? std::pair{a, b} : std::pair{b, a};
+      }
+    }
+  return best;
 }
 
 void AnalysisPage::draw_heatmap() {
@@ -614,9 +736,11 @@ void AnalysisPage::draw_heatmap() {
   const auto xs = order(xs_set), ys = order(ys_set);
   if (xs.empty() || ys.empty()) return heatmap_->replot();
   auto* map = new QCPColorMap(heatmap_->xAxis, heatmap_->yAxis);
+  map->setObjectName("heatmap:cells");
   map->data()->setSize(static_cast<int>(xs.size()), static_cast<int>(ys.size()));
-  map->data()->setRange(QCPRange(0, std::max<double>(1, xs.size() - 1)),
-                        QCPRange(0, std::max<double>(1, ys.size() - 1)));
+  // Cell k is centred on k: QCustomPlot spans n > 1 cells' centres, a single cell the whole range.
+  const auto centres = [](std::size_t n) { return n > 1 ? QCPRange(0, double(n) - 1) : QCPRange(-0.5, 0.5); };
+  map->data()->setRange(centres(xs.size()), centres(ys.size()));
   for (int i = 0; i < static_cast<int>(xs.size()); ++i)
     for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setCell(i, j, NAN);  // no trial: blank
   // Trials that differ only in other swept parameters share a cell: it shows
@@ -626,6 +750,7 @@ void AnalysisPage::draw_heatmap() {
     int trials = 0, finite = 0;
   };
   std::map<std::pair<int, int>, Cell> cells;
+  heat_cells_.clear();
   std::set<std::int64_t> seen;
   int max_seeds = 1;
   for (const auto& p : data_.points) {
@@ -636,6 +761,15 @@ void AnalysisPage::draw_heatmap() {
     const int j = static_cast<int>(std::find(ys.begin(), ys.end(), p.axis_values.at(ya)) - ys.begin());
     auto& cell = cells[{i, j}];
     ++cell.trials;
+    auto& readout = heat_cells_[{i, j}];
+    readout.runs.push_back(p.configuration_run ? p.configuration_run : p.run_id);
+    readout.text += QString("%1run %2 %3: tail loss %4")
+                        .arg(readout.text.isEmpty() ? QString("%1 = %2, %3 = %4\n")
+                                                          .arg(QString::fromStdString(xa), p.axis_values.at(xa),
+                                                               QString::fromStdString(ya), p.axis_values.at(ya))
+                                                    : QString("\n"))
+                        .arg(readout.runs.back())
+                        .arg(p.label, std::isfinite(p.loss_mean) ? QString::number(p.loss_mean, 'g', 5) : "diverged");
     if (std::isfinite(p.loss_mean)) {
       ++cell.finite;
       cell.best = std::min(cell.best, p.loss_mean);
@@ -673,7 +807,8 @@ void AnalysisPage::draw_heatmap() {
   map->rescaleDataRange(true);
   auto ticks = [](const std::vector<QString>& values) {
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    for (std::size_t k = 0; k < values.size(); ++k) ticker->addTick(static_cast<double>(k), values[k]);
+    const auto labels = short_value_labels(values);
+    for (std::size_t k = 0; k < values.size(); ++k) ticker->addTick(static_cast<double>(k), labels[k]);
     return ticker;
   };
   heatmap_->xAxis->setTicker(ticks(xs));
@@ -705,6 +840,11 @@ void AnalysisPage::fill_what_if() {
     what_if_->item(r, 5)->setToolTip(row.verdict);
   }
   what_if_->resizeColumnsToContents();
+  // Every network's row in view, whatever the splitter above was left at.
+  int height = what_if_->horizontalHeader()->sizeHint().height() + 2 * what_if_->frameWidth() +
+               what_if_->horizontalScrollBar()->sizeHint().height();
+  for (int r = 0; r < what_if_->rowCount(); ++r) height += what_if_->rowHeight(r);
+  what_if_->setMinimumHeight(height);
 }
 
 }  // namespace commtune::ui

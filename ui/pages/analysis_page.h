@@ -21,6 +21,7 @@
 
 #include "core/sweep/param_importance.h"
 #include "core/verdict/evidence.h"
+#include "ui/plot/plot_readout.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -65,6 +66,12 @@ struct AnalysisData {
   QString note;  // why something is missing
 };
 
+// Tick labels for a heatmap's values: numbers to the fewest significant
+// digits that keep them distinct, words as they are.
+std::vector<QString> short_value_labels(const std::vector<QString>& values);
+// The heatmap's parameters for a sweep: (x, y).
+std::pair<std::string, std::string> default_heatmap_axes(const AnalysisData& data);
+
 class AnalysisPage : public QWidget {
   Q_OBJECT
  public:
@@ -82,6 +89,8 @@ class AnalysisPage : public QWidget {
   ParallelCoordinates* parallel() const { return parallel_; }
   QTableWidget* parallel_table() const { return parallel_table_; }
   QTabWidget* views() const { return views_; }
+  PlotReadout* pareto_readout() const { return pareto_readout_; }
+  PlotReadout* heatmap_readout() const { return heatmap_readout_; }
 
  Q_SIGNALS:
   void analysed();
@@ -98,6 +107,8 @@ class AnalysisPage : public QWidget {
   void fill_parallel();
   void fill_parallel_table();
   void draw_importance();
+  std::optional<PlotHit> pareto_hit(const QPointF& pixel) const;
+  std::optional<PlotHit> heatmap_hit(const QPointF& pixel) const;
 
   QString store_path_;
   QComboBox* scope_;
@@ -120,6 +131,10 @@ class AnalysisPage : public QWidget {
   QLabel* note_;
   QPushButton* resume_;
   AnalysisData data_;
+  std::vector<const AnalysisPoint*> pareto_points_;  // in the order of the Pareto plot's points
+  std::map<std::pair<int, int>, PlotHit> heat_cells_;  // what each heatmap cell reads
+  PlotReadout* pareto_readout_;
+  PlotReadout* heatmap_readout_;
   std::int64_t wanted_sweep_ = -1;
   std::int64_t newest_sweep_ = -1;  // the newest sweep the list has shown (-1: not read yet)
   int generation_ = 0;

@@ -10,9 +10,15 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstring>
 
 #include "core/netmodel/recommend.h"
+#include "core/sweep/sweep_spec.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/plot/run_plots.h"
@@ -93,44 +99,118 @@ DashboardPage::DashboardPage(EngineSession& engine, QWidget* parent) : QWidget(p
   poll_ = new QTimer(this);
   poll_->setInterval(500);
   connect(poll_, &QTimer::timeout, this, &DashboardPage::poll_followed);
+  discover_ = new QTimer(this);
+  discover_->setInterval(1000);
+  connect(discover_, &QTimer::timeout, this, &DashboardPage::discover_runs);
+  discover_->start();
 }
+
+namespace {
+
+// What the dashboard needs of a run another process records.
+DashboardPage::Found found_run(const db::Store& store, const db::RunRecord& run) {
+  DashboardPage::Found found;
+  found.owner = run.owner;
+  auto& start = found.start;
+  start.run_id = run.id;
+  start.label = QString::fromStdString(run.name.empty() ? describe_hook(run) : run.name);
+  start.to_step = run.steps_requested;
+  if (run.sweep_id) {
+    start.sweep_id = *run.sweep_id;
+    start.trial = run.trial.value_or(0);
+    try {
+      start.trials = count_trials(SweepSpec::parse(store.sweep(*run.sweep_id)->spec));
+    } catch (const std::exception&) {  // a spec this build no longer reads: count what is stored
+      db::RunFilter trials;
+      trials.sweep_id = run.sweep_id;
+      start.trials = static_cast<qint64>(store.runs(trials).size());
+    }
+  }
+  return found;
+}
+
+}  // namespace
 
 void DashboardPage::follow_stored_run(qint64 run_id) {
   if (followed_.count(run_id)) return;
-  struct Found {
-    QString label;
-    qint64 steps = 0;
-    bool running = false;
-  };
   run_async(
       this,
       [path = engine_.store_path().toStdString(), run_id] {
         db::Store store(path, db::Store::Access::ReadOnly);
         const auto run = store.run(run_id);
         if (!run) throw db::Error("there is no run " + std::to_string(run_id));
-        return Found{QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name),
-                     run->steps_requested, run->status == db::status::kRunning};
+        return found_run(store, *run);
       },
       [this, run_id](const Outcome<Found>& found) {
-        if (!found.value) {
-          log_->appendPlainText(QString("run %1: %2").arg(run_id).arg(found.error));
-          return;
-        }
-        RunStart start;
-        start.run_id = run_id;
-        start.label = found.value->label;
-        start.to_step = found.value->steps;
-        on_started(start);
-        sweep_label_->setText(QString("Run %1, followed from the store").arg(run_id));
-        if (auto* stop = trials_->cellWidget(row_of(run_id), kStop)) {
-          stop->setEnabled(false);
-          stop->setToolTip("Recorded by another process: stop it where it runs");
-        }
-        stop_all_->setEnabled(false);
-        followed_[run_id] = 0;
-        poll_->start();
-        poll_followed();
+        if (!found.value) return log_->appendPlainText(QString("run %1: %2").arg(run_id).arg(found.error));
+        follow(*found.value);
       });
+}
+
+void DashboardPage::discover_runs() {
+  if (discovering_ || !QFileInfo::exists(engine_.store_path())) return;
+  discovering_ = true;
+  run_async(
+      this,
+      [path = engine_.store_path().toStdString()] {
+        db::Store store(path, db::Store::Access::ReadOnly);
+        db::RunFilter running;
+        running.statuses = {db::status::kRunning};
+        std::vector<Found> out;
+        const auto me = db::this_process_owner();
+        for (const auto& run : store.runs(running))
+          if (run.owner != me && db::owner_alive(run.owner)) out.push_back(found_run(store, run));
+        return out;
+      },
+      [this](const Outcome<std::vector<Found>>& out) {
+        discovering_ = false;
+        if (!out.value) return;
+        for (const auto& found : *out.value) {
+          const auto it = tracks_.find(found.start.run_id);
+          if (!followed_.count(found.start.run_id) && (it == tracks_.end() || it->second.status != db::status::kRunning))
+            follow(found);
+        }
+      });
+}
+
+void DashboardPage::follow(const Found& found) {
+  const auto run_id = found.start.run_id;
+  if (followed_.count(run_id)) return;
+  on_started(found.start);
+  auto& t = tracks_[run_id];
+  t.owner = found.owner;
+  const auto pid = db::local_owner_pid(found.owner);
+  if (auto* stop = trials_->cellWidget(t.row, kStop)) {
+    stop->setEnabled(pid.has_value());
+    stop->setToolTip(pid ? QString("Recorded by process %1 on this machine: asks it to stop, as Ctrl-C in its "
+                                   "terminal would (a sweep it runs ends with it)")
+                               .arg(*pid)
+                         : QString("Recorded by a process on another machine: stop it where it runs"));
+  }
+  stop_all_->setEnabled(engine_.busy());
+  followed_[run_id] = 0;
+  sweep_label_->setText(sweep_text());
+  poll_->start();
+  poll_followed();
+}
+
+void DashboardPage::stop_followed(qint64 run_id) {
+  const auto it = tracks_.find(run_id);
+  if (it == tracks_.end()) return;
+  const auto pid = db::local_owner_pid(it->second.owner);
+  if (!pid) return log_->appendPlainText(QString("run %1: its process is gone or runs elsewhere").arg(run_id));
+  const auto sweep = it->second.sweep_id;
+  const auto question = sweep > 0 ? QString("Run %1 is a trial of sweep %2, which process %3 runs. Stopping it stops "
+                                            "that sweep: its running trials end cancelled, and `commtune-cli sweep "
+                                            "--resume %2` goes on with it later. Stop it?")
+                                        .arg(run_id).arg(sweep).arg(*pid)
+                                  : QString("Run %1 is recorded by process %2. Stop it? It ends cancelled.")
+                                        .arg(run_id).arg(*pid);
+  if (QMessageBox::question(this, "Stop a run of another process", question) != QMessageBox::Yes) return;
+  if (::kill(static_cast<pid_t>(*pid), SIGINT) != 0)
+    return log_->appendPlainText(QString("run %1: cannot signal process %2: %3").arg(run_id).arg(*pid).arg(
+        QString::fromLocal8Bit(std::strerror(errno))));
+  log_->appendPlainText(QString("run %1: asked process %2 to stop").arg(run_id).arg(*pid));
 }
 
 void DashboardPage::poll_followed() {
@@ -168,7 +248,7 @@ void DashboardPage::poll_followed() {
           if (r.status != db::status::kRunning) {
             followed_.erase(r.run_id);
             on_finished(r.run_id, r.status, r.reason);
-            sweep_label_->setText(QString("Run %1 %2").arg(r.run_id).arg(r.status));
+            sweep_label_->setText(sweep_text());
           }
         }
       });
@@ -205,10 +285,16 @@ QString DashboardPage::status_of(qint64 run_id) const {
 void DashboardPage::on_started(const RunStart& start) {
   const bool new_job = start.sweep_id == 0 || start.sweep_id != sweep_id_;
   if (new_job) {
-    plots_->clear();
-    tracks_.clear();
-    followed_.clear();
-    trials_->setRowCount(0);
+    // What ended goes; what still runs (another process's sweep, this one's) stays beside the new job.
+    const bool still_running = std::any_of(tracks_.begin(), tracks_.end(), [&](const auto& entry) {
+      return entry.first != start.run_id && entry.second.status == db::status::kRunning;
+    });
+    if (!still_running) {
+      plots_->clear();
+      tracks_.clear();
+      followed_.clear();
+      trials_->setRowCount(0);
+    }
     sweep_id_ = start.sweep_id;
     trials_total_ = std::max<qint64>(1, start.trials);
     job_clock_.start();
@@ -231,7 +317,10 @@ void DashboardPage::on_started(const RunStart& start) {
     auto* stop = new QPushButton("Stop", trials_);
     stop->setObjectName(QString("dashboard:stop:%1").arg(start.run_id));
     stop->setToolTip("Stop this trial; a sweep goes on with the next one");
-    connect(stop, &QPushButton::clicked, this, [this, id = start.run_id] { engine_.stop_run(id); });
+    connect(stop, &QPushButton::clicked, this, [this, id = start.run_id] {
+      if (!tracks_[id].owner.empty()) return stop_followed(id);
+      engine_.stop_run(id);
+    });
     trials_->setCellWidget(t.row, kStop, stop);
     plots_->add_run(start.run_id, QString("%1 %2").arg(start.run_id).arg(start.label));
   }
@@ -241,6 +330,7 @@ void DashboardPage::on_started(const RunStart& start) {
   if (start.from_step > 0) show_stored_steps(start.run_id, start.from_step);
   if (auto* bar = static_cast<QProgressBar*>(trials_->cellWidget(t.row, kProgress)))
     bar->setRange(0, static_cast<int>(std::max<qint64>(1, start.to_step)));
+  t.sweep_id = start.sweep_id;
   t.from_step = start.from_step;
   t.to_step = start.to_step;
   t.first_live_step = -1;
@@ -308,6 +398,7 @@ void DashboardPage::update_sweep_progress() {
   double done = 0, finished_time = 0, running_left = 0;
   int finished = 0, running = 0;
   for (const auto& [id, t] : tracks_) {
+    if (t.sweep_id != sweep_id_) continue;  // another job's, shown beside this one
     if (t.status == db::status::kRunning) {
       ++running;
       const double span = std::max<qint64>(1, t.to_step);
@@ -325,10 +416,24 @@ void DashboardPage::update_sweep_progress() {
   const double per_trial = finished ? finished_time / finished : NAN;
   const auto waiting = std::max<qint64>(0, trials_total_ - finished - running);
   const double left = running_left + (waiting ? waiting * per_trial : 0.0);
-  const QString what = sweep_id_ > 0
-                           ? QString("Sweep %1: %2 of %3 trials ended").arg(sweep_id_).arg(finished).arg(trials_total_)
-                           : QString("Run %1").arg(tracks_.begin()->first);
-  if (running) sweep_label_->setText(what + ", about " + format_duration(left) + " left");
+  if (running) sweep_label_->setText(sweep_text() + ", about " + format_duration(left) + " left");
+}
+
+QString DashboardPage::sweep_text() const {
+  int ended = 0;
+  qint64 last = -1;
+  bool followed = false;
+  for (const auto& [id, t] : tracks_) {
+    if (t.sweep_id != sweep_id_) continue;
+    ended += t.status != db::status::kRunning;
+    last = id;
+    followed = followed || !t.owner.empty();
+  }
+  if (last < 0) return sweep_label_->text();
+  const QString from = followed ? " (recorded by another process)" : "";
+  if (sweep_id_ > 0) return QString("Sweep %1%2: %3 of %4 trials ended").arg(sweep_id_).arg(from).arg(ended).arg(trials_total_);
+  const auto& t = tracks_.at(last);
+  return QString("Run %1%2%3").arg(last).arg(from).arg(t.status == db::status::kRunning ? "" : " " + t.status);
 }
 
 }  // namespace commtune::ui

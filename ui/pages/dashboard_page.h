@@ -2,9 +2,12 @@
 // trials) overlaid on the same plots, a progress bar per trial and for the
 // sweep with the time left, and buttons to stop one trial or everything.
 // A frame timer drains the engine's live queue, so however fast events
-// arrive the plots are redrawn at most once per frame. A run that another
-// process records (a CLI run, an imported multi-node job) is followed from
-// the store instead, read twice a second.
+// arrive the plots are redrawn at most once per frame. Runs that another
+// process records (a CLI run or sweep, an imported multi-node job) show up
+// by themselves: the store is looked at every second for running runs of
+// other live processes, and each is followed from the store, read twice a
+// second. Their Stop asks the process that runs them to stop (SIGINT, as
+// Ctrl-C in its terminal) when it runs on this machine.
 #pragma once
 
 #include <QElapsedTimer>
@@ -28,6 +31,11 @@ class DashboardPage : public QWidget {
   Q_OBJECT
  public:
   DashboardPage(EngineSession& engine, QWidget* parent = nullptr);
+  // A run another process records, as found in the store.
+  struct Found {
+    RunStart start;
+    std::string owner;
+  };
 
   RunPlots* plots() const { return plots_; }
   // The row of a run in the trial table (-1 when not shown).
@@ -35,6 +43,9 @@ class DashboardPage : public QWidget {
   QString status_of(qint64 run_id) const;
   // Shows a running run from the store, as it is recorded, until it ends.
   void follow_stored_run(qint64 run_id);
+  // Looks in the store for runs other processes have started (a timer calls it).
+  void discover_runs();
+  QString sweep_text() const;  // the label above the trials
 
  private:
   struct Track {
@@ -44,7 +55,11 @@ class DashboardPage : public QWidget {
     QElapsedTimer since_first;
     double finished_s = -1;
     QString status;
+    qint64 sweep_id = 0;
+    std::string owner;  // of a run another process records: "host:pid:start"
   };
+  void follow(const Found& found);
+  void stop_followed(qint64 run_id);
   void on_started(const RunStart& start);
   void on_finished(qint64 run_id, const QString& status, const QString& reason);
   void on_frame();
@@ -63,8 +78,9 @@ class DashboardPage : public QWidget {
   QPlainTextEdit* log_;
   QTimer* frame_;
   QTimer* poll_;
+  QTimer* discover_;
   std::map<qint64, qint64> followed_;  // run -> the first step not shown yet
-  bool polling_ = false;
+  bool polling_ = false, discovering_ = false;
   std::map<qint64, Track> tracks_;
   qint64 sweep_id_ = -1;
   qint64 trials_total_ = 0;

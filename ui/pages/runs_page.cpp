@@ -31,6 +31,7 @@
 
 #include "core/netmodel/recommend.h"
 #include "core/store/run_metrics.h"
+#include "core/store/run_query.h"
 #include "core/sweep/sweep_spec.h"
 #include "db/store.h"
 #include "ui/async.h"
@@ -62,77 +63,17 @@ enum Column {
 };
 const QStringList kHeaders{"id",   "name",    "sweep", "status",  "hook",    "tags",   "ranks",
                            "steps", "tail loss", "ms/step", "MB/step", "compr.", "wall s", "created"};
-// The names a filter condition uses for the fixed columns.
-const std::map<QString, int> kConditionColumns{
-    {"id", kId},       {"name", kName}, {"sweep", kSweep}, {"status", kStatus}, {"hook", kHook},
-    {"tag", kTags},    {"tags", kTags}, {"ranks", kRanks}, {"steps", kSteps},   {"loss", kLoss},
-    {"ms", kMs},       {"mb", kMb},     {"ratio", kRatio}, {"wall", kWall}};
-constexpr int kParamsRole = Qt::UserRole + 2;  // on the id cell: every parameter, name -> value text
 
-struct Condition {
-  QString name;  // a parameter (hook.matrix_approximation_rank) or a column key
-  int column = -1;
-  QString op, value;
-};
-
-// "hook.matrix_approximation_rank = 2, loss < 2.1 powersgd": conditions
-// (comma-separated NAME OP VALUE, OP one of = != < <= > >=) and free text.
-struct ParsedFilter {
-  std::vector<Condition> conditions;
-  QString text;
-  QString problem;
-};
-
-ParsedFilter parse_filter(const QString& input, const QStringList& known_params) {
-  static const QRegularExpression clause(R"(^\s*([A-Za-z_][\w.]*)\s*(==|=|!=|<=|>=|<|>)\s*(.*?)\s*$)");
-  ParsedFilter out;
-  QStringList words;
-  for (const auto& part : input.split(',')) {
-    const auto m = clause.match(part);
-    if (!m.hasMatch()) {
-      if (!part.trimmed().isEmpty()) words << part.trimmed();
-      continue;
-    }
-    Condition c{m.captured(1), -1, m.captured(2) == "==" ? "=" : m.captured(2), m.captured(3)};
-    const auto key = kConditionColumns.find(c.name.toLower());
-    if (key != kConditionColumns.end())
-      c.column = key->second;
-    else if (!known_params.contains(c.name) && !c.name.contains('.'))
-      out.problem = QString("no column or parameter '%1': use a parameter (hook.matrix_approximation_rank) or one "
-                            "of id, name, sweep, status, hook, tag, ranks, steps, loss, ms, mb, ratio, wall")
-                        .arg(c.name);
-    if (c.value.isEmpty()) out.problem = QString("'%1 %2' needs a value").arg(c.name, c.op);
-    out.conditions.push_back(c);
-  }
-  out.text = words.join(", ");
-  return out;
-}
-
-bool holds(const QString& actual, const Condition& c, bool is_tags) {
-  if (is_tags && (c.op == "=" || c.op == "!=")) {
-    bool has = false;
-    for (const auto& tag : actual.split(',')) has = has || tag.trimmed().compare(c.value, Qt::CaseInsensitive) == 0;
-    return (c.op == "=") == has;
-  }
-  // Numbers compare as numbers; nan and inf (a diverged run's loss) as words, so `loss = nan` finds them.
-  const auto a = finite_number(actual), w = finite_number(c.value);
-  const int order = a && w ? (*a < *w ? -1 : *a > *w ? 1 : 0) : actual.compare(c.value, Qt::CaseInsensitive);
-  if (c.op == "=") return order == 0;
-  if (c.op == "!=") return order != 0;
-  if (actual.isEmpty()) return false;  // no value is neither above nor below anything
-  if (c.op == "<") return order < 0;
-  if (c.op == "<=") return order <= 0;
-  if (c.op == ">") return order > 0;
-  return order >= 0;
-}
-
-// Text search over every column, a status to match exactly, and conditions.
+// The query language of core/store/run_query.h over the model's rows: a
+// QueryRow per source row, kept beside the model in the same order.
 class RunFilter final : public QSortFilterProxyModel {
  public:
   using QSortFilterProxyModel::QSortFilterProxyModel;
-  void set(ParsedFilter filter, const QString& status) {
-    filter_ = std::move(filter);
+  // A query that does not parse (being typed) hides nothing.
+  void set(std::optional<RunQuery> query, const QString& status, const std::vector<QueryRow>* rows) {
+    query_ = std::move(query);
     status_ = status;
+    rows_ = rows;
     invalidateFilter();
   }
 
@@ -140,26 +81,30 @@ class RunFilter final : public QSortFilterProxyModel {
   bool filterAcceptsRow(int row, const QModelIndex& parent) const override {
     const auto* m = sourceModel();
     if (!status_.isEmpty() && m->index(row, kStatus, parent).data().toString() != status_) return false;
-    if (!filter_.problem.isEmpty()) return true;  // a filter being typed hides nothing yet
-    const auto params = m->index(row, kId, parent).data(kParamsRole).toMap();
-    for (const auto& c : filter_.conditions) {
-      if (c.column >= 0) {
-        if (!holds(m->index(row, c.column, parent).data().toString(), c, c.column == kTags)) return false;
-      } else if (!params.contains(c.name) ? c.op != "!=" : !holds(params.value(c.name).toString(), c, false)) {
-        return false;
-      }
-    }
-    const auto& text = filter_.text;
-    if (text.isEmpty()) return true;
-    for (int c = 0; c < m->columnCount(); ++c)
-      if (m->index(row, c, parent).data().toString().contains(text, Qt::CaseInsensitive)) return true;
-    return m->index(row, kName, parent).data(Qt::UserRole).toString().contains(text, Qt::CaseInsensitive);
+    if (!query_ || !rows_ || row >= static_cast<int>(rows_->size())) return true;
+    return query_->matches((*rows_)[static_cast<std::size_t>(row)]);
   }
 
  private:
-  ParsedFilter filter_;
+  std::optional<RunQuery> query_;
   QString status_;
+  const std::vector<QueryRow>* rows_ = nullptr;
 };
+
+// The fixed headers, then each swept parameter by its short name (rank,
+// lr); by its whole path where the short one is taken (hook.name: "name"
+// and "hook" are columns already).
+QStringList column_headers(const QStringList& params) {
+  QStringList headers = kHeaders;
+  for (const auto& path : params) {
+    const auto short_name = short_param_name(path);
+    const bool taken = headers.contains(short_name) ||
+                       std::count_if(params.begin(), params.end(),
+                                     [&](const QString& other) { return short_param_name(other) == short_name; }) > 1;
+    headers << (taken ? path : short_name);
+  }
+  return headers;
+}
 
 QStandardItem* number_item(double value, int precision = -1) {
   auto* item = new QStandardItem;
@@ -174,21 +119,6 @@ QStandardItem* optional_item(const std::optional<double>& value, int precision) 
   auto* item = number_item(*value, std::isfinite(*value) ? precision : -1);
   if (!std::isfinite(*value)) item->setData(QString::number(*value), Qt::DisplayRole);  // inf, nan: it diverged
   return item;
-}
-
-// A parameter as its run's configuration holds it: true/false, not the store's 1/0.
-QString param_text(const nlohmann::json& config, const std::string& name, const nlohmann::json& stored) {
-  const nlohmann::json* at = &config;
-  std::size_t start = 0;
-  while (at && at->is_object()) {
-    const auto dot = name.find('.', start);
-    const auto key = name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const auto it = at->find(key);
-    at = it == at->end() ? nullptr : &*it;
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  return at && at->is_boolean() ? value_text(*at) : value_text(stored);
 }
 
 }  // namespace
@@ -210,7 +140,7 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   table_->horizontalHeader()->setSectionResizeMode(kName, QHeaderView::Stretch);
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
-  table_->setTextElideMode(Qt::ElideMiddle);  // long trial names keep both ends
+  table_->setTextElideMode(Qt::ElideRight);  // a trial's name starts with what sets it apart; its tooltip has it all
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(table_, &QWidget::customContextMenuRequested, this, &RunsPage::show_menu);
 
@@ -219,9 +149,9 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   search_->setPlaceholderText("Search text, or conditions: hook.matrix_approximation_rank = 2, loss < 2.1, tag = best "
                               "(Ctrl+F)");
   search_->setToolTip(
-      "Free text matches any column or the configuration. Comma-separated conditions NAME OP VALUE (OP: = != < <= > "
+      "Free text matches any column's or parameter's value. Comma-separated conditions NAME OP VALUE (OP: = != < <= > "
       ">=) test a parameter (hook.matrix_approximation_rank) or a column: id, name, sweep, status, hook, tag, ranks, "
-      "steps, loss, ms, mb, ratio, wall.");
+      "steps, loss, ms, mb, ratio, wall. `commtune-cli list --search` takes the same query.");
   search_->setClearButtonEnabled(true);
   status_ = new QComboBox(this);
   status_->setObjectName("runs:status");
@@ -369,10 +299,16 @@ std::vector<std::int64_t> RunsPage::selected_runs() const {
 }
 
 void RunsPage::apply_filter() {
-  auto parsed = parse_filter(search_->text(), param_columns_);
-  filter_problem_->setText(parsed.problem);
-  filter_problem_->setVisible(!parsed.problem.isEmpty());
-  static_cast<RunFilter*>(proxy_)->set(std::move(parsed), status_->currentData().toString());
+  std::optional<RunQuery> query;
+  QString problem;
+  try {
+    query = RunQuery::parse(search_->text().toStdString(), known_params_);
+  } catch (const QueryError& e) {
+    problem = QString::fromUtf8(e.what());
+  }
+  filter_problem_->setText(problem);
+  filter_problem_->setVisible(!problem.isEmpty());
+  static_cast<RunFilter*>(proxy_)->set(std::move(query), status_->currentData().toString(), &query_rows_);
   empty_->setVisible(model_->rowCount() && !proxy_->rowCount());
 }
 
@@ -384,15 +320,17 @@ void RunsPage::refresh() {
     db::RunRecord run;
     std::string hook;
     RunDigest digest;
-    std::vector<std::pair<std::string, nlohmann::json>> params;
+    QueryRow query;
   };
   struct Loaded {
     std::vector<Row> rows;
     std::string signature;
     QStringList swept;  // every sweep's axes, in the order sweeps name them
+    std::map<std::int64_t, QString> sweep_names;
   };
   if (!QFileInfo::exists(store_path_)) {
     model_->removeRows(0, model_->rowCount());
+    query_rows_.clear();
     empty_->setText("No runs yet: start one on the Launch page (Ctrl+R).");
     empty_->setVisible(true);
     Q_EMIT loaded(0);
@@ -405,20 +343,28 @@ void RunsPage::refresh() {
         db::Store store(path, db::Store::Access::ReadOnly);
         Loaded out;
         out.signature = store.runs_signature();
-        for (const auto& sweep : store.sweeps()) try {
+        for (const auto& sweep : store.sweeps()) {
+          out.sweep_names[sweep.id] = QString::fromStdString(sweep.name);
+          try {
             for (const auto& axis : SweepSpec::parse(sweep.spec).axes)
               if (!out.swept.contains(QString::fromStdString(axis.param)))
                 out.swept << QString::fromStdString(axis.param);
           } catch (const std::exception&) {  // a spec this build no longer reads: its runs still show
           }
-        for (auto& r : store.runs())
-          out.rows.push_back({r, describe_hook(r), digest_run(store, r.id), store.params(r.id)});
+        }
+        for (auto& r : store.runs()) {
+          auto hook = describe_hook(r);
+          auto digest = digest_run(store, r.id);
+          auto query = query_row(r, hook, digest, store.params(r.id));
+          out.rows.push_back({std::move(r), std::move(hook), digest, std::move(query)});
+        }
         return out;
       },
       [this](const Outcome<Loaded>& out) {
         --pending_;
         const auto keep = selected_runs();
         model_->removeRows(0, model_->rowCount());
+    query_rows_.clear();
         if (!out.value) {
           empty_->setText("Cannot read the run store: " + out.error);
           empty_->setVisible(true);
@@ -427,23 +373,21 @@ void RunsPage::refresh() {
         }
         signature_ = out.value->signature;
         param_columns_ = out.value->swept;
-        QStringList headers = kHeaders;
-        for (const auto& name : param_columns_) headers << name.mid(name.indexOf('.') + 1);
-        model_->setColumnCount(static_cast<int>(headers.size()));
-        model_->setHorizontalHeaderLabels(headers);
-        for (int c = kFirstParam; c < model_->columnCount(); ++c)
+        sweep_names_ = out.value->sweep_names;
+        model_->setColumnCount(kFirstParam + static_cast<int>(param_columns_.size()));
+        model_->setHorizontalHeaderLabels(column_headers(param_columns_));
+        for (int c = kFirstParam; c < model_->columnCount(); ++c) {
           model_->horizontalHeaderItem(c)->setToolTip(param_columns_[c - kFirstParam]);
-        for (const auto& [r, hook, digest, params] : out.value->rows) {
+          table_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+        }
+        std::set<std::string> known;
+        for (const auto& [r, hook, digest, query] : out.value->rows) {
           QList<QStandardItem*> items;
-          QVariantMap param_texts;
-          for (const auto& [name, value] : params)
-            param_texts[QString::fromStdString(name)] = param_text(r.config, name, value);
           items << number_item(static_cast<double>(r.id));
-          items.back()->setData(param_texts, kParamsRole);
           auto* name = new QStandardItem(QString::fromStdString(r.name));
-          name->setData(QString::fromStdString(r.config.dump()), Qt::UserRole);
+          name->setToolTip(QString::fromStdString(r.name));
           name->setData(QString::fromStdString(r.name), Qt::UserRole + 1);
-          if (!r.notes.empty()) name->setToolTip(QString::fromStdString(r.notes));
+          if (!r.notes.empty()) name->setToolTip(QString::fromStdString(r.name + "\n\n" + r.notes));
           items << name;
           items << (r.sweep_id ? number_item(static_cast<double>(*r.sweep_id)) : new QStandardItem);
           items << new QStandardItem(QString::fromStdString(r.status));
@@ -465,13 +409,17 @@ void RunsPage::refresh() {
           created->setData(r.created_at, Qt::UserRole + 1);
           items << created;
           for (const auto& param : param_columns_) {
-            const auto text = param_texts.value(param).toString();
+            const auto it = query.params.find(param.toStdString());
+            const auto text = it == query.params.end() ? QString() : QString::fromStdString(it->second);
             auto* item = new QStandardItem(text);
             item->setData(sort_key(text), Qt::UserRole + 1);
             items << item;
           }
           model_->appendRow(items);
+          query_rows_.push_back(query);
+          for (const auto& [param, value] : query.params) known.insert(param);
         }
+        known_params_.assign(known.begin(), known.end());
         apply_filter();
         empty_->setText(model_->rowCount() ? "No run matches the filter."
                                            : "No runs yet: start one on the Launch page (Ctrl+R).");
@@ -562,6 +510,37 @@ void RunsPage::edit_annotation(std::int64_t run_id) {
     annotate(run_id, name_edit->text(), tags_edit->text(), notes_edit->toPlainText());
 }
 
+void RunsPage::ask_to_delete_runs(const std::vector<std::int64_t>& run_ids) {
+  // Which runs, by id, name and hook, so that a selection gone wrong shows before it is too late.
+  QStringList lines;
+  for (int row = 0; row < model_->rowCount(); ++row) {
+    const auto id = model_->index(row, kId).data().toLongLong();
+    if (!std::count(run_ids.begin(), run_ids.end(), id)) continue;
+    const auto name = model_->index(row, kName).data().toString();
+    lines << QString("run %1%2 (%3, %4)")
+                 .arg(id)
+                 .arg(name.isEmpty() ? QString() : " '" + name + "'")
+                 .arg(model_->index(row, kHook).data().toString(), model_->index(row, kStatus).data().toString());
+  }
+  constexpr int kListed = 12;
+  const auto more = lines.size() > kListed ? QString("\n… and %1 more").arg(lines.size() - kListed) : QString();
+  if (lines.size() > kListed) lines = lines.mid(0, kListed);
+  if (QMessageBox::question(this, "Delete runs",
+                            QString("Delete %1 run(s) with all their metrics, statistics and events? This cannot be "
+                                    "undone.\n\n%2%3")
+                                .arg(run_ids.size())
+                                .arg(lines.join("\n"), more)) == QMessageBox::Yes)
+    delete_runs(run_ids);
+}
+
+void RunsPage::ask_to_rename_sweep(std::int64_t sweep_id) {
+  bool ok = false;
+  const auto it = sweep_names_.find(sweep_id);
+  const auto name = QInputDialog::getText(this, "Rename sweep", QString("Name of sweep %1").arg(sweep_id),
+                                          QLineEdit::Normal, it == sweep_names_.end() ? QString() : it->second, &ok);
+  if (ok) rename_sweep(sweep_id, name);
+}
+
 void RunsPage::show_menu(const QPoint& at) {
   const auto ids = selected_runs();
   if (ids.empty()) return;
@@ -573,23 +552,12 @@ void RunsPage::show_menu(const QPoint& at) {
   menu.addSeparator();
   menu.addAction(ids.size() == 1 ? QString("Delete run %1…").arg(ids.front())
                                  : QString("Delete %1 runs…").arg(ids.size()),
-                 this, [this, ids] {
-                   if (QMessageBox::question(this, "Delete runs",
-                                             QString("Delete %1 run(s) with all their metrics, statistics and events? "
-                                                     "This cannot be undone.")
-                                                 .arg(ids.size())) == QMessageBox::Yes)
-                     delete_runs(ids);
-                 });
+                 this, [this, ids] { ask_to_delete_runs(ids); });
   const auto index = table_->indexAt(at);
   const auto sweep = index.isValid() ? index.siblingAtColumn(kSweep).data().toLongLong() : 0;
   if (sweep > 0) {
     menu.addSeparator();
-    menu.addAction(QString("Rename sweep %1…").arg(sweep), this, [this, sweep] {
-      bool ok = false;
-      const auto name = QInputDialog::getText(this, "Rename sweep", QString("Name of sweep %1").arg(sweep),
-                                              QLineEdit::Normal, QString(), &ok);
-      if (ok) rename_sweep(sweep, name);
-    });
+    menu.addAction(QString("Rename sweep %1…").arg(sweep), this, [this, sweep] { ask_to_rename_sweep(sweep); });
     menu.addAction(QString("Delete sweep %1 and its runs…").arg(sweep), this, [this, sweep] {
       if (QMessageBox::question(this, "Delete sweep",
                                 QString("Delete sweep %1 with every trial and their metrics? This cannot be undone.")
@@ -673,7 +641,8 @@ void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
           if (!run) continue;
           Compared c{id, QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name), {},
                      digest_run(store, id)};
-          for (const auto& [name, value] : store.params(id)) c.params[name] = param_text(run->config, name, value);
+          for (const auto& [name, value] : query_row(*run, {}, {}, store.params(id)).params)
+            c.params[name] = QString::fromStdString(value);
           out.runs.push_back(std::move(c));
         }
         out.baseline = find_allreduce_baseline(store, ids);
@@ -685,16 +654,18 @@ void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
         metrics_->clear();
         if (!out.value) return;
         const auto& runs = out.value->runs;
-        // A parameter differs when the runs that have it disagree: a hook's own
-        // parameters are absent from the others' runs, which is no difference.
+        // A parameter differs when the runs disagree on it, or only some runs
+        // have it: PowerSGD's rank is what sets it apart from allreduce.
         std::vector<std::pair<std::string, bool>> rows;  // name, differs
         std::set<std::string> names;
         for (const auto& r : runs)
           for (const auto& [name, value] : r.params) names.insert(name);
         for (const auto& name : names) {
           std::set<QString> values;
-          for (const auto& r : runs)
-            if (const auto it = r.params.find(name); it != r.params.end()) values.insert(it->second);
+          for (const auto& r : runs) {
+            const auto it = r.params.find(name);
+            values.insert(it == r.params.end() ? QString("–") : it->second);
+          }
           const bool differs = values.size() > 1;
           if (only_differences_->isChecked() && runs.size() > 1 && !differs) continue;
           rows.emplace_back(name, differs);

@@ -13,8 +13,11 @@
 #include <QWidget>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "core/store/run_query.h"
 
 class QComboBox;
 class QLabel;
@@ -60,6 +63,10 @@ class RunsPage : public QWidget {
   void delete_runs(const std::vector<std::int64_t>& run_ids);
   void rename_sweep(std::int64_t sweep_id, const QString& name);
   void delete_sweep(std::int64_t sweep_id);
+  // The same, asked first as the context menu does: the question lists the
+  // runs; the name box starts from the sweep's name.
+  void ask_to_delete_runs(const std::vector<std::int64_t>& run_ids);
+  void ask_to_rename_sweep(std::int64_t sweep_id);
 
  Q_SIGNALS:
   // The user asked to follow this running run on the dashboard.
@@ -98,6 +105,9 @@ class RunsPage : public QWidget {
   QCheckBox* only_differences_;
   QLabel* filter_problem_;
   QStringList param_columns_;  // the swept parameters shown as columns
+  std::vector<QueryRow> query_rows_;       // the model's rows as the filter reads them, in its order
+  std::vector<std::string> known_params_;  // every parameter some shown run has
+  std::map<std::int64_t, QString> sweep_names_;
   std::vector<std::int64_t> shown_;
   int pending_ = 0;
 };

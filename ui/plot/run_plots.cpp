@@ -35,12 +35,17 @@ struct RunPlots::Run {
   QString other_text;  // the label's words that are not parameter=value
   QTreeWidgetItem* item = nullptr;  // its row in the trial list
   std::vector<LivePoint> raw;  // as received: smoothing and truncation redraw from it
-  // Per metric, as drawn (smoothed): against step, and (loss only) against wall time.
+  // Per metric, as drawn (the loss and the step times smoothed): against
+  // step, and (loss only) against wall time; the raw loss, drawn faint under
+  // the smoothed one while smoothing is on.
   std::vector<MinMaxSeries> by_step = std::vector<MinMaxSeries>(kMetrics, MinMaxSeries(kDrawnPoints));
   MinMaxSeries loss_by_wall{kDrawnPoints};
+  MinMaxSeries raw_loss_by_step{kDrawnPoints}, raw_loss_by_wall{kDrawnPoints};
+  double wall_offset = 0;  // a resumed launch's clock restarts: its points go on after the last one
   std::vector<double> ema = std::vector<double>(kMetrics, 0.0);
   std::vector<int> ema_count = std::vector<int>(kMetrics, 0);
   std::vector<std::uint64_t> drawn_revision = std::vector<std::uint64_t>(kMetrics + 1, ~0ull);
+  QCPGraph* raw_loss = nullptr;
   QCPGraph* loss = nullptr;
   QCPGraph* ratio = nullptr;
   QCPGraph* wire = nullptr;
@@ -149,9 +154,16 @@ void widen_flat_range(QCPAxis* axis) {
     }
     return;
   }
-  // At least 0.1% of the values' size (or 1e-9 around 0): ticks 1e-4 apart
-  // in relative terms, which the six significant digits of a label tell apart.
+  // A constant (a compression ratio, bytes per step) gets +-5% around it:
+  // round labels (1.9, 2, 2.1) rather than 1.999 .. 2.0005. A series that
+  // varies a little gets at least 0.1% of its size (or 1e-9 around 0): ticks
+  // 1e-4 apart in relative terms, which six significant digits tell apart.
   const double centre = range.center();
+  if (range.size() <= 1e-12 * std::abs(centre) || range.size() == 0) {
+    const double half = centre == 0 ? 0.5 : std::abs(centre) * 0.05;
+    axis->setRange(centre - half, centre + half);
+    return;
+  }
   const double least = std::max(1e-9, std::abs(centre) * 1e-3);
   if (range.size() < least) axis->setRange(centre - least / 2, centre + least / 2);
 }
@@ -161,13 +173,22 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   ratio_plot_ = make_plot("Compression ratio", "fp32 bytes / wire bytes", this);
   wire_plot_ = make_plot("Bytes on the wire", "MB per step per rank", this);
   breakdown_plot_ = make_plot("Step time", "ms", this);
+  loss_plot_->addLayer("raw", loss_plot_->layer("main"), QCustomPlot::limBelow);
+  for (auto* plot : {loss_plot_, ratio_plot_, wire_plot_}) {
+    auto* readout = new PlotReadout(plot, [this, plot](const QPointF& at) { return curve_hit(plot, at); });
+    readouts_.push_back(readout);
+    connect(readout, &PlotReadout::clicked, this, [this](const std::vector<std::int64_t>& runs) {
+      Q_EMIT run_clicked(runs.front());
+    });
+  }
   breakdown_plot_->legend->setVisible(true);
   breakdown_plot_->legend->setFont(QFont(font().family(), 8));
 
   x_axis_ = new QComboBox(this);
   x_axis_->setObjectName("plots:x_axis");
-  x_axis_->addItems({"step", "wall time"});
-  x_axis_->setToolTip("What the loss is drawn against");
+  x_axis_->addItems({"step", "relative time"});
+  x_axis_->setToolTip("What the loss is drawn against: the step, or the seconds since each run started (its "
+                      "launches one after another), so that runs started at different times line up");
   smoothing_slider_ = new QSlider(Qt::Horizontal, this);
   smoothing_slider_->setObjectName("plots:smoothing");
   smoothing_slider_->setRange(0, 99);
@@ -229,7 +250,7 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   breakdown_run_->setToolTip("The run whose step time is broken down (forward, backward, comm wait, hook)");
   connect(x_axis_, &QComboBox::currentIndexChanged, this, [this] {
     axis_changed_ = true;
-    for (auto& r : runs_) r->drawn_revision[kLoss] = ~0ull;
+    for (auto& r : runs_) r->drawn_revision[kLoss] = r->drawn_revision[kMetrics] = ~0ull;
     refresh();
   });
   connect(breakdown_run_, &QComboBox::currentIndexChanged, this, [this] { update_breakdown_choice(); });
@@ -305,7 +326,7 @@ std::vector<std::pair<QString, QCustomPlot*>> RunPlots::plots() const {
 }
 
 void RunPlots::set_x_axis_labels() {
-  loss_plot_->xAxis->setLabel(x_axis_->currentIndex() == 0 ? "step" : "wall time (s)");
+  loss_plot_->xAxis->setLabel(x_axis_->currentIndex() == 0 ? "step" : "time since the run started (s)");
   for (auto* p : {ratio_plot_, wire_plot_, breakdown_plot_}) p->xAxis->setLabel("step");
 }
 
@@ -316,6 +337,10 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label) {
   run->label = label;
   run->index = runs_.size();
   run->loss = loss_plot_->addGraph();
+  run->raw_loss = loss_plot_->addGraph();
+  run->raw_loss->setLayer("raw");  // under every smoothed curve
+  run->raw_loss->setVisible(smoothing_ > 0);
+  run->raw_loss->removeFromLegend();
   run->ratio = ratio_plot_->addGraph();
   run->wire = wire_plot_->addGraph();
   run->loss->setName(label);
@@ -373,6 +398,38 @@ RunPlots::Run* RunPlots::find(std::int64_t run_id) const {
   for (const auto& r : runs_)
     if (r->id == run_id) return r.get();
   return nullptr;
+}
+
+std::optional<PlotHit> RunPlots::curve_hit(QCustomPlot* plot, const QPointF& pixel) const {
+  const auto near = nearest_point(plot, pixel);
+  if (!near) return std::nullopt;
+  for (const auto& r : runs_) {
+    if (near->graph != r->loss && near->graph != r->raw_loss && near->graph != r->ratio && near->graph != r->wire)
+      continue;
+    const bool by_wall = plot == loss_plot_ && x_axis_->currentIndex() == 1;
+    const QString at = by_wall ? QString("%1 s").arg(near->key, 0, 'f', 1) : QString("step %1").arg(near->key, 0, 'f', 0);
+    const QString what = near->graph == r->ratio  ? QString("compression ratio %1").arg(near->value, 0, 'g', 4)
+                         : near->graph == r->wire ? QString("%1 MB on the wire").arg(near->value, 0, 'g', 4)
+                         : near->graph == r->loss && smoothing_ > 0
+                             ? QString("loss %1 (smoothed)").arg(near->value, 0, 'g', 5)
+                             : QString("loss %1").arg(near->value, 0, 'g', 5);
+    return PlotHit{QString("%1: %2, %3").arg(r->label, at, what), {r->id}};
+  }
+  return std::nullopt;
+}
+
+PlotReadout* RunPlots::readout(Plot which) const {
+  return readouts_[which == Plot::Loss ? 0 : which == Plot::Ratio ? 1 : 2];
+}
+
+QCPGraph* RunPlots::loss_graph(std::int64_t run_id) const {
+  const auto* run = find(run_id);
+  return run ? run->loss : nullptr;
+}
+
+QCPGraph* RunPlots::raw_loss_graph(std::int64_t run_id) const {
+  const auto* run = find(run_id);
+  return run ? run->raw_loss : nullptr;
 }
 
 std::size_t RunPlots::points(std::int64_t run_id) const {
@@ -464,6 +521,7 @@ void RunPlots::visibility_changed() {
   for (auto& r : runs_) {
     r->item->setCheckState(0, r->visible ? Qt::Checked : Qt::Unchecked);
     for (auto* g : {r->loss, r->ratio, r->wire}) g->setVisible(r->visible);
+    r->raw_loss->setVisible(r->visible && smoothing_ > 0);
   }
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) {
     p->rescaleAxes(true);
@@ -481,13 +539,19 @@ void RunPlots::set_smoothing(double weight) {
     smoothing_slider_->setValue(static_cast<int>(std::lround(weight * 100)));
   }
   smoothing_label_->setText(QString::number(weight, 'f', 2));
-  for (auto& r : runs_) redraw_from_raw(*r);
+  for (auto& r : runs_) {
+    redraw_from_raw(*r);
+    r->raw_loss->setVisible(r->visible && smoothing_ > 0);
+  }
   refresh();
 }
 
 void RunPlots::redraw_from_raw(Run& run) {
   run.by_step.assign(kMetrics, MinMaxSeries(kDrawnPoints));
   run.loss_by_wall = MinMaxSeries(kDrawnPoints);
+  run.raw_loss_by_step = MinMaxSeries(kDrawnPoints);
+  run.raw_loss_by_wall = MinMaxSeries(kDrawnPoints);
+  run.wall_offset = 0;  // the stored points carry it already
   std::fill(run.ema.begin(), run.ema.end(), 0.0);
   std::fill(run.ema_count.begin(), run.ema_count.end(), 0);
   std::fill(run.drawn_revision.begin(), run.drawn_revision.end(), ~0ull);  // new series restart their revisions
@@ -541,15 +605,26 @@ void RunPlots::append(const LivePoint& p) {
   if (!r) return;
   if (!r->raw.empty() && p.step <= r->raw.back().step) return;  // a resumed run repeats no step
   const double x = static_cast<double>(p.step);
+  // A resumed launch (a promoted trial's next segment) counts its time from 0 again: go on from the last point.
+  const double last_wall = r->raw.empty() ? 0.0 : r->raw.back().wall_s;
+  if (!r->raw.empty() && p.wall_s + r->wall_offset < last_wall) r->wall_offset = last_wall - p.wall_s;
   r->raw.push_back(p);
+  r->raw.back().wall_s = p.wall_s + r->wall_offset;
+  const double wall = r->raw.back().wall_s;
   double loss = p.loss;
   for (std::size_t m = 0; m < kMetrics; ++m) {
-    const double y = smooth(r->ema[m], r->ema_count[m], metric_value(p, static_cast<int>(m)), smoothing_);
+    // The compression ratio and the bytes are step functions: smoothing would only bend their steps.
+    const bool smoothed = m != kRatio && m != kWire;
+    const double value = metric_value(p, static_cast<int>(m));
+    const double y = smoothed ? smooth(r->ema[m], r->ema_count[m], value, smoothing_) : value;
     r->by_step[m].append(x, y);
     if (m == kLoss) loss = y;
   }
-  const double wall = std::max(p.wall_s, r->loss_by_wall.size() ? r->loss_by_wall.x().back() : 0.0);
   r->loss_by_wall.append(wall, loss);
+  if (smoothing_ > 0) {
+    r->raw_loss_by_step.append(x, p.loss);
+    r->raw_loss_by_wall.append(wall, p.loss);
+  }
 }
 
 void RunPlots::set_bucket_stats(const BucketStats& stats) {
@@ -588,6 +663,9 @@ void RunPlots::restyle(Run& run) {
     if (picked) g->setLayer("overlay");  // above the others
     else if (g->layer()->name() != "main") g->setLayer("main");
   }
+  QColor faint = colour;
+  faint.setAlpha(std::min(colour.alpha(), 60));
+  run.raw_loss->setPen(QPen(faint, 1));
   run.item->setIcon(0, swatch(theme_.series_color(run.index)));
   for (std::size_t m = 0; m < run.breakdown.size(); ++m)
     run.breakdown[m]->setPen(QPen(theme_.series_color(kBreakdownColours[m]), 1));
@@ -618,6 +696,7 @@ void RunPlots::refresh(bool immediate) {
       mark(graph->parentPlot());
     };
     sync(kLoss, r->loss, by_wall ? r->loss_by_wall : r->by_step[kLoss]);
+    sync(kMetrics, r->raw_loss, by_wall ? r->raw_loss_by_wall : r->raw_loss_by_step);
     sync(kRatio, r->ratio, r->by_step[kRatio]);
     sync(kWire, r->wire, r->by_step[kWire]);
     for (std::size_t m = 0; m < r->breakdown.size(); ++m) sync(kForward + m, r->breakdown[m], r->by_step[kForward + m]);

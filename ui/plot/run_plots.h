@@ -17,6 +17,7 @@
 
 #include "ui/live/live_feed.h"
 #include "ui/plot/minmax_series.h"
+#include "ui/plot/plot_readout.h"
 #include "ui/theme.h"
 
 class QCustomPlot;
@@ -71,10 +72,19 @@ class RunPlots : public QWidget {
   // For export and tests.
   std::vector<std::pair<QString, QCustomPlot*>> plots() const;
   QCustomPlot* loss_plot() const { return loss_plot_; }
+  // The hover readout of the loss, ratio and bytes plots (Plot::StepTime has none).
+  PlotReadout* readout(Plot which) const;
+  QCPGraph* loss_graph(std::int64_t run_id) const;      // as drawn: smoothed
+  QCPGraph* raw_loss_graph(std::int64_t run_id) const;  // faint under it while smoothing is on
   std::size_t points(std::int64_t run_id) const;  // appended so far
   std::vector<LivePoint> points_of(std::int64_t run_id) const;  // as appended, unsmoothed
   bool eventFilter(QObject* watched, QEvent* event) override;  // the pointer leaving the trial list
   int bucket_rows() const;                        // buckets in the statistics table
+
+ Q_SIGNALS:
+  void run_clicked(qint64 run_id);  // a click on a run's curve
+
+ public:
   QString csv() const;                            // every run's points
 
  private:
@@ -87,6 +97,7 @@ class RunPlots : public QWidget {
   Run* find(std::int64_t run_id) const;
   void visibility_changed();
   void update_legend_header();
+  std::optional<PlotHit> curve_hit(QCustomPlot* plot, const QPointF& pixel) const;
 
   QCustomPlot* loss_plot_;
   QCustomPlot* ratio_plot_;
@@ -102,6 +113,7 @@ class RunPlots : public QWidget {
   QTableWidget* bucket_table_;
   QLabel* empty_label_;
   std::vector<std::unique_ptr<Run>> runs_;
+  std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes
   std::map<std::int64_t, BucketStats> bucket_stats_;
   bool bucket_stats_changed_ = false;
   bool axis_changed_ = true;

@@ -1,0 +1,202 @@
+#include "core/store/run_query.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <regex>
+
+#include "core/config/run_config.h"
+
+namespace commtune {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\n\r");
+  if (first == std::string::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\n\r") - first + 1);
+}
+
+std::string number_text(double value) {
+  if (!std::isfinite(value)) return nonfinite_name(value);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.12g", value);
+  return buf;
+}
+
+std::string optional_text(const std::optional<double>& value) { return value ? number_text(*value) : std::string(); }
+
+// The text read as a finite number; nullopt for words, nan and inf.
+std::optional<double> finite_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// A value at the path of a configuration (hook.matrix_approximation_rank), or null.
+const nlohmann::json* at_path(const nlohmann::json& config, const std::string& name) {
+  const nlohmann::json* at = &config;
+  std::size_t start = 0;
+  while (at && at->is_object()) {
+    const auto dot = name.find('.', start);
+    const auto it = at->find(name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    at = it == at->end() ? nullptr : &*it;
+    if (dot == std::string::npos) return at;
+    start = dot + 1;
+  }
+  return nullptr;
+}
+
+bool holds(const std::string& actual, const RunQuery::Condition& c, bool is_tags) {
+  if (is_tags && (c.op == "=" || c.op == "!=")) {
+    bool has = false;
+    std::size_t start = 0;
+    while (start <= actual.size()) {
+      const auto comma = actual.find(',', start);
+      has = has || lower(trim(actual.substr(start, comma == std::string::npos ? std::string::npos : comma - start))) ==
+                       lower(c.value);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return (c.op == "=") == has;
+  }
+  // Numbers compare as numbers, equal to 9 significant digits (a swept 0.1 + 0.2
+  // is 0.3); nan and inf, a diverged run's loss, as words: `loss = nan` finds them.
+  const auto a = finite_number(actual), w = finite_number(c.value);
+  int order = 0;
+  if (a && w) {
+    const double scale = std::max(std::abs(*a), std::abs(*w));
+    order = std::abs(*a - *w) <= 1e-9 * scale ? 0 : (*a < *w ? -1 : 1);
+  } else {
+    const auto x = lower(actual), y = lower(c.value);
+    order = x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (c.op == "=") return order == 0;
+  if (c.op == "!=") return order != 0;
+  if (actual.empty()) return false;  // no value is neither above nor below anything
+  if (c.op == "<") return order < 0;
+  if (c.op == "<=") return order <= 0;
+  if (c.op == ">") return order > 0;
+  return order >= 0;
+}
+
+}  // namespace
+
+const std::vector<std::string>& query_figures() {
+  static const std::vector<std::string> names{"id",    "name",  "sweep", "status", "hook", "tag", "ranks",
+                                              "steps", "loss",  "ms",    "mb",     "ratio", "wall"};
+  return names;
+}
+
+std::string param_value_text(const nlohmann::json& value) {
+  if (value.is_null()) return {};
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number_float()) return number_text(value.get<double>());
+  return value.dump();
+}
+
+QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, const RunDigest& digest,
+                   const std::vector<std::pair<std::string, nlohmann::json>>& params) {
+  QueryRow row;
+  auto& f = row.figures;
+  f["id"] = std::to_string(run.id);
+  f["name"] = run.name;
+  f["sweep"] = run.sweep_id ? std::to_string(*run.sweep_id) : std::string();
+  f["status"] = run.status;
+  f["hook"] = hook_label;
+  f["tag"] = run.tags;
+  f["ranks"] = std::to_string(run.world_size);
+  f["steps"] = std::to_string(run.steps_completed);
+  f["loss"] = optional_text(digest.loss);
+  f["ms"] = optional_text(digest.step_ms);
+  f["mb"] = optional_text(digest.wire_mb);
+  f["ratio"] = optional_text(digest.compression_ratio);
+  f["wall"] = number_text(run.wall_s);
+  for (const auto& [name, stored] : params) {
+    // The store keeps booleans as 1/0; the configuration says true/false.
+    const auto* configured = at_path(run.config, name);
+    row.params[name] = param_value_text(configured && configured->is_boolean() ? *configured : stored);
+  }
+  return row;
+}
+
+bool is_parameter_name(const std::string& name) {
+  const auto schema = describe_schema();
+  const auto has = [&](const nlohmann::json& params, const std::string& prefix) {
+    for (const auto& p : params)
+      if (prefix + p["name"].get<std::string>() == name) return true;
+    return false;
+  };
+  if (has(schema["root"], "")) return true;
+  for (const auto& section : schema["sections"]) {
+    const auto prefix = section["section"].get<std::string>() + ".";
+    if (name == prefix + "name" && section.contains("entries")) return true;
+    if (has(section.value("params", nlohmann::json::array()), prefix) ||
+        has(section.value("common", nlohmann::json::array()), prefix))
+      return true;
+    for (const auto& entry : section.value("entries", nlohmann::json::array()))
+      if (has(entry["params"], prefix)) return true;
+  }
+  return false;
+}
+
+RunQuery RunQuery::parse(const std::string& input, const std::vector<std::string>& known_params) {
+  static const std::regex clause(R"(^\s*([A-Za-z_][\w.]*)\s*(==|=|!=|<=|>=|<|>)\s*(.*?)\s*$)");
+  RunQuery out;
+  std::vector<std::string> words;
+  std::size_t start = 0;
+  while (start <= input.size()) {
+    const auto comma = input.find(',', start);
+    const auto part = input.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? input.size() + 1 : comma + 1;
+    std::smatch m;
+    if (!std::regex_match(part, m, clause)) {
+      if (!trim(part).empty()) words.push_back(trim(part));
+      continue;
+    }
+    Condition c{m[1].str(), false, m[2].str() == "==" ? "=" : m[2].str(), m[3].str()};
+    auto key = lower(c.name);
+    if (key == "tags") key = "tag";
+    const auto& figures = query_figures();
+    if (std::find(figures.begin(), figures.end(), key) != figures.end()) {
+      c.name = key;
+      c.is_figure = true;
+    } else if (std::find(known_params.begin(), known_params.end(), c.name) == known_params.end() &&
+               !is_parameter_name(c.name)) {
+      throw QueryError("no figure or parameter '" + c.name +
+                       "': use a parameter (hook.matrix_approximation_rank; `commtune-cli params` lists them) or one "
+                       "of id, name, sweep, status, hook, tag, ranks, steps, loss, ms, mb, ratio, wall");
+    }
+    if (c.value.empty()) throw QueryError("'" + c.name + " " + c.op + "' needs a value");
+    out.conditions_.push_back(std::move(c));
+  }
+  for (const auto& w : words) out.text_ += (out.text_.empty() ? "" : ", ") + lower(w);
+  return out;
+}
+
+bool RunQuery::matches(const QueryRow& row) const {
+  for (const auto& c : conditions_) {
+    const auto& from = c.is_figure ? row.figures : row.params;
+    const auto it = from.find(c.name);
+    // A run without the parameter (another hook's) differs from every value.
+    if (it == from.end() ? c.op != "!=" : !holds(it->second, c, c.is_figure && c.name == "tag")) return false;
+  }
+  if (text_.empty()) return true;
+  const auto contains = [&](const std::string& value) { return lower(value).find(text_) != std::string::npos; };
+  for (const auto& [name, value] : row.figures)
+    if (contains(value)) return true;
+  for (const auto& [name, value] : row.params)
+    if (contains(value)) return true;
+  return false;
+}
+
+}  // namespace commtune

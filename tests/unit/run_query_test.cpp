@@ -1,0 +1,73 @@
+// The run query language (core/store/run_query.h) that `list --search` and
+// the Runs page share.
+#include <gtest/gtest.h>
+
+#include "core/store/run_query.h"
+
+namespace commtune {
+namespace {
+
+QueryRow byteps_row(const std::string& compressor, double loss) {
+  db::RunRecord run;
+  run.id = 7;
+  run.name = "";
+  run.status = "succeeded";
+  run.world_size = 2;
+  run.steps_completed = 100;
+  run.tags = "best, keep";
+  run.config = {{"hook", {{"name", "byteps"}, {"byteps_compressor_type", compressor}, {"byteps_ef_type", "vanilla"},
+                          {"byteps_compressor_randomk_rescale", false}}}};
+  RunDigest digest;
+  digest.loss = loss;
+  digest.step_ms = 12.5;
+  return query_row(run, "byteps " + compressor, digest,
+                   {{"hook.name", "byteps"},
+                    {"hook.byteps_compressor_type", compressor},
+                    {"hook.byteps_compressor_randomk_rescale", 0},  // the store keeps booleans as 0/1
+                    {"optimizer.lr", 0.1 + 0.2}});
+}
+
+TEST(RunQuery, FreeTextMatchesValuesNeverParameterNames) {
+  const auto q = RunQuery::parse("randomk");
+  EXPECT_TRUE(q.matches(byteps_row("randomk", 1.0)));
+  EXPECT_FALSE(q.matches(byteps_row("topk", 1.0)));  // its config names byteps_compressor_randomk_rescale
+  EXPECT_TRUE(RunQuery::parse("BytePS TopK").matches(byteps_row("topk", 1.0)));  // the hook's label, any case
+}
+
+TEST(RunQuery, ConditionsCompareNumbersAsNumbersAndBooleansAsConfigured) {
+  const auto row = byteps_row("onebit", 1.05);
+  EXPECT_TRUE(RunQuery::parse("loss < 1.1").matches(row));
+  EXPECT_FALSE(RunQuery::parse("loss < 1.1, ms > 20").matches(row));
+  EXPECT_TRUE(RunQuery::parse("optimizer.lr = 0.3").matches(row));  // 0.30000000000000004
+  EXPECT_FALSE(RunQuery::parse("optimizer.lr = 0.3001").matches(row));
+  EXPECT_TRUE(RunQuery::parse("hook.byteps_compressor_randomk_rescale = false").matches(row));
+  EXPECT_TRUE(RunQuery::parse("tag = BEST").matches(row));
+  EXPECT_FALSE(RunQuery::parse("tag = bes").matches(row));
+  EXPECT_TRUE(RunQuery::parse("status == succeeded, ranks >= 2").matches(row));
+  // A parameter of another hook: the run differs from every value of it.
+  EXPECT_FALSE(RunQuery::parse("hook.matrix_approximation_rank = 2").matches(row));
+  EXPECT_TRUE(RunQuery::parse("hook.matrix_approximation_rank != 2").matches(row));
+}
+
+TEST(RunQuery, NonFiniteLossesAreWords) {
+  const auto diverged = byteps_row("onebit", std::numeric_limits<double>::quiet_NaN());
+  EXPECT_TRUE(RunQuery::parse("loss = nan").matches(diverged));
+  EXPECT_FALSE(RunQuery::parse("loss < 5").matches(diverged));
+  EXPECT_FALSE(RunQuery::parse("loss = nan").matches(byteps_row("onebit", 1.0)));
+}
+
+TEST(RunQuery, UnknownNamesAndMissingValuesAreRefusedByName) {
+  try {
+    RunQuery::parse("hook.matrix_aproximation_rank = 2");
+    FAIL() << "a misspelt parameter was taken";
+  } catch (const QueryError& e) {
+    EXPECT_NE(std::string(e.what()).find("'hook.matrix_aproximation_rank'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(RunQuery::parse("rnk = 2"), QueryError);
+  EXPECT_THROW(RunQuery::parse("loss <"), QueryError);
+  EXPECT_NO_THROW(RunQuery::parse("hook.threshold = 2", {"hook.threshold"}));  // a plugin's, seen in the store
+  EXPECT_TRUE(RunQuery::parse(" , ").empty());
+}
+
+}  // namespace
+}  // namespace commtune
