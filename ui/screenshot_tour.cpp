@@ -33,6 +33,13 @@ void when(std::function<bool()> ready, std::function<void()> next, std::function
   QTimer::singleShot(0, *poll);
 }
 
+// Shows the Analysis view with this tab title.
+void show_view(MainWindow& window, const QString& title) {
+  auto* views = window.analysis()->views();
+  for (int i = 0; i < views->count(); ++i)
+    if (views->tabText(i) == title) views->setCurrentIndex(i);
+}
+
 }  // namespace
 
 // After a page's data has arrived: long enough for its plots and tables to be laid out and drawn.
@@ -70,8 +77,8 @@ void take_screenshots(MainWindow& window, const QString& spec_path, const QStrin
         {[&window] { window.show_page(MainWindow::kLaunch); }, "launch", always},
         {[&window] { window.show_page(MainWindow::kDashboard); }, "dashboard", always},
         {[&window] {
-           std::vector<std::int64_t> ids;
-           for (std::int64_t id = 1; id <= 25; ++id) ids.push_back(id);
+           std::vector<std::int64_t> ids;  // the sweep's trials and baselines (ids the store lacks are skipped)
+           for (std::int64_t id = 1; id <= 40; ++id) ids.push_back(id);
            window.runs()->open_runs(ids);
            window.show_page(MainWindow::kRuns);
          },
@@ -82,8 +89,9 @@ void take_screenshots(MainWindow& window, const QString& spec_path, const QStrin
            window.show_page(MainWindow::kAnalysis);
          },
          "analysis", [&window] { return !window.analysis()->analysing(); }},
-        {[&window] { window.analysis()->views()->setCurrentIndex(1); }, "parallel", always},
-        {[&window] { window.analysis()->views()->setCurrentIndex(2); }, "importance", always},
+        {[&window] { show_view(window, "Slices"); }, "slices", always},
+        {[&window] { show_view(window, "Parallel coordinates"); }, "parallel", always},
+        {[&window] { show_view(window, "Parameter importance"); }, "importance", always},
     });
     auto index = std::make_shared<std::size_t>(0);
     auto advance = std::make_shared<std::function<void()>>();

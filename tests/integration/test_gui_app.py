@@ -44,7 +44,7 @@ class WithoutDisplay(unittest.TestCase):
 
 class Screenshots(unittest.TestCase):
     def test_the_script_captures_each_main_view_under_xvfb(self):
-        """The README's pictures come from docs/screenshots/sweep.json (25 trials); the script is checked
+        """The README's pictures come from docs/screenshots/sweep.json (30 trials and 2 baselines); the script is checked
         here with a sweep of the same kind and 5 short trials."""
         with tempfile.TemporaryDirectory() as d:
             spec = os.path.join(d, "sweep.json")
@@ -57,7 +57,7 @@ class Screenshots(unittest.TestCase):
             out = subprocess.run([os.path.join(ct.REPO, "scripts", "screenshots.sh"), d, spec], capture_output=True,
                                  text=True, timeout=600, env=dict(os.environ, COMMTUNE_BUILD_DIR=ct.BUILD))
             self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-            for view in ("launch", "dashboard", "runs", "analysis"):
+            for view in ("launch", "dashboard", "runs", "analysis", "slices", "parallel", "importance"):
                 with open(os.path.join(d, view + ".png"), "rb") as f:
                     head = f.read(24)
                 self.assertEqual(head[1:4], b"PNG")

@@ -243,6 +243,46 @@ std::shared_ptr<QString> answer_next_input(const QString& answer) {
   return offered;
 }
 
+// A random-search sweep written into the store: learning rates and momenta
+// drawn, not on a grid; the loss is lowest near lr 0.01, momentum 0.5.
+std::int64_t seed_drawn_sweep(const QString& path) {
+  namespace db = commtune::db;
+  db::Store s(path.toStdString());
+  const auto sweep = s.create_sweep(
+      "", {{"base", {{"world_size", 2}, {"steps", 20}}},
+           {"strategy", "random"},
+           {"trials", 12},
+           {"baseline", false},
+           {"axes",
+            {{"optimizer.lr", {{"min", 0.001}, {"max", 0.1}, {"log", true}}},
+             {"optimizer.momentum", {{"min", 0.0}, {"max", 0.9}}}}}});
+  for (int trial = 0; trial < 12; ++trial) {
+    const double lr = 0.001 * std::pow(100.0, std::fmod(trial * 0.618, 1.0));
+    const double momentum = 0.9 * std::fmod(trial * 0.382 + 0.1, 1.0);
+    const double loss = 1.0 + std::pow(std::log10(lr) + 2, 2) + std::pow(momentum - 0.5, 2);
+    db::NewRun run;
+    run.sweep_id = sweep;
+    run.trial = trial;
+    run.config = {{"world_size", 2}, {"steps", 20}, {"optimizer", {{"lr", lr}, {"momentum", momentum}}}};
+    run.world_size = 2;
+    run.steps_requested = 20;
+    const auto id = s.create_run(run, db::status::kSucceeded);
+    for (int step = 0; step < 20; ++step)
+      for (int r = 0; r < 2; ++r) {
+        db::StepRow row;
+        row.run_id = id;
+        row.rank = r;
+        row.step = step;
+        row.loss = loss;
+        row.t_step = 0.01;
+        s.insert(row);
+      }
+    s.finish_run(id, {db::status::kSucceeded, "", 20, loss, 1.0, nullptr});
+  }
+  s.set_sweep_status(sweep, db::status::kSucceeded);
+  return sweep;
+}
+
 // How light a plot's background is, from its rendering.
 double plot_lightness(QCustomPlot* plot) { return plot->toPixmap(200, 120).toImage().pixelColor(3, 3).lightnessF(); }
 
@@ -367,6 +407,28 @@ class GuiTest : public QObject {
         QVERIFY2(header->sectionSize(c) >= header->fontMetrics().horizontalAdvance(headers[c]),
                  qPrintable(headers[c] + QString(" in %1 px").arg(header->sectionSize(c))));
 
+    // The column chooser: columns hidden by name, remembered across windows, and saved as views.
+    runs->set_column_visible("wall s", false);
+    runs->set_column_visible("created", false);
+    QCOMPARE(runs->hidden_columns(), (QStringList{"wall s", "created"}));
+    runs->save_view("compact");
+    runs->set_column_visible("wall s", true);
+    QCOMPARE(runs->hidden_columns(), QStringList{"created"});
+    {
+      MainWindow again(path);
+      again.runs()->refresh();
+      QTRY_VERIFY(!again.runs()->loading());
+      QCOMPARE(again.runs()->hidden_columns(), QStringList{"created"});
+      QVERIFY(again.runs()->views().contains("compact"));
+      again.runs()->apply_view("compact");
+      QCOMPARE(again.runs()->hidden_columns(), (QStringList{"wall s", "created"}));
+      again.runs()->set_column_visible("wall s", true);
+      again.runs()->set_column_visible("created", true);
+    }
+    runs->refresh();
+    QTRY_VERIFY(!runs->loading());
+    QVERIFY(runs->hidden_columns().isEmpty());
+
     // Filtered by parameter, by metric, and refused with a reason.
     runs->search()->setText("hook.matrix_approximation_rank = 2");
     QCOMPARE(runs->visible_runs(), 6);
@@ -442,6 +504,15 @@ class GuiTest : public QObject {
     for (int c = 0; c < plots->run_list()->columnCount(); ++c) legend_columns << plots->run_list()->headerItem()->text(c);
     QCOMPARE(legend_columns, (QStringList{"run", "rank", "start iter", "trial"}));  // swept values as columns
     QCOMPARE(plots->run_list()->topLevelItem(0)->text(1), QString("1"));
+    // The renamed run keeps its values in the list (its name has no rank=...).
+    bool keeper_listed = false;
+    for (int i = 0; i < plots->run_list()->topLevelItemCount(); ++i)
+      if (auto* item = plots->run_list()->topLevelItem(i); item->text(0) == QString::number(ids[3])) {
+        keeper_listed = true;
+        QCOMPARE(item->text(1), QString::number(reader.run(ids[3])->config["hook"]["matrix_approximation_rank"].get<int>()));
+        QVERIFY2(item->text(3).contains("the keeper"), qPrintable(item->text(3)));
+      }
+    QVERIFY(keeper_listed);
     QVERIFY(!plots->loss_plot()->legend->visible());
     plots->run_list()->topLevelItem(0)->setCheckState(0, Qt::Unchecked);  // as a click on its box
     QVERIFY(!plots->run_visible(all[0]));
@@ -542,6 +613,16 @@ class GuiTest : public QObject {
     QVERIFY(!kept.empty() && kept.size() < 29);
     QCOMPARE(analysis->parallel_table()->rowCount(), static_cast<int>(kept.size()));
     for (const auto id : kept) QVERIFY(reader.run(id)->config["hook"]["matrix_approximation_rank"].get<int>() >= 4);
+    // Grid values label their axes (they showed only min and max); the best lines stand out in both themes.
+    auto* parallel = analysis->parallel();
+    QCOMPARE(parallel->numeric_labels(0).size(), std::size_t{5});  // ranks 1, 2, 4, 8, 16
+    std::size_t best_line = 0;
+    for (std::size_t l = 0; l < parallel->lines().size(); ++l)
+      if (parallel->lines()[l].colour_value < parallel->lines()[best_line].colour_value) best_line = l;
+    window.set_theme(ThemeChoice::Dark);
+    QVERIFY2(parallel->line_colour(best_line).lightnessF() > 0.55, qPrintable(parallel->line_colour(best_line).name()));
+    window.set_theme(ThemeChoice::Light);
+    QVERIFY2(parallel->line_colour(best_line).lightnessF() < 0.45, qPrintable(parallel->line_colour(best_line).name()));
     const auto& importance = analysis->data().importance.shares;
     QVERIFY(!importance.empty());
     QCOMPARE(importance.front().param, std::string("hook.matrix_approximation_rank"));
@@ -583,6 +664,18 @@ class GuiTest : public QObject {
     QTRY_COMPARE(window.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kRuns));
     window.show_page(MainWindow::kAnalysis);
     QTRY_VERIFY(!analysis->analysing());
+
+    // The slice plot: the tail loss against one parameter, a point per trial, read on hover.
+    auto* slice_param = analysis->findChild<QComboBox*>("analysis:slice_param");
+    slice_param->setCurrentText("hook.matrix_approximation_rank");
+    auto* slice = analysis->findChild<QCustomPlot*>("plot:slice");
+    QCOMPARE(slice->graph(0)->dataCount(), 29);
+    QCOMPARE(slice->xAxis->scaleType(), QCPAxis::stLinear);  // 1 .. 16: not two decades
+    slice->replot(QCustomPlot::rpImmediateRefresh);
+    const auto trial = slice->graph(0)->data()->at(0);
+    const auto sliced = analysis->slice_readout()->hover(
+        QPointF(slice->xAxis->coordToPixel(trial->key), slice->yAxis->coordToPixel(trial->value)));
+    QVERIFY2(sliced && sliced->text.contains("hook.matrix_approximation_rank = 1"), qPrintable(sliced ? sliced->text : ""));
 
     // The heatmap's parameters are the user's: another tolerance analyses again and keeps them.
     auto* heat_x = analysis->findChild<QComboBox*>("analysis:heat_x");
@@ -660,6 +753,15 @@ class GuiTest : public QObject {
     const auto single = x_is_hook ? key_range : value_range;
     QVERIFY2(std::abs(single.center()) < 1e-9 && std::abs(single.size() - 1) < 1e-9,
              qPrintable(QString("%1 .. %2").arg(single.lower).arg(single.upper)));
+    // Parallel coordinates: allreduce, which has no compressor, goes past that axis instead of breaking its line.
+    auto* parallel_plot = analysis->parallel()->plot();
+    QCPCurve* allreduce_line = nullptr;
+    for (int i = 0; i < parallel_plot->plottableCount(); ++i)
+      if (parallel_plot->plottable(i)->name() == QString::number(ids[3]))
+        allreduce_line = qobject_cast<QCPCurve*>(parallel_plot->plottable(i));
+    QVERIFY(allreduce_line);
+    QVERIFY(allreduce_line->data()->size() >= 2);
+    for (const auto& point : *allreduce_line->data()) QVERIFY(std::isfinite(point.value));
     // Tick labels of swept numbers read short, and a sweep over hooks puts the learning rate on the heatmap.
     QCOMPARE(short_value_labels({"0.04472135955", "0.1", "0.316227766017"}),
              (std::vector<QString>{"0.0447", "0.1", "0.316"}));
@@ -737,6 +839,108 @@ class GuiTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(run_id), QString("cancelled"), 30000);
     commtune::db::Store reader(path.toStdString(), commtune::db::Store::Access::ReadOnly);
     QCOMPARE(QString::fromStdString(reader.run(run_id)->status), QString("cancelled"));
+  }
+
+  void seed_replicas_group_into_a_mean_and_a_band() {
+    RunPlots plots;
+    plots.resize(1000, 700);
+    plots.show();
+    // Three seeds of one configuration, one seed of another.
+    const std::vector<std::pair<qint64, QString>> runs{{1, "1 lr=0.1 seed=0"}, {2, "2 lr=0.1 seed=1"},
+                                                       {3, "3 lr=0.1 seed=2"}, {4, "4 lr=0.2 seed=0"}};
+    for (const auto& [id, label] : runs) {
+      plots.add_run(id, label);
+      for (int step = 0; step < 50; ++step) {
+        LivePoint p;
+        p.run_id = id;
+        p.step = step;
+        p.wall_s = step * 0.1;
+        p.loss = 2.0 + 0.1 * static_cast<double>(id) - 0.01 * step;
+        plots.append(p);
+      }
+    }
+    plots.refresh(true);
+    QCOMPARE(plots.seed_groups().size(), std::size_t{1});
+    QVERIFY(plots.shown_groups().empty());
+    plots.set_group_seeds(true);
+    QCOMPARE(plots.shown_groups().size(), std::size_t{1});
+    QCOMPARE(plots.shown_groups()[0].runs, (std::vector<std::int64_t>{1, 2, 3}));
+    // The mean of 2.1, 2.2 and 2.3 less the step's drop, one standard deviation (0.1) either side.
+    auto* mean = plots.group_mean_graph(0);
+    QCOMPARE(mean->dataCount(), 50);
+    QVERIFY(std::abs(mean->data()->at(10)->value - (2.2 - 0.1)) < 1e-9);
+    QVERIFY(std::abs(plots.group_band_graph(0, true)->data()->at(10)->value - (2.2 - 0.1 + 0.1)) < 1e-9);
+    QVERIFY(std::abs(plots.group_band_graph(0, false)->data()->at(10)->value - (2.2 - 0.1 - 0.1)) < 1e-9);
+    QVERIFY(!plots.loss_graph(1)->visible() && !plots.loss_graph(3)->visible());
+    QVERIFY(plots.loss_graph(4)->visible());  // a single seed stays a curve
+    plots.set_group_seeds(false);
+    QVERIFY(plots.shown_groups().empty());
+    QVERIFY(plots.loss_graph(1)->visible());
+    // A resumed launch's clock starts again at 0: its points go on after the last one.
+    plots.add_run(5, "5 lr=0.3");
+    for (int step = 0; step < 20; ++step) {
+      LivePoint p;
+      p.run_id = 5;
+      p.step = step;
+      p.wall_s = (step < 10 ? step : step - 10) * 0.1;
+      p.loss = 1.0;
+      plots.append(p);
+    }
+    const auto points = plots.points_of(5);
+    for (std::size_t i = 1; i < points.size(); ++i) QVERIFY(points[i].wall_s >= points[i - 1].wall_s);
+
+    // A log loss axis over less than a decade fits the data (it showed a whole decade, mostly empty).
+    plots.set_log_y(RunPlots::Plot::Loss, true);
+    plots.refresh(true);
+    const auto log_range = plots.loss_plot()->yAxis->range();
+    QVERIFY2(log_range.upper / log_range.lower < 3, qPrintable(QString("%1 .. %2").arg(log_range.lower).arg(log_range.upper)));
+    plots.loss_plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(plots.loss_plot()->yAxis->tickVectorLabels().size() >= 3);
+    plots.set_log_y(RunPlots::Plot::Loss, false);
+    // A new job's curves get axes of their own (they kept the last job's).
+    plots.clear();
+    plots.add_run(6, "6 lr=0.4");
+    for (int step = 0; step < 10; ++step) {
+      LivePoint p;
+      p.run_id = 6;
+      p.step = step;
+      p.loss = 5.0 + step;
+      plots.append(p);
+    }
+    plots.refresh(true);
+    QVERIFY(plots.loss_plot()->xAxis->range().upper < 20);
+    QVERIFY(plots.loss_plot()->yAxis->range().lower > 4 && plots.loss_plot()->yAxis->range().upper < 16);
+  }
+
+  void drawn_values_get_a_filled_contour() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_drawn_sweep(path);
+    MainWindow window(path);
+    window.show();
+    window.show_page(MainWindow::kAnalysis);
+    auto* analysis = window.analysis();
+    analysis->select_sweep(sweep);
+    analysis->refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 12 && !analysis->analysing(), 60000);
+    auto* heatmap = analysis->plots()[1];
+    auto* contour = heatmap->findChild<QCPColorMap*>("heatmap:contour");
+    QVERIFY2(contour, "12 drawn trials on a 12 x 12 grid: a contour, not a heatmap of blank cells");
+    std::set<double> levels;
+    for (int i = 0; i < contour->data()->keySize(); ++i)
+      for (int j = 0; j < contour->data()->valueSize(); ++j) levels.insert(contour->data()->cell(i, j));
+    QVERIFY(levels.size() >= 3 && levels.size() <= 8);
+    auto* trials = heatmap->findChild<QCPGraph*>("heatmap:trials");
+    QVERIFY(trials);
+    QCOMPARE(trials->dataCount(), 12);
+    QVERIFY2(heatmap->xAxis->label().contains("(log)") != heatmap->yAxis->label().contains("(log)"),  // lr only
+             qPrintable(heatmap->xAxis->label() + " / " + heatmap->yAxis->label()));
+    heatmap->replot(QCustomPlot::rpImmediateRefresh);
+    const auto dot = trials->data()->at(3);
+    const auto read = analysis->heatmap_readout()->hover(
+        QPointF(heatmap->xAxis->coordToPixel(dot->key), heatmap->yAxis->coordToPixel(dot->value)));
+    QVERIFY2(read && read->text.contains("optimizer.lr = ") && read->text.contains("tail loss"),
+             qPrintable(read ? read->text : ""));
   }
 
   void plugins_appear_in_the_forms_like_built_ins() {

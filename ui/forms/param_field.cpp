@@ -8,6 +8,7 @@
 #include <QSignalBlocker>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace commtune::ui {
 
@@ -28,6 +29,21 @@ std::optional<double> finite_number(const QString& text) {
 QVariant sort_key(const QString& text) {
   const auto number = finite_number(text);
   return number ? QVariant(*number) : QVariant(text);
+}
+
+std::vector<QString> short_value_labels(const std::vector<QString>& values) {
+  // Numbers with as few significant digits as keep them apart (0.0447, not 0.04472135955).
+  for (int digits = 3; digits <= 12; ++digits) {
+    std::vector<QString> out;
+    std::set<QString> seen;
+    for (const auto& v : values) {
+      const auto number = finite_number(v);
+      out.push_back(number ? QString::number(*number, 'g', digits) : v);
+      seen.insert(out.back());
+    }
+    if (seen.size() == std::set<QString>(values.begin(), values.end()).size()) return out;
+  }
+  return values;
 }
 
 QString short_param_name(const QString& path) {

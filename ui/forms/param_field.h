@@ -9,6 +9,7 @@
 #include <QString>
 #include <QVariant>
 #include <optional>
+#include <vector>
 #include <QWidget>
 #include <nlohmann/json.hpp>
 
@@ -60,6 +61,10 @@ QString value_text(const nlohmann::json& value);
 std::optional<double> finite_number(const QString& text);
 // What a table sorts a value by: the number when the text is one, else the text.
 QVariant sort_key(const QString& text);
+
+// Tick labels for swept values: numbers to the fewest significant digits
+// that keep them distinct (0.0447, not 0.04472135955), words as they are.
+std::vector<QString> short_value_labels(const std::vector<QString>& values);
 
 // A parameter's name short enough for a column header or a plot axis:
 // hook.matrix_approximation_rank -> rank, optimizer.lr -> lr.

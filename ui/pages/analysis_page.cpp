@@ -73,7 +73,10 @@ AnalysisData compute(const Query& q) {
   AnalysisData out;
   if (q.sweep_id)
     if (const auto sweep = store.sweep(q.sweep_id))
-      for (const auto& axis : SweepSpec::parse(sweep->spec).axes) out.axes.push_back(axis.param);
+      for (const auto& axis : SweepSpec::parse(sweep->spec).axes) {
+        out.axes.push_back(axis.param);
+        if (axis.log) out.log_axes.insert(axis.param);
+      }
   const auto runs = store.runs(filter);
   std::vector<std::int64_t> ids;
   for (const auto& run : runs) ids.push_back(run.id);
@@ -317,9 +320,28 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   importance_layout->addWidget(importance_, 1);
   importance_layout->addWidget(importance_note);
 
+  // The slice plot: the tail loss against one swept parameter, every trial a point.
+  slice_param_ = new QComboBox(this);
+  slice_param_->setObjectName("analysis:slice_param");
+  slice_ = new QCustomPlot(this);
+  slice_->setObjectName("plot:slice");
+  slice_->setMinimumSize(320, 220);
+  slice_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  slice_->yAxis->setLabel("tail loss");
+  auto* slice_box = new QWidget(this);
+  auto* slice_layout = new QVBoxLayout(slice_box);
+  slice_layout->setContentsMargins(0, 0, 0, 0);
+  auto* slice_controls = new QHBoxLayout;
+  slice_controls->addWidget(new QLabel("Tail loss against", this));
+  slice_controls->addWidget(slice_param_, 1);
+  slice_layout->addLayout(slice_controls);
+  slice_layout->addWidget(slice_, 1);
+  connect(slice_param_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_slice);
+
   views_ = new QTabWidget(this);
   views_->setObjectName("analysis:views");
   views_->addTab(plots, "Pareto and heatmap");
+  views_->addTab(slice_box, "Slices");
   views_->addTab(parallel_box, "Parallel coordinates");
   views_->addTab(importance_box, "Parameter importance");
   auto* splitter = new QSplitter(Qt::Vertical, this);
@@ -348,12 +370,15 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   connect(refresh_button, &QPushButton::clicked, this, &AnalysisPage::refresh);
   pareto_readout_ = new PlotReadout(pareto_, [this](const QPointF& at) { return pareto_hit(at); });
   heatmap_readout_ = new PlotReadout(heatmap_, [this](const QPointF& at) { return heatmap_hit(at); });
-  for (auto* readout : {pareto_readout_, heatmap_readout_})
+  slice_readout_ = new PlotReadout(slice_, [this](const QPointF& at) { return slice_hit(at); });
+  for (auto* readout : {pareto_readout_, heatmap_readout_, slice_readout_})
     connect(readout, &PlotReadout::clicked, this, &AnalysisPage::open_runs_requested);
   apply_theme(current_theme());
 }
 
-std::vector<QCustomPlot*> AnalysisPage::plots() const { return {pareto_, heatmap_, parallel_->plot(), importance_}; }
+std::vector<QCustomPlot*> AnalysisPage::plots() const {
+  return {pareto_, heatmap_, parallel_->plot(), importance_, slice_};
+}
 
 std::int64_t AnalysisPage::shown_sweep() const { return scope_->currentData().toLongLong(); }
 
@@ -414,7 +439,12 @@ void AnalysisPage::analyse() {
       [this, generation](const Outcome<AnalysisData>& out) {
         --pending_;
         if (generation != generation_) return;  // a newer request is on its way
-        data_ = out.value ? *out.value : AnalysisData{{}, {}, {}, {}, out.error};
+        if (out.value) {
+          data_ = *out.value;
+        } else {
+          data_ = AnalysisData{};
+          data_.note = out.error;
+        }
         note_->setText(data_.note);
         {
           // The same sweep analysed again (another tolerance, cluster): the heatmap keeps its parameters.
@@ -430,9 +460,15 @@ void AnalysisPage::analyse() {
           const bool keep = kept_x != kept_y && heat_x_->findText(kept_x) >= 0 && heat_y_->findText(kept_y) >= 0;
           heat_x_->setCurrentText(keep ? kept_x : QString::fromStdString(x));
           heat_y_->setCurrentText(keep ? kept_y : QString::fromStdString(y));
+          const auto kept_slice = slice_param_->currentText();
+          QSignalBlocker bs(slice_param_);
+          slice_param_->clear();
+          for (const auto& a : data_.axes) slice_param_->addItem(QString::fromStdString(a));
+          if (slice_param_->findText(kept_slice) >= 0) slice_param_->setCurrentText(kept_slice);
         }
         draw_pareto();
         draw_heatmap();
+        draw_slice();
         fill_what_if();
         fill_parallel();
         draw_importance();
@@ -441,12 +477,13 @@ void AnalysisPage::analyse() {
 }
 
 void AnalysisPage::apply_theme(const Theme& t) {
-  for (auto* plot : {pareto_, heatmap_, importance_}) {
+  for (auto* plot : {pareto_, heatmap_, importance_, slice_}) {
     style_plot(plot, t);
     plot->replot();
   }
   parallel_->apply_theme(t);
   draw_pareto();
+  draw_slice();
   draw_importance();
 }
 
@@ -651,7 +688,104 @@ std::optional<PlotHit> AnalysisPage::pareto_hit(const QPointF& pixel) const {
   return hit;
 }
 
+void AnalysisPage::draw_contour(const std::string& xa, const std::string& ya) {
+  heat_contour_ = true;
+  heat_trials_.clear();
+  struct Trial {
+    double x, y, loss;
+    const AnalysisPoint* point;
+  };
+  std::vector<Trial> trials;
+  std::set<std::int64_t> seen;
+  for (const auto& p : data_.points)
+    if (p.axis_values.count(xa) && p.axis_values.count(ya) && std::isfinite(p.loss_mean) &&
+        seen.insert(p.configuration_run ? p.configuration_run : p.run_id).second)
+      trials.push_back({*finite_number(p.axis_values.at(xa)), *finite_number(p.axis_values.at(ya)), p.loss_mean, &p});
+  if (trials.size() < 2) return heatmap_->replot();
+  // Each parameter on the scale the sweep drew it on (a range with `log`).
+  const auto span = [&](auto member, const std::string& name) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& t : trials) lo = std::min(lo, t.*member), hi = std::max(hi, t.*member);
+    return std::make_tuple(lo, hi, lo > 0 && data_.log_axes.count(name) > 0);
+  };
+  const auto [x_lo, x_hi, x_log] = span(&Trial::x, xa);
+  const auto [y_lo, y_hi, y_log] = span(&Trial::y, ya);
+  const auto to_unit = [](double v, double lo, double hi, bool log) {
+    if (hi <= lo) return 0.5;
+    return log ? std::log(v / lo) / std::log(hi / lo) : (v - lo) / (hi - lo);
+  };
+  // Inverse-distance weighting (power 2) in the unit square, then 8 levels: a filled contour.
+  constexpr int kCells = 60, kLevels = 8;
+  double loss_lo = INFINITY, loss_hi = -INFINITY;
+  for (const auto& t : trials) loss_lo = std::min(loss_lo, t.loss), loss_hi = std::max(loss_hi, t.loss);
+  auto* map = new QCPColorMap(heatmap_->xAxis, heatmap_->yAxis);
+  map->setObjectName("heatmap:contour");
+  map->data()->setSize(kCells, kCells);
+  map->data()->setRange(QCPRange(0, 1), QCPRange(0, 1));
+  for (int i = 0; i < kCells; ++i)
+    for (int j = 0; j < kCells; ++j) {
+      const double u = (i + 0.5) / kCells, v = (j + 0.5) / kCells;
+      double weights = 0, sum = 0;
+      for (const auto& t : trials) {
+        const double du = u - to_unit(t.x, x_lo, x_hi, x_log), dv = v - to_unit(t.y, y_lo, y_hi, y_log);
+        const double w = 1.0 / std::max(1e-9, du * du + dv * dv);
+        weights += w;
+        sum += w * t.loss;
+      }
+      const double value = sum / weights;
+      const double level = loss_hi > loss_lo ? std::floor((value - loss_lo) / (loss_hi - loss_lo) * kLevels) : 0;
+      map->data()->setCell(i, j, loss_lo + std::min<double>(kLevels - 1, level) * (loss_hi - loss_lo) / kLevels);
+    }
+  auto* scale = new QCPColorScale(heatmap_);
+  heatmap_->plotLayout()->addElement(0, 1, scale);
+  scale->axis()->setLabel("tail loss (8 levels between the trials)");
+  map->setColorScale(scale);
+  map->setGradient(viridis_gradient());
+  map->setInterpolate(false);
+  map->setDataRange(QCPRange(loss_lo, loss_hi > loss_lo ? loss_hi : loss_lo + 1));
+  auto* points = heatmap_->addGraph();
+  points->setObjectName("heatmap:trials");
+  points->setLineStyle(QCPGraph::lsNone);
+  points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(Qt::white, 1.5), QBrush(Qt::black), 7));
+  std::sort(trials.begin(), trials.end(), [&](const Trial& a, const Trial& b) {
+    return to_unit(a.x, x_lo, x_hi, x_log) < to_unit(b.x, x_lo, x_hi, x_log);
+  });
+  for (const auto& t : trials) {
+    points->addData(to_unit(t.x, x_lo, x_hi, x_log), to_unit(t.y, y_lo, y_hi, y_log));
+    heat_trials_.push_back(t.point);
+  }
+  // Ticks in the parameters' own values along the unit square.
+  const auto ticker = [&](double lo, double hi, bool log) {
+    QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
+    std::vector<QString> texts;
+    for (int k = 0; k <= 4; ++k)
+      texts.push_back(QString::number(log ? lo * std::pow(hi / lo, k / 4.0) : lo + (hi - lo) * k / 4.0, 'g', 12));
+    const auto labels = short_value_labels(texts);
+    for (int k = 0; k <= 4; ++k) t->addTick(k / 4.0, labels[static_cast<std::size_t>(k)]);
+    return t;
+  };
+  heatmap_->xAxis->setTicker(ticker(x_lo, x_hi, x_log));
+  heatmap_->yAxis->setTicker(ticker(y_lo, y_hi, y_log));
+  heatmap_->xAxis->setLabel(QString::fromStdString(xa) + (x_log ? " (log)" : ""));
+  heatmap_->yAxis->setLabel(QString::fromStdString(ya) + (y_log ? " (log)" : ""));
+  heatmap_->xAxis->setRange(-0.03, 1.03);
+  heatmap_->yAxis->setRange(-0.03, 1.03);
+  heatmap_->replot();
+}
+
 std::optional<PlotHit> AnalysisPage::heatmap_hit(const QPointF& pixel) const {
+  if (heat_contour_) {
+    const auto near = nearest_point(heatmap_, pixel);
+    if (!near || near->index >= static_cast<int>(heat_trials_.size())) return std::nullopt;
+    const auto* p = heat_trials_[static_cast<std::size_t>(near->index)];
+    const auto id = p->configuration_run ? p->configuration_run : p->run_id;
+    QStringList values;
+    for (const auto& [name, value] : p->axis_values) values << QString::fromStdString(name) + " = " + value;
+    return PlotHit{QString("run %1 %2: %3, tail loss %4")
+                       .arg(id)
+                       .arg(p->label, values.join(", "), QString::number(p->loss_mean, 'g', 5)),
+                   {id}};
+  }
   const int i = static_cast<int>(std::lround(heatmap_->xAxis->pixelToCoord(pixel.x())));
   const int j = static_cast<int>(std::lround(heatmap_->yAxis->pixelToCoord(pixel.y())));
   const auto it = heat_cells_.find({i, j});
@@ -659,19 +793,88 @@ std::optional<PlotHit> AnalysisPage::heatmap_hit(const QPointF& pixel) const {
   return it->second;
 }
 
-std::vector<QString> short_value_labels(const std::vector<QString>& values) {
-  // Numbers with as few significant digits as keep them apart (0.0447, not 0.04472135955).
-  for (int digits = 3; digits <= 12; ++digits) {
-    std::vector<QString> out;
-    std::set<QString> seen;
-    for (const auto& v : values) {
-      const auto number = finite_number(v);
-      out.push_back(number ? QString::number(*number, 'g', digits) : v);
-      seen.insert(out.back());
+void AnalysisPage::draw_slice() {
+  slice_->clearGraphs();
+  slice_->clearItems();
+  slice_points_.clear();
+  const auto param = slice_param_->currentText().toStdString();
+  slice_->xAxis->setLabel(param.empty() ? "a slice needs a swept parameter" : QString::fromStdString(param));
+  // One point per configuration (its seeds' mean), in the order of its value.
+  std::vector<const AnalysisPoint*> points;
+  std::set<std::int64_t> seen;
+  for (const auto& p : data_.points)
+    if (p.axis_values.count(param) && std::isfinite(p.loss_mean) &&
+        seen.insert(p.configuration_run ? p.configuration_run : p.run_id).second)
+      points.push_back(&p);
+  bool numeric = !points.empty();
+  double lo = INFINITY, hi = -INFINITY;
+  std::vector<QString> categories;
+  for (const auto* p : points) {
+    const auto& text = p->axis_values.at(param);
+    if (const auto v = finite_number(text)) {
+      lo = std::min(lo, *v);
+      hi = std::max(hi, *v);
+    } else {
+      numeric = false;
     }
-    if (seen.size() == std::set<QString>(values.begin(), values.end()).size()) return out;
+    if (std::find(categories.begin(), categories.end(), text) == categories.end()) categories.push_back(text);
   }
-  return values;
+  std::sort(categories.begin(), categories.end(), [](const QString& a, const QString& b) {
+    const auto da = finite_number(a), db = finite_number(b);
+    return da && db ? *da < *db : a < b;
+  });
+  const auto x_of = [&](const AnalysisPoint& p) {
+    const auto& text = p.axis_values.at(param);
+    return numeric ? *finite_number(text)
+                   : double(std::find(categories.begin(), categories.end(), text) - categories.begin());
+  };
+  std::stable_sort(points.begin(), points.end(), [&](const auto* a, const auto* b) { return x_of(*a) < x_of(*b); });
+  const Theme t = current_theme();
+  auto* trials = slice_->addGraph();
+  trials->setLineStyle(QCPGraph::lsNone);
+  trials->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, t.series_color(0), 7));
+  const AnalysisPoint* best = nullptr;
+  for (const auto* p : points) {
+    trials->addData(x_of(*p), p->loss_mean);
+    slice_points_.push_back(p);
+    if (!best || p->loss_mean < best->loss_mean) best = p;
+  }
+  if (best) {
+    auto* ring = slice_->addGraph();
+    ring->setLineStyle(QCPGraph::lsNone);
+    ring->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(t.series_color(1), 2), QBrush(), 13));
+    ring->addData(x_of(*best), best->loss_mean);
+  }
+  const bool log = numeric && lo > 0 && hi / lo > 100;
+  set_log_axis(slice_->xAxis, log);
+  if (!numeric) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const auto labels = short_value_labels(categories);
+    for (std::size_t k = 0; k < categories.size(); ++k) ticker->addTick(double(k), labels[k]);
+    slice_->xAxis->setTicker(ticker);
+  }
+  slice_->rescaleAxes();
+  if (log)
+    slice_->xAxis->setRange(lo / 1.5, hi * 1.5);
+  else
+    slice_->xAxis->scaleRange(1.15);
+  slice_->yAxis->scaleRange(1.15);
+  widen_flat_range(slice_->yAxis);
+  slice_->replot();
+}
+
+std::optional<PlotHit> AnalysisPage::slice_hit(const QPointF& pixel) const {
+  const auto near = nearest_point(slice_, pixel);
+  if (!near || near->graph != slice_->graph(0) || near->index >= static_cast<int>(slice_points_.size()))
+    return std::nullopt;
+  const auto* p = slice_points_[static_cast<std::size_t>(near->index)];
+  const auto id = p->configuration_run ? p->configuration_run : p->run_id;
+  return PlotHit{QString("run %1 %2: %3 = %4, tail loss %5")
+                     .arg(id)
+                     .arg(p->label, slice_param_->currentText(),
+                          p->axis_values.at(slice_param_->currentText().toStdString()),
+                          QString::number(p->loss_mean, 'g', 5)),
+                 {id}};
 }
 
 std::pair<std::string, std::string> default_heatmap_axes(const AnalysisData& data) {
@@ -735,6 +938,17 @@ void AnalysisPage::draw_heatmap() {
     }
   const auto xs = order(xs_set), ys = order(ys_set);
   if (xs.empty() || ys.empty()) return heatmap_->replot();
+  // Values drawn rather than gridded (random search, TPE) fill few cells of
+  // their grid: a filled contour of the loss between the trials instead.
+  std::size_t both = 0;
+  bool numeric = true;
+  for (const auto& p : data_.points)
+    if (p.axis_values.count(xa) && p.axis_values.count(ya)) {
+      ++both;
+      numeric = numeric && finite_number(p.axis_values.at(xa)) && finite_number(p.axis_values.at(ya));
+    }
+  if (numeric && both >= 4 && xs.size() * ys.size() > 2 * both) return draw_contour(xa, ya);
+  heat_contour_ = false;
   auto* map = new QCPColorMap(heatmap_->xAxis, heatmap_->yAxis);
   map->setObjectName("heatmap:cells");
   map->data()->setSize(static_cast<int>(xs.size()), static_cast<int>(ys.size()));

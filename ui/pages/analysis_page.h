@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,13 +63,11 @@ struct AnalysisData {
   std::vector<AnalysisPoint> points;
   std::vector<WhatIfRow> what_if;
   std::vector<std::string> axes;  // the sweep's swept parameters
+  std::set<std::string> log_axes;  // those its spec draws on a log scale
   ImportanceResult importance;
   QString note;  // why something is missing
 };
 
-// Tick labels for a heatmap's values: numbers to the fewest significant
-// digits that keep them distinct, words as they are.
-std::vector<QString> short_value_labels(const std::vector<QString>& values);
 // The heatmap's parameters for a sweep: (x, y).
 std::pair<std::string, std::string> default_heatmap_axes(const AnalysisData& data);
 
@@ -91,6 +90,7 @@ class AnalysisPage : public QWidget {
   QTabWidget* views() const { return views_; }
   PlotReadout* pareto_readout() const { return pareto_readout_; }
   PlotReadout* heatmap_readout() const { return heatmap_readout_; }
+  PlotReadout* slice_readout() const { return slice_readout_; }
 
  Q_SIGNALS:
   void analysed();
@@ -107,6 +107,9 @@ class AnalysisPage : public QWidget {
   void fill_parallel();
   void fill_parallel_table();
   void draw_importance();
+  void draw_slice();
+  void draw_contour(const std::string& x, const std::string& y);
+  std::optional<PlotHit> slice_hit(const QPointF& pixel) const;
   std::optional<PlotHit> pareto_hit(const QPointF& pixel) const;
   std::optional<PlotHit> heatmap_hit(const QPointF& pixel) const;
 
@@ -133,6 +136,12 @@ class AnalysisPage : public QWidget {
   AnalysisData data_;
   std::vector<const AnalysisPoint*> pareto_points_;  // in the order of the Pareto plot's points
   std::map<std::pair<int, int>, PlotHit> heat_cells_;  // what each heatmap cell reads
+  bool heat_contour_ = false;                          // drawn as a filled contour (values not on a grid)
+  std::vector<const AnalysisPoint*> heat_trials_;      // the contour's trial points, in their graph's order
+  std::vector<const AnalysisPoint*> slice_points_;  // in the order of the slice plot's points
+  QComboBox* slice_param_;
+  QCustomPlot* slice_;
+  PlotReadout* slice_readout_;
   PlotReadout* pareto_readout_;
   PlotReadout* heatmap_readout_;
   std::int64_t wanted_sweep_ = -1;

@@ -175,7 +175,8 @@ void DashboardPage::discover_runs() {
 
 void DashboardPage::follow(const Found& found) {
   const auto run_id = found.start.run_id;
-  if (followed_.count(run_id)) return;
+  // This window's own runs come through the live feed; a signal to "their process" would stop the app.
+  if (followed_.count(run_id) || found.owner == db::this_process_owner()) return;
   on_started(found.start);
   auto& t = tracks_[run_id];
   t.owner = found.owner;

@@ -17,6 +17,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -143,6 +144,10 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   table_->setTextElideMode(Qt::ElideRight);  // a trial's name starts with what sets it apart; its tooltip has it all
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(table_, &QWidget::customContextMenuRequested, this, &RunsPage::show_menu);
+  // The column chooser: right-click a header.
+  table_->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+  table_->horizontalHeader()->setToolTip("Right-click: choose the columns, save them as a view");
+  connect(table_->horizontalHeader(), &QWidget::customContextMenuRequested, this, &RunsPage::show_column_menu);
 
   search_ = new QLineEdit(this);
   search_->setObjectName("runs:search");
@@ -420,6 +425,7 @@ void RunsPage::refresh() {
           for (const auto& [param, value] : query.params) known.insert(param);
         }
         known_params_.assign(known.begin(), known.end());
+        set_hidden_columns(QSettings().value("runs/hidden_columns").toStringList());  // by name: the columns change
         apply_filter();
         empty_->setText(model_->rowCount() ? "No run matches the filter."
                                            : "No runs yet: start one on the Launch page (Ctrl+R).");
@@ -541,6 +547,71 @@ void RunsPage::ask_to_rename_sweep(std::int64_t sweep_id) {
   if (ok) rename_sweep(sweep_id, name);
 }
 
+QStringList RunsPage::column_names() const {
+  QStringList out;
+  for (int c = 0; c < model_->columnCount(); ++c) out << model_->headerData(c, Qt::Horizontal).toString();
+  return out;
+}
+
+QStringList RunsPage::hidden_columns() const {
+  QStringList out;
+  for (int c = 0; c < model_->columnCount(); ++c)
+    if (table_->isColumnHidden(c)) out << model_->headerData(c, Qt::Horizontal).toString();
+  return out;
+}
+
+void RunsPage::set_hidden_columns(const QStringList& hidden) {
+  for (int c = 0; c < model_->columnCount(); ++c)
+    table_->setColumnHidden(c, c != kId && hidden.contains(model_->headerData(c, Qt::Horizontal).toString()));
+  QSettings().setValue("runs/hidden_columns", hidden_columns());
+}
+
+void RunsPage::set_column_visible(const QString& name, bool visible) {
+  auto hidden = hidden_columns();
+  hidden.removeAll(name);
+  if (!visible) hidden << name;
+  set_hidden_columns(hidden);
+}
+
+QStringList RunsPage::views() const {
+  QSettings settings;
+  settings.beginGroup("runs/views");
+  auto names = settings.childKeys();
+  names.sort();
+  return names;
+}
+
+void RunsPage::save_view(const QString& name) {
+  QSettings().setValue("runs/views/" + name, hidden_columns());
+}
+
+void RunsPage::apply_view(const QString& name) {
+  set_hidden_columns(QSettings().value("runs/views/" + name).toStringList());
+}
+
+void RunsPage::show_column_menu(const QPoint& at) {
+  QMenu menu(this);
+  for (const auto& name : column_names()) {
+    if (name == kHeaders[kId]) continue;  // the run's id always shows
+    auto* action = menu.addAction(name);
+    action->setCheckable(true);
+    action->setChecked(!hidden_columns().contains(name));
+    connect(action, &QAction::toggled, this, [this, name](bool on) { set_column_visible(name, on); });
+  }
+  menu.addSeparator();
+  menu.addAction("Show every column", this, [this] { set_hidden_columns({}); });
+  menu.addAction("Save these columns as a view…", this, [this] {
+    bool ok = false;
+    const auto name = QInputDialog::getText(this, "Save view", "Name of the view", QLineEdit::Normal, {}, &ok);
+    if (ok && !name.trimmed().isEmpty()) save_view(name.trimmed());
+  });
+  if (const auto saved = views(); !saved.isEmpty()) {
+    auto* views_menu = menu.addMenu("Views");
+    for (const auto& name : saved) views_menu->addAction(name, this, [this, name] { apply_view(name); });
+  }
+  menu.exec(table_->horizontalHeader()->mapToGlobal(at));
+}
+
 void RunsPage::show_menu(const QPoint& at) {
   const auto ids = selected_runs();
   if (ids.empty()) return;
@@ -580,11 +651,14 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
     QString label;
     std::vector<LivePoint> points;
     BucketStats buckets;
+    std::vector<std::pair<QString, QString>> swept;  // its values of the swept parameters: the legend's columns
   };
+  std::vector<std::string> swept;
+  for (const auto& p : param_columns_) swept.push_back(p.toStdString());
   ++pending_;
   run_async(
       this,
-      [path = store_path_.toStdString(), run_ids] {
+      [path = store_path_.toStdString(), run_ids, swept] {
         db::Store store(path, db::Store::Access::ReadOnly);
         std::vector<Loaded> out;
         for (const auto id : run_ids) {
@@ -595,10 +669,15 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
             buckets.step = std::max(buckets.step, point.step);
             buckets.values[static_cast<std::uint32_t>(point.bucket)][name] = point.value;
           }
+          const auto params = query_row(*run, {}, {}, store.params(id)).params;
+          std::vector<std::pair<QString, QString>> values;
+          for (const auto& p : swept)
+            if (const auto it = params.find(p); it != params.end())
+              values.emplace_back(QString::fromStdString(p), QString::fromStdString(it->second));
           out.push_back({id,
                          QString("%1 %2").arg(id).arg(
                              QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name)),
-                         stored_points(id, store.steps(id)), std::move(buckets)});
+                         stored_points(id, store.steps(id)), std::move(buckets), std::move(values)});
         }
         return out;
       },
@@ -610,7 +689,7 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
           return;
         }
         for (const auto& run : *out.value) {
-          plots_->add_run(run.id, run.label);
+          plots_->add_run(run.id, run.label, run.swept);
           for (const auto& p : run.points) plots_->append(p);
           plots_->set_bucket_stats(run.buckets);
         }

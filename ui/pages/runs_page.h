@@ -28,6 +28,7 @@ class QStandardItemModel;
 class QTableView;
 class QTableWidget;
 class QCheckBox;
+class QPoint;
 
 namespace commtune::db {
 class Store;
@@ -68,6 +69,15 @@ class RunsPage : public QWidget {
   void ask_to_delete_runs(const std::vector<std::int64_t>& run_ids);
   void ask_to_rename_sweep(std::int64_t sweep_id);
 
+  // The column chooser (right-click a header): columns by their header,
+  // remembered; a view is a named set of hidden columns.
+  QStringList column_names() const;
+  QStringList hidden_columns() const;
+  void set_column_visible(const QString& name, bool visible);
+  QStringList views() const;
+  void save_view(const QString& name);
+  void apply_view(const QString& name);
+
  Q_SIGNALS:
   // The user asked to follow this running run on the dashboard.
   void watch_live(qint64 run_id);
@@ -78,6 +88,8 @@ class RunsPage : public QWidget {
   void show_diff(const std::vector<std::int64_t>& ids);
   void apply_filter();
   void show_menu(const QPoint& at);
+  void show_column_menu(const QPoint& at);
+  void set_hidden_columns(const QStringList& hidden);
   void edit_annotation(std::int64_t run_id);
   // Runs `change` on the store off the UI thread, then reads the list again.
   void change_store(const QString& what, std::function<void(db::Store&)> change);

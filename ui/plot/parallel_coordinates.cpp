@@ -128,25 +128,16 @@ void ParallelCoordinates::redraw() {
   plot_->xAxis->setTicker(ticker);
   plot_->xAxis->setRange(-0.4, std::max<double>(1, static_cast<double>(axes_.size()) - 0.6));
 
-  // Colour by the finite values' range: low (good) dark, high light.
-  double lo = INFINITY, hi = -INFINITY;
-  for (const auto& l : lines_)
-    if (std::isfinite(l.colour_value)) {
-      lo = std::min(lo, l.colour_value);
-      hi = std::max(hi, l.colour_value);
-    }
-  QCPColorGradient gradient = viridis_gradient();  // color() is not const
-  const QCPRange range(lo, hi > lo ? hi : lo + 1);
-  for (std::size_t l = 0; l < lines_.size(); ++l) {
+  for (std::size_t l : drawing_order()) {
     auto* curve = new QCPCurve(plot_->xAxis, plot_->yAxis);
+    // A run without a parameter (another hook's) goes straight from the axis before to the one after.
     QVector<QCPCurveData> points;
     for (std::size_t a = 0; a < axes_.size(); ++a)
-      points.append(QCPCurveData(static_cast<double>(a), static_cast<double>(a),
-                                 positions_[l][a] ? *positions_[l][a] : std::nan("")));
+      if (positions_[l][a])
+        points.append(QCPCurveData(static_cast<double>(points.size()), static_cast<double>(a), *positions_[l][a]));
     curve->data()->set(points, true);
     const bool selected = matches(l);
-    QColor colour = std::isfinite(lines_[l].colour_value) ? QColor(gradient.color(lines_[l].colour_value, range))
-                                                          : QColor(0xd9, 0x53, 0x4f);  // diverged
+    QColor colour = line_colour(l);
     if (!selected) colour = theme.muted, colour.setAlpha(50);
     curve->setPen(QPen(colour, selected ? 1.6 : 1));
     curve->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, selected ? 5 : 3));
@@ -169,8 +160,7 @@ void ParallelCoordinates::redraw() {
     };
     const auto& s = scales_[a];
     if (s.numeric) {
-      label(0, QString::number(s.lo, 'g', 4));
-      label(1, QString::number(s.hi, 'g', 4) + (s.log ? " (log)" : ""));
+      for (const auto& [at, text] : numeric_labels(a)) label(at, text);
     } else {
       for (std::size_t c = 0; c < s.categories.size(); ++c)
         label(s.categories.size() > 1 ? double(c) / double(s.categories.size() - 1) : 0.5, s.categories[c]);
@@ -186,6 +176,61 @@ void ParallelCoordinates::redraw() {
     }
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+std::vector<std::pair<double, QString>> ParallelCoordinates::numeric_labels(std::size_t axis) const {
+  // Every value of a grid's axis (up to 8); else five evenly spaced along it.
+  const auto& s = scales_[axis];
+  std::vector<double> values;
+  for (const auto& line : lines_)
+    if (const auto v = finite_number(line.values[axis]);
+        v && std::find(values.begin(), values.end(), *v) == values.end())
+      values.push_back(*v);
+  if (values.size() > 8) {
+    values.clear();
+    for (int k = 0; k <= 4; ++k) {
+      const double t = k / 4.0;
+      values.push_back(s.log ? s.lo * std::pow(s.hi / s.lo, t) : s.lo + t * (s.hi - s.lo));
+    }
+  }
+  std::sort(values.begin(), values.end());
+  std::vector<QString> texts;
+  for (const double v : values) texts.push_back(QString::number(v, 'g', 12));
+  texts = short_value_labels(texts);
+  std::vector<std::pair<double, QString>> out;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const double lo = s.log ? std::log(s.lo) : s.lo, hi = s.log ? std::log(s.hi) : s.hi;
+    const double x = s.log ? std::log(values[k]) : values[k];
+    out.emplace_back(hi > lo ? (x - lo) / (hi - lo) : 0.5, texts[k] + (s.log && k + 1 == values.size() ? " (log)" : ""));
+  }
+  return out;
+}
+
+QColor ParallelCoordinates::line_colour(std::size_t line) const {
+  // Viridis over the finite values' range, the best (lowest) end the one
+  // that stands out on the background: dark purple on light, yellow on dark.
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& l : lines_)
+    if (std::isfinite(l.colour_value)) {
+      lo = std::min(lo, l.colour_value);
+      hi = std::max(hi, l.colour_value);
+    }
+  const double value = lines_[line].colour_value;
+  if (!std::isfinite(value)) return QColor(0xd9, 0x53, 0x4f);  // diverged
+  QCPColorGradient gradient = viridis_gradient();  // color() is not const
+  const QCPRange range(lo, hi > lo ? hi : lo + 1);
+  return QColor(gradient.color(current_theme().dark ? lo + hi - value : value, range));
+}
+
+std::vector<std::size_t> ParallelCoordinates::drawing_order() const {
+  // The best lines last, on top of the rest.
+  std::vector<std::size_t> order(lines_.size());
+  for (std::size_t l = 0; l < order.size(); ++l) order[l] = l;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const double va = lines_[a].colour_value, vb = lines_[b].colour_value;
+    return (std::isfinite(va) ? va : INFINITY) > (std::isfinite(vb) ? vb : INFINITY);
+  });
+  return order;
 }
 
 void ParallelCoordinates::on_press(QMouseEvent* event) {

@@ -1,11 +1,14 @@
 // A sweep as parallel coordinates: one vertical axis per swept parameter and
 // per result (tail loss, ms and MB per step), one line per trial, coloured by
-// its tail loss (low: dark). Drag along an axis to brush a range: trials
+// its tail loss (the best stand out: dark on a light theme, light on a dark
+// one, drawn on top). A run without a parameter (another hook's) passes that
+// axis by. Drag along an axis to brush a range: trials
 // outside every brush fade, and matching_runs() is what the table beside it
 // lists; a click on an axis clears its brush. Numbers spanning more than two
 // decades sit on a log scale; text values are spaced evenly in order.
 #pragma once
 
+#include <QColor>
 #include <QString>
 #include <QWidget>
 #include <cstdint>
@@ -38,6 +41,10 @@ class ParallelCoordinates : public QWidget {
   // Where a line crosses an axis, in [0, 1] (nullopt: the run has no value there).
   std::optional<double> position(std::size_t line, std::size_t axis) const;
   QCustomPlot* plot() const { return plot_; }
+  const std::vector<Line>& lines() const { return lines_; }
+  QColor line_colour(std::size_t line) const;  // as drawn when it matches the brushes
+  // A numeric axis's labels: (position in [0, 1], text).
+  std::vector<std::pair<double, QString>> numeric_labels(std::size_t axis) const;
   void apply_theme(const Theme& theme);
 
  Q_SIGNALS:
@@ -50,6 +57,7 @@ class ParallelCoordinates : public QWidget {
     std::vector<QString> categories;  // for text values, in order
   };
   void redraw();
+  std::vector<std::size_t> drawing_order() const;
   bool matches(std::size_t line) const;
   void on_press(QMouseEvent* event);
   void on_move(QMouseEvent* event);

@@ -14,6 +14,8 @@
 #include <QStackedLayout>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <cstdint>
+
 #include "ui/forms/param_field.h"
 #include "ui/plot/qcustomplot.h"
 
@@ -147,10 +149,15 @@ void set_log_axis(QCPAxis* axis, bool log) {
 void widen_flat_range(QCPAxis* axis) {
   const auto range = axis->range();
   if (axis->scaleType() == QCPAxis::stLogarithmic) {
-    // A log axis shows labels at powers of ten: keep at least one decade in view.
-    if (range.lower > 0 && range.upper / range.lower < 10) {
+    // Within a decade, labels at powers of ten would need a decade of empty
+    // space around the data: plain ticks (1.2, 1.4, ...) on the log scale instead.
+    const bool within_decade = range.lower > 0 && range.upper / range.lower < 10;
+    const bool log_ticks = !axis->ticker().dynamicCast<QCPAxisTickerLog>().isNull();
+    if (within_decade && log_ticks) axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    if (!within_decade && !log_ticks) axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
+    if (range.lower > 0 && range.upper / range.lower < 1.02) {  // flat: +-5% around it
       const double centre = std::sqrt(range.lower * range.upper);
-      axis->setRange(centre / std::sqrt(10.0), centre * std::sqrt(10.0));
+      axis->setRange(centre / 1.05, centre * 1.05);
     }
     return;
   }
@@ -261,7 +268,15 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   bucket_table_->verticalHeader()->setVisible(false);
   bucket_table_->setToolTip("The newest per-bucket statistics of the chosen run (rank 0)");
 
+  group_seeds_ = new QCheckBox("Group seeds", this);
+  group_seeds_->setObjectName("plots:group_seeds");
+  group_seeds_->setToolTip("Runs that differ only in their seed (labels ending seed=N) as one curve: their mean "
+                           "loss, with a band of one standard deviation either side");
+  connect(group_seeds_, &QCheckBox::toggled, this, [this] { regroup(); });
+
   auto* controls = new QHBoxLayout;
+  controls->addWidget(group_seeds_);
+  controls->addSpacing(12);
   controls->addWidget(new QLabel("Loss against", this));
   controls->addWidget(x_axis_);
   controls->addSpacing(12);
@@ -330,7 +345,8 @@ void RunPlots::set_x_axis_labels() {
   for (auto* p : {ratio_plot_, wire_plot_, breakdown_plot_}) p->xAxis->setLabel("step");
 }
 
-void RunPlots::add_run(std::int64_t run_id, const QString& label) {
+void RunPlots::add_run(std::int64_t run_id, const QString& label,
+                       const std::vector<std::pair<QString, QString>>& values) {
   if (has_run(run_id)) return;
   auto run = std::make_unique<Run>();
   run->id = run_id;
@@ -352,24 +368,28 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label) {
     run->item->setCheckState(0, Qt::Checked);
     run->item->setText(0, QString::number(run_id));
     run->item->setData(0, Qt::UserRole + 1, static_cast<double>(run_id));
-    // "2 matrix_approximation_rank=1 lr=0.05": a column per parameter, the rest as the trial's text.
+    // "2 matrix_approximation_rank=1 lr=0.05": a column per parameter, the
+    // rest as the trial's text; the values given, when there are (a renamed
+    // run's label has none), instead of the label's.
     QStringList other;
+    std::vector<std::pair<QString, QString>> columns = values;
     for (const auto& word : label.split(' ', Qt::SkipEmptyParts)) {
       const auto eq = word.indexOf('=');
       if (word == QString::number(run_id)) continue;
-      if (eq <= 0) {
+      if (eq <= 0)
         other << word;
-        continue;
-      }
-      const auto key = word.left(eq);
+      else if (values.empty())
+        columns.emplace_back(word.left(eq), word.mid(eq + 1));
+    }
+    for (const auto& [key, value] : columns) {
       int column = legend_keys_.indexOf(key);
       if (column < 0) {
         legend_keys_ << key;
         column = static_cast<int>(legend_keys_.size()) - 1;
         update_legend_header();
       }
-      run->item->setText(column + 1, word.mid(eq + 1));
-      run->item->setData(column + 1, Qt::UserRole + 1, sort_key(word.mid(eq + 1)));
+      run->item->setText(column + 1, value);
+      run->item->setData(column + 1, Qt::UserRole + 1, sort_key(value));
     }
     run->other_text = other.join(' ');
     bool has_values = false;
@@ -386,6 +406,7 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label) {
   runs_.push_back(std::move(run));
   breakdown_run_->addItem(label, QVariant::fromValue<qlonglong>(run_id));
   static_cast<QStackedLayout*>(layout())->setCurrentIndex(1);
+  if (group_seeds_->isChecked()) regroup();  // a new replica joins its group
 }
 
 bool RunPlots::has_run(std::int64_t run_id) const {
@@ -520,8 +541,12 @@ void RunPlots::visibility_changed() {
   QSignalBlocker block(run_list_);
   for (auto& r : runs_) {
     r->item->setCheckState(0, r->visible ? Qt::Checked : Qt::Unchecked);
-    for (auto* g : {r->loss, r->ratio, r->wire}) g->setVisible(r->visible);
-    r->raw_loss->setVisible(r->visible && smoothing_ > 0);
+    const bool grouped = std::any_of(groups_.begin(), groups_.end(), [&](const Drawn& g) {
+      return std::count(g.group.runs.begin(), g.group.runs.end(), r->id) > 0;
+    });
+    for (auto* g : {r->ratio, r->wire}) g->setVisible(r->visible);
+    r->loss->setVisible(r->visible && !grouped);  // its group's mean and band stand for it
+    r->raw_loss->setVisible(r->visible && !grouped && smoothing_ > 0);
   }
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) {
     p->rescaleAxes(true);
@@ -539,10 +564,8 @@ void RunPlots::set_smoothing(double weight) {
     smoothing_slider_->setValue(static_cast<int>(std::lround(weight * 100)));
   }
   smoothing_label_->setText(QString::number(weight, 'f', 2));
-  for (auto& r : runs_) {
-    redraw_from_raw(*r);
-    r->raw_loss->setVisible(r->visible && smoothing_ > 0);
-  }
+  for (auto& r : runs_) redraw_from_raw(*r);
+  visibility_changed();
   refresh();
 }
 
@@ -582,7 +605,101 @@ void RunPlots::truncate(std::int64_t run_id, std::int64_t step) {
   redraw_from_raw(*run);
 }
 
+std::vector<RunPlots::SeedGroup> RunPlots::seed_groups() const {
+  // The label without its id and its seed=N word: runs that share it are replicas.
+  std::map<QString, std::vector<std::int64_t>> by_key;
+  for (const auto& r : runs_) {
+    QStringList words = r->label.split(' ', Qt::SkipEmptyParts);
+    const auto seed = std::find_if(words.begin(), words.end(), [](const QString& w) { return w.startsWith("seed="); });
+    if (seed == words.end()) continue;
+    words.erase(seed);
+    words.removeAll(QString::number(r->id));
+    by_key[words.join(' ')].push_back(r->id);
+  }
+  std::vector<SeedGroup> out;
+  for (auto& [key, ids] : by_key)
+    if (ids.size() >= 2) out.push_back({key, std::move(ids)});
+  return out;
+}
+
+void RunPlots::regroup() {
+  for (auto& g : groups_)
+    for (auto* graph : {g.mean, g.upper, g.lower}) loss_plot_->removeGraph(graph);
+  groups_.clear();
+  if (group_seeds_->isChecked()) {
+    for (auto& group : seed_groups()) {
+      Drawn d{std::move(group), loss_plot_->addGraph(), loss_plot_->addGraph(), loss_plot_->addGraph()};
+      d.upper->setChannelFillGraph(d.lower);
+      d.mean->setName(d.group.key);
+      groups_.push_back(std::move(d));
+    }
+  }
+  restyle_groups();
+  draw_groups();
+  visibility_changed();
+}
+
+void RunPlots::restyle_groups() {
+  for (auto& g : groups_) {
+    const auto* first = find(g.group.runs.front());
+    QColor colour = theme_.series_color(first ? first->index : 0);
+    g.mean->setPen(QPen(colour, 2));
+    QColor band = colour;
+    band.setAlpha(50);
+    for (auto* edge : {g.upper, g.lower}) edge->setPen(Qt::NoPen);
+    g.upper->setBrush(band);
+  }
+}
+
+void RunPlots::draw_groups() {
+  // Mean and standard deviation over the replicas at each step they all reached, smoothed as the curves are.
+  const bool by_wall = x_axis_->currentIndex() == 1;
+  for (auto& g : groups_) {
+    std::vector<const Run*> members;
+    for (const auto id : g.group.runs)
+      if (const auto* r = find(id)) members.push_back(r);
+    std::size_t steps = SIZE_MAX;
+    for (const auto* r : members) steps = std::min(steps, r->raw.size());
+    QVector<double> xs, means, uppers, lowers;
+    double ema_mean = 0, ema_sd = 0;
+    int count_mean = 0, count_sd = 0;
+    for (std::size_t i = 0; i < (members.empty() ? 0 : steps); ++i) {
+      double sum = 0, sum_sq = 0, wall = 0;
+      for (const auto* r : members) {
+        sum += r->raw[i].loss;
+        sum_sq += r->raw[i].loss * r->raw[i].loss;
+        wall += r->raw[i].wall_s;
+      }
+      const double n = static_cast<double>(members.size());
+      const double mean = sum / n;
+      const double sd = std::sqrt(std::max(0.0, (sum_sq - n * mean * mean) / (n - 1)));
+      const double m = smooth(ema_mean, count_mean, mean, smoothing_), d = smooth(ema_sd, count_sd, sd, smoothing_);
+      xs << (by_wall ? wall / n : static_cast<double>(members.front()->raw[i].step));
+      means << m;
+      uppers << m + d;
+      lowers << m - d;
+    }
+    g.mean->setData(xs, means, true);
+    g.upper->setData(xs, uppers, true);
+    g.lower->setData(xs, lowers, true);
+  }
+}
+
+std::vector<RunPlots::SeedGroup> RunPlots::shown_groups() const {
+  std::vector<SeedGroup> out;
+  for (const auto& g : groups_) out.push_back(g.group);
+  return out;
+}
+
+QCPGraph* RunPlots::group_mean_graph(std::size_t group) const { return groups_.at(group).mean; }
+QCPGraph* RunPlots::group_band_graph(std::size_t group, bool upper) const {
+  return upper ? groups_.at(group).upper : groups_.at(group).lower;
+}
+
+void RunPlots::set_group_seeds(bool on) { group_seeds_->setChecked(on); }
+
 void RunPlots::clear() {
+  groups_.clear();  // their graphs go with the plot's below
   runs_.clear();
   run_list_->clear();
   legend_keys_.clear();
@@ -675,6 +792,7 @@ void RunPlots::apply_theme(const Theme& theme) {
   theme_ = theme;
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) style_plot(p, theme_);
   for (auto& r : runs_) restyle(*r);
+  restyle_groups();
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) p->replot();
 }
 
@@ -726,6 +844,7 @@ void RunPlots::refresh(bool immediate) {
       bucket_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     }
   }
+  if (!groups_.empty() && std::find(changed.begin(), changed.end(), loss_plot_) != changed.end()) draw_groups();
   for (auto* p : changed) {
     p->rescaleAxes(true);
     widen_flat_range(p->yAxis);

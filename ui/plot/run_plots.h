@@ -39,7 +39,9 @@ class RunPlots : public QWidget {
   explicit RunPlots(QWidget* parent = nullptr);
   ~RunPlots() override;
 
-  void add_run(std::int64_t run_id, const QString& label);
+  // `label` as "12 matrix_approximation_rank=2 lr=0.05": its parameter=value
+  // words become the trial list's columns, unless `values` gives them.
+  void add_run(std::int64_t run_id, const QString& label, const std::vector<std::pair<QString, QString>>& values = {});
   bool has_run(std::int64_t run_id) const;
   void clear();
   void append(const LivePoint& point);  // drawn at the next refresh()
@@ -63,6 +65,18 @@ class RunPlots : public QWidget {
   QCustomPlot* plot(Plot which) const;
   QTreeWidget* run_list() const { return run_list_; }  // a row per run: swept values as columns
   void set_bucket_stats(const BucketStats& stats);
+
+  // Seed replicas (labels equal but for seed=N) drawn as one mean curve with
+  // a band of one standard deviation, when "Group seeds" is on.
+  struct SeedGroup {
+    QString key;  // the label they share
+    std::vector<std::int64_t> runs;
+  };
+  void set_group_seeds(bool on);
+  std::vector<SeedGroup> seed_groups() const;   // the replicas among the runs shown
+  std::vector<SeedGroup> shown_groups() const;  // those drawn as groups now
+  QCPGraph* group_mean_graph(std::size_t group) const;
+  QCPGraph* group_band_graph(std::size_t group, bool upper) const;
   // Pushes what changed since the last call into the plots and redraws them.
   // `immediate`: draw now (benchmarks) rather than at the next paint.
   void refresh(bool immediate = false);
@@ -98,6 +112,9 @@ class RunPlots : public QWidget {
   void visibility_changed();
   void update_legend_header();
   std::optional<PlotHit> curve_hit(QCustomPlot* plot, const QPointF& pixel) const;
+  void regroup();
+  void restyle_groups();
+  void draw_groups();
 
   QCustomPlot* loss_plot_;
   QCustomPlot* ratio_plot_;
@@ -114,6 +131,14 @@ class RunPlots : public QWidget {
   QLabel* empty_label_;
   std::vector<std::unique_ptr<Run>> runs_;
   std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes
+  struct Drawn {
+    SeedGroup group;
+    QCPGraph* mean;
+    QCPGraph* upper;
+    QCPGraph* lower;
+  };
+  std::vector<Drawn> groups_;
+  QCheckBox* group_seeds_;
   std::map<std::int64_t, BucketStats> bucket_stats_;
   bool bucket_stats_changed_ = false;
   bool axis_changed_ = true;
