@@ -130,19 +130,13 @@ std::string this_process_owner() {
   return host_name() + ":" + std::to_string(pid) + ":" + process_start_time(pid);
 }
 
-std::optional<long> local_owner_pid(const std::string& owner) {
-  const auto first = owner.find(':'), second = owner.rfind(':');
-  if (first == std::string::npos || second == first || owner.substr(0, first) != host_name()) return std::nullopt;
-  const long pid = std::strtol(owner.c_str() + first + 1, nullptr, 10);
-  if (pid <= 0 || process_start_time(pid) != owner.substr(second + 1)) return std::nullopt;
-  return pid;
-}
-
 bool owner_alive(const std::string& owner) {
   const auto first = owner.find(':'), second = owner.rfind(':');
   if (first == std::string::npos || second == first) return false;
   if (owner.substr(0, first) != host_name()) return true;
-  return local_owner_pid(owner).has_value();
+  const long pid = std::strtol(owner.c_str() + first + 1, nullptr, 10);
+  if (pid <= 0) return false;
+  return process_start_time(pid) == owner.substr(second + 1);
 }
 
 std::string default_store_path() {

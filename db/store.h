@@ -255,9 +255,6 @@ std::string this_process_owner();
 // Whether the owner is a live process on this host; owners on other hosts
 // count as alive (nothing here can tell).
 bool owner_alive(const std::string& owner);
-// The owner's process id when it is a live process on this host (one a
-// signal reaches); nullopt otherwise.
-std::optional<long> local_owner_pid(const std::string& owner);
 
 double unix_now();
 

@@ -15,6 +15,7 @@
 #include "core/launch/job.h"
 #include "core/launch/run_report.h"
 #include "core/store/run_recorder.h"
+#include "core/store/stop_requests.h"
 
 namespace commtune::cli {
 namespace {
@@ -77,6 +78,15 @@ int run_command(const RunArgs& args, const Context& context) {
     request.subscribers.push_back(metrics.get());
   }
   request.cancel = &g_stop;
+  // Another process (the desktop app) may ask for this run to stop, as Ctrl-C here would.
+  std::unique_ptr<StopRequestWatcher> stop_requests;
+  if (store) {
+    stop_requests = std::make_unique<StopRequestWatcher>(store->path(), nullptr);
+    request.subscriber_for_run = [&stop_requests](std::int64_t run_id) -> std::unique_ptr<EventSubscriber> {
+      stop_requests->watch(run_id, &g_stop);
+      return nullptr;
+    };
+  }
 
   const auto result = run_job(request);
   progress.finish();

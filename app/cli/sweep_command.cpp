@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "core/config/run_config.h"
 #include "core/io/input_file.h"
+#include "core/store/stop_requests.h"
 #include "core/sweep/sweep_runner.h"
 
 namespace commtune::cli {
@@ -178,7 +180,22 @@ int sweep_command(const SweepArgs& args, const Context& context) {
       args.work_dir.empty() ? (std::filesystem::path(writer->path()).parent_path() / "sweeps").string() : args.work_dir;
   options.cancel = &g_stop;
   options.echo_worker_output = args.verbose;
-  options.on_trial = print_trial;
+  // A trial stops on its own when another process (the desktop app) asks:
+  // the sweep goes on with the next one. Ctrl-C stops every trial and the sweep.
+  StopRequestWatcher stop_requests(writer->path(), &g_stop);
+  std::mutex flags_mutex;
+  std::map<std::int64_t, std::unique_ptr<std::atomic<bool>>> trial_flags;
+  options.trial_cancel = [&](const TrialEvent& e) -> const std::atomic<bool>* {
+    std::lock_guard lock(flags_mutex);
+    auto& flag = trial_flags[e.run_id];
+    if (!flag) flag = std::make_unique<std::atomic<bool>>(false);
+    stop_requests.watch(e.run_id, flag.get());
+    return flag.get();
+  };
+  options.on_trial = [&stop_requests](const TrialEvent& e) {
+    if (e.finished) stop_requests.forget(e.run_id);
+    print_trial(e);
+  };
   const auto outcome = run_sweep(sweep_id, options);
 
   std::string tally;

@@ -829,16 +829,22 @@ class GuiTest : public QObject {
     QTRY_COMPARE(window.runs()->selected_runs(), (std::vector<std::int64_t>{run_id}));
     window.show_page(MainWindow::kDashboard);
 
-    // Its Stop asks the terminal's process to stop, saying what that stops.
+    // Its Stop asks the terminal's process to stop this trial: the sweep goes on with the next, shown too.
     auto* stop = dashboard->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(run_id));
     QVERIFY(stop && stop->isEnabled());
-    const auto question = answer_next_question(QMessageBox::Yes);
     stop->click();
-    QVERIFY2(question->contains("sweep"), qPrintable(*question));
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(run_id), QString("stopped"), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(trials->rowCount() == 2, 60000);
+    const auto second = trials->item(1, 0)->text().toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(dashboard->plots()->points(second) >= 5, 60000);
+    QVERIFY(other.state() == QProcess::Running);
+    dashboard->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(second))->click();
     QVERIFY(other.waitForFinished(60000));
-    QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(run_id), QString("cancelled"), 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(second), QString("stopped"), 30000);
     commtune::db::Store reader(path.toStdString(), commtune::db::Store::Access::ReadOnly);
-    QCOMPARE(QString::fromStdString(reader.run(run_id)->status), QString("cancelled"));
+    for (const auto id : {run_id, second})
+      QCOMPARE(QString::fromStdString(reader.run(id)->status), QString("stopped"));
+    QVERIFY(!QFileInfo::exists(path + ".stop/" + QString::number(run_id)));  // each request was taken
   }
 
   void seed_replicas_group_into_a_mean_and_a_band() {

@@ -11,13 +11,10 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <QFileInfo>
-#include <QMessageBox>
-#include <cerrno>
 #include <cmath>
-#include <csignal>
-#include <cstring>
 
 #include "core/netmodel/recommend.h"
+#include "core/store/stop_requests.h"
 #include "core/sweep/sweep_spec.h"
 #include "db/store.h"
 #include "ui/async.h"
@@ -180,13 +177,10 @@ void DashboardPage::follow(const Found& found) {
   on_started(found.start);
   auto& t = tracks_[run_id];
   t.owner = found.owner;
-  const auto pid = db::local_owner_pid(found.owner);
   if (auto* stop = trials_->cellWidget(t.row, kStop)) {
-    stop->setEnabled(pid.has_value());
-    stop->setToolTip(pid ? QString("Recorded by process %1 on this machine: asks it to stop, as Ctrl-C in its "
-                                   "terminal would (a sweep it runs ends with it)")
-                               .arg(*pid)
-                         : QString("Recorded by a process on another machine: stop it where it runs"));
+    stop->setEnabled(true);
+    stop->setToolTip("Recorded by another process (commtune-cli run or sweep): asks it to stop this run; a sweep "
+                     "goes on with its next trial");
   }
   stop_all_->setEnabled(engine_.busy());
   followed_[run_id] = 0;
@@ -196,22 +190,12 @@ void DashboardPage::follow(const Found& found) {
 }
 
 void DashboardPage::stop_followed(qint64 run_id) {
-  const auto it = tracks_.find(run_id);
-  if (it == tracks_.end()) return;
-  const auto pid = db::local_owner_pid(it->second.owner);
-  if (!pid) return log_->appendPlainText(QString("run %1: its process is gone or runs elsewhere").arg(run_id));
-  const auto sweep = it->second.sweep_id;
-  const auto question = sweep > 0 ? QString("Run %1 is a trial of sweep %2, which process %3 runs. Stopping it stops "
-                                            "that sweep: its running trials end cancelled, and `commtune-cli sweep "
-                                            "--resume %2` goes on with it later. Stop it?")
-                                        .arg(run_id).arg(sweep).arg(*pid)
-                                  : QString("Run %1 is recorded by process %2. Stop it? It ends cancelled.")
-                                        .arg(run_id).arg(*pid);
-  if (QMessageBox::question(this, "Stop a run of another process", question) != QMessageBox::Yes) return;
-  if (::kill(static_cast<pid_t>(*pid), SIGINT) != 0)
-    return log_->appendPlainText(QString("run %1: cannot signal process %2: %3").arg(run_id).arg(*pid).arg(
-        QString::fromLocal8Bit(std::strerror(errno))));
-  log_->appendPlainText(QString("run %1: asked process %2 to stop").arg(run_id).arg(*pid));
+  try {
+    request_stop(engine_.store_path().toStdString(), run_id);
+    log_->appendPlainText(QString("run %1: asked the process that records it to stop it").arg(run_id));
+  } catch (const std::exception& e) {
+    log_->appendPlainText(QString("run %1: %2").arg(run_id).arg(QString::fromUtf8(e.what())));
+  }
 }
 
 void DashboardPage::poll_followed() {

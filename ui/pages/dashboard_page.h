@@ -6,8 +6,8 @@
 // process records (a CLI run or sweep, an imported multi-node job) show up
 // by themselves: the store is looked at every second for running runs of
 // other live processes, and each is followed from the store, read twice a
-// second. Their Stop asks the process that runs them to stop (SIGINT, as
-// Ctrl-C in its terminal) when it runs on this machine.
+// second. Their Stop files a stop request (core/store/stop_requests.h) that
+// the recording process takes: the run stops, a sweep goes on.
 #pragma once
 
 #include <QElapsedTimer>

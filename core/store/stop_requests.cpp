@@ -1,0 +1,62 @@
+#include "core/store/stop_requests.h"
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace commtune {
+
+namespace fs = std::filesystem;
+
+std::string stop_request_folder(const std::string& store_path) { return store_path + ".stop"; }
+
+void request_stop(const std::string& store_path, std::int64_t run_id) {
+  const fs::path folder = stop_request_folder(store_path);
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  std::ofstream file(folder / std::to_string(run_id));
+  if (ec || !file)
+    throw std::runtime_error("cannot ask for run " + std::to_string(run_id) + " to stop: cannot write in " +
+                             folder.string());
+}
+
+StopRequestWatcher::StopRequestWatcher(std::string store_path, const std::atomic<bool>* stop_all,
+                                       std::chrono::milliseconds poll)
+    : folder_(stop_request_folder(store_path)), stop_all_(stop_all), poll_(poll), thread_([this] { loop(); }) {}
+
+StopRequestWatcher::~StopRequestWatcher() {
+  {
+    std::lock_guard lock(mutex_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void StopRequestWatcher::watch(std::int64_t run_id, std::atomic<bool>* flag) {
+  std::error_code ec;
+  fs::remove(fs::path(folder_) / std::to_string(run_id), ec);
+  std::lock_guard lock(mutex_);
+  watched_[run_id] = flag;
+  if (stop_all_ && stop_all_->load()) flag->store(true);
+}
+
+void StopRequestWatcher::forget(std::int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  watched_.erase(run_id);
+}
+
+void StopRequestWatcher::loop() {
+  std::unique_lock lock(mutex_);
+  while (!quit_) {
+    wake_.wait_for(lock, poll_, [this] { return quit_; });
+    const bool everything = stop_all_ && stop_all_->load();
+    for (auto& [run_id, flag] : watched_) {
+      std::error_code ec;
+      if (everything || fs::remove(fs::path(folder_) / std::to_string(run_id), ec)) flag->store(true);
+    }
+  }
+}
+
+}  // namespace commtune

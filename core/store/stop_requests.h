@@ -1,0 +1,52 @@
+// Asking the process that records a run to stop it, from another process:
+// the desktop app following a CLI sweep asks for one trial, the sweep goes
+// on with the next. A request is a file, <store>.stop/<run id>, beside the
+// store, so a process on another machine that shares the store's folder
+// (a SLURM cluster's shared disk) can ask too. The recording process (`run`
+// and `sweep`) watches for requests about the runs it runs and takes them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace commtune {
+
+// The folder of a store's requests.
+std::string stop_request_folder(const std::string& store_path);
+// Files the request; throws std::runtime_error when it cannot.
+void request_stop(const std::string& store_path, std::int64_t run_id);
+
+class StopRequestWatcher {
+ public:
+  // Looks every `poll`; `stop_all` set (Ctrl-C) sets every watched flag too.
+  StopRequestWatcher(std::string store_path, const std::atomic<bool>* stop_all,
+                     std::chrono::milliseconds poll = std::chrono::milliseconds(300));
+  ~StopRequestWatcher();
+  StopRequestWatcher(const StopRequestWatcher&) = delete;
+  StopRequestWatcher& operator=(const StopRequestWatcher&) = delete;
+
+  // A request to stop `run_id` from now on sets *flag (a request left from
+  // before, for a run that ended before it was taken, is dropped).
+  void watch(std::int64_t run_id, std::atomic<bool>* flag);
+  void forget(std::int64_t run_id);
+
+ private:
+  void loop();
+
+  std::string folder_;
+  const std::atomic<bool>* stop_all_;
+  std::chrono::milliseconds poll_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool quit_ = false;
+  std::map<std::int64_t, std::atomic<bool>*> watched_;
+  std::thread thread_;
+};
+
+}  // namespace commtune

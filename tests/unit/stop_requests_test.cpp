@@ -1,0 +1,65 @@
+// Stop requests between processes (core/store/stop_requests.h).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "core/store/stop_requests.h"
+
+namespace commtune {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool becomes_true(const std::atomic<bool>& flag) {
+  for (int i = 0; i < 500 && !flag.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return flag.load();
+}
+
+class StopRequests : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = fs::temp_directory_path() / ("commtune-stop-" + std::to_string(::getpid()));
+    fs::create_directories(folder_);
+    store_ = (folder_ / "runs.db").string();
+  }
+  void TearDown() override { fs::remove_all(folder_); }
+  fs::path folder_;
+  std::string store_;
+};
+
+TEST_F(StopRequests, ARequestStopsTheWatchedRunOnlyAndIsTaken) {
+  StopRequestWatcher watcher(store_, nullptr, std::chrono::milliseconds(10));
+  std::atomic<bool> first{false}, second{false};
+  watcher.watch(1, &first);
+  watcher.watch(2, &second);
+  request_stop(store_, 2);
+  EXPECT_TRUE(becomes_true(second));
+  EXPECT_FALSE(first.load());
+  EXPECT_FALSE(fs::exists(fs::path(stop_request_folder(store_)) / "2"));
+}
+
+TEST_F(StopRequests, AStaleRequestIsDroppedWhenTheRunIsWatchedAgain) {
+  request_stop(store_, 3);  // for an earlier launch of run 3 that ended before anyone took it
+  StopRequestWatcher watcher(store_, nullptr, std::chrono::milliseconds(10));
+  std::atomic<bool> flag{false};
+  watcher.watch(3, &flag);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(flag.load());
+}
+
+TEST_F(StopRequests, StoppingEverythingSetsEveryWatchedFlag) {
+  std::atomic<bool> all{false}, flag{false};
+  StopRequestWatcher watcher(store_, &all, std::chrono::milliseconds(10));
+  watcher.watch(4, &flag);
+  all = true;
+  EXPECT_TRUE(becomes_true(flag));
+}
+
+TEST_F(StopRequests, AFolderThatCannotBeWrittenIsAnError) {
+  EXPECT_THROW(request_stop("/proc/no-such/runs.db", 1), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace commtune
