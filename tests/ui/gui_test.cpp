@@ -539,6 +539,15 @@ class GuiTest : public QObject {
     QVERIFY(hit && !hit->runs.empty());
     QVERIFY2(hit->text.contains("step 40") && hit->text.contains("loss"), qPrintable(hit->text));
     QVERIFY(!plots->readout(RunPlots::Plot::Loss)->hover(QPointF(-100, -100)));
+    auto* breakdown = plots->plot(RunPlots::Plot::StepTime);
+    breakdown->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(breakdown->graphCount() >= 1);
+    const auto part = breakdown->graph(0)->data()->at(30);
+    const auto step_time = plots->readout(RunPlots::Plot::StepTime)
+                               ->hover(QPointF(breakdown->xAxis->coordToPixel(part->key),
+                                               breakdown->yAxis->coordToPixel(part->value)));
+    QVERIFY2(step_time && step_time->text.contains("step 30") && step_time->text.contains(" ms"),
+             qPrintable(step_time ? step_time->text : ""));
 
     // Distinct colours: 24 per theme, every pair far apart in CIELAB.
     for (const auto theme : {ThemeChoice::Light, ThemeChoice::Dark}) {
@@ -616,6 +625,14 @@ class GuiTest : public QObject {
     // Grid values label their axes (they showed only min and max); the best lines stand out in both themes.
     auto* parallel = analysis->parallel();
     QCOMPARE(parallel->numeric_labels(0).size(), std::size_t{5});  // ranks 1, 2, 4, 8, 16
+    analysis->views()->setCurrentWidget(parallel->parentWidget());
+    parallel->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const auto crossing = parallel->position(0, 0);
+    QVERIFY(crossing);
+    const auto line_read = parallel->readout()->hover(
+        QPointF(parallel->plot()->xAxis->coordToPixel(0), parallel->plot()->yAxis->coordToPixel(*crossing)));
+    QVERIFY2(line_read && line_read->text.startsWith("run ") && line_read->text.contains("rank"),
+             qPrintable(line_read ? line_read->text : ""));
     std::size_t best_line = 0;
     for (std::size_t l = 0; l < parallel->lines().size(); ++l)
       if (parallel->lines()[l].colour_value < parallel->lines()[best_line].colour_value) best_line = l;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ui/forms/param_field.h"
+#include "ui/plot/plot_readout.h"
 #include "ui/plot/qcustomplot.h"
 #include "ui/plot/run_plots.h"
 #include "ui/theme.h"
@@ -28,6 +29,8 @@ ParallelCoordinates::ParallelCoordinates(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_);
+  // Hovering a line where it crosses an axis reads its run's values (a click there brushes, so it opens nothing).
+  readout_ = new PlotReadout(plot_, [this](const QPointF& at) { return line_hit(at); });
   connect(plot_, &QCustomPlot::mousePress, this, &ParallelCoordinates::on_press);
   connect(plot_, &QCustomPlot::mouseMove, this, &ParallelCoordinates::on_move);
   connect(plot_, &QCustomPlot::mouseRelease, this, &ParallelCoordinates::on_release);
@@ -231,6 +234,24 @@ std::vector<std::size_t> ParallelCoordinates::drawing_order() const {
     return (std::isfinite(va) ? va : INFINITY) > (std::isfinite(vb) ? vb : INFINITY);
   });
   return order;
+}
+
+std::optional<PlotHit> ParallelCoordinates::line_hit(const QPointF& pixel) const {
+  std::optional<std::pair<double, std::size_t>> best;  // (distance, line)
+  for (std::size_t l = 0; l < lines_.size(); ++l)
+    for (std::size_t a = 0; a < axes_.size(); ++a) {
+      if (!positions_[l][a]) continue;
+      const double dx = plot_->xAxis->coordToPixel(static_cast<double>(a)) - pixel.x();
+      const double dy = plot_->yAxis->coordToPixel(*positions_[l][a]) - pixel.y();
+      const double distance = std::hypot(dx, dy);
+      if (distance <= 6 && (!best || distance < best->first)) best = std::make_pair(distance, l);
+    }
+  if (!best) return std::nullopt;
+  const auto& line = lines_[best->second];
+  QStringList values;
+  for (std::size_t a = 0; a < axes_.size(); ++a)
+    if (!line.values[a].isEmpty()) values << axes_[a] + " " + line.values[a];
+  return PlotHit{QString("run %1: %2").arg(line.run_id).arg(values.join(", ")), {line.run_id}};
 }
 
 void ParallelCoordinates::on_press(QMouseEvent* event) {

@@ -15,6 +15,8 @@
 #include <optional>
 #include <vector>
 
+#include "ui/plot/plot_readout.h"
+
 class QCustomPlot;
 class QCPItemRect;
 class QMouseEvent;
@@ -43,6 +45,7 @@ class ParallelCoordinates : public QWidget {
   QCustomPlot* plot() const { return plot_; }
   const std::vector<Line>& lines() const { return lines_; }
   QColor line_colour(std::size_t line) const;  // as drawn when it matches the brushes
+  PlotReadout* readout() const { return readout_; }
   // A numeric axis's labels: (position in [0, 1], text).
   std::vector<std::pair<double, QString>> numeric_labels(std::size_t axis) const;
   void apply_theme(const Theme& theme);
@@ -58,6 +61,7 @@ class ParallelCoordinates : public QWidget {
   };
   void redraw();
   std::vector<std::size_t> drawing_order() const;
+  std::optional<PlotHit> line_hit(const QPointF& pixel) const;
   bool matches(std::size_t line) const;
   void on_press(QMouseEvent* event);
   void on_move(QMouseEvent* event);
@@ -72,6 +76,7 @@ class ParallelCoordinates : public QWidget {
   int brushing_axis_ = -1;
   double brush_start_ = 0;
   QCPItemRect* drag_rect_ = nullptr;
+  PlotReadout* readout_ = nullptr;
 };
 
 }  // namespace commtune::ui

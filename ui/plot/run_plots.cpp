@@ -183,7 +183,7 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   wire_plot_ = make_plot("Bytes on the wire", "MB per step per rank", this);
   breakdown_plot_ = make_plot("Step time", "ms", this);
   loss_plot_->addLayer("raw", loss_plot_->layer("main"), QCustomPlot::limBelow);
-  for (auto* plot : {loss_plot_, ratio_plot_, wire_plot_}) {
+  for (auto* plot : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) {
     auto* readout = new PlotReadout(plot, [this, plot](const QPointF& at) { return curve_hit(plot, at); });
     readouts_.push_back(readout);
     connect(readout, &PlotReadout::clicked, this, [this](const std::vector<std::int64_t>& runs) {
@@ -426,7 +426,16 @@ RunPlots::Run* RunPlots::find(std::int64_t run_id) const {
 std::optional<PlotHit> RunPlots::curve_hit(QCustomPlot* plot, const QPointF& pixel) const {
   const auto near = nearest_point(plot, pixel);
   if (!near) return std::nullopt;
+  static const char* parts[] = {"forward", "backward", "comm wait", "hook"};
   for (const auto& r : runs_) {
+    const auto part = std::find(r->breakdown.begin(), r->breakdown.end(), near->graph);
+    if (part != r->breakdown.end())
+      return PlotHit{QString("%1: step %2, %3 %4 ms")
+                         .arg(r->label)
+                         .arg(near->key, 0, 'f', 0)
+                         .arg(parts[part - r->breakdown.begin()])
+                         .arg(near->value, 0, 'g', 4),
+                     {r->id}};
     if (near->graph != r->loss && near->graph != r->raw_loss && near->graph != r->ratio && near->graph != r->wire)
       continue;
     const bool by_wall = plot == loss_plot_ && x_axis_->currentIndex() == 1;
@@ -442,7 +451,17 @@ std::optional<PlotHit> RunPlots::curve_hit(QCustomPlot* plot, const QPointF& pix
 }
 
 PlotReadout* RunPlots::readout(Plot which) const {
-  return readouts_[which == Plot::Loss ? 0 : which == Plot::Ratio ? 1 : 2];
+  switch (which) {
+    case Plot::Loss:
+      return readouts_[0];
+    case Plot::Ratio:
+      return readouts_[1];
+    case Plot::Wire:
+      return readouts_[2];
+    case Plot::StepTime:
+      break;
+  }
+  return readouts_[3];
 }
 
 QCPGraph* RunPlots::loss_graph(std::int64_t run_id) const {

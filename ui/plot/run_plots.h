@@ -86,7 +86,7 @@ class RunPlots : public QWidget {
   // For export and tests.
   std::vector<std::pair<QString, QCustomPlot*>> plots() const;
   QCustomPlot* loss_plot() const { return loss_plot_; }
-  // The hover readout of the loss, ratio and bytes plots (Plot::StepTime has none).
+  // The hover readout of a plot.
   PlotReadout* readout(Plot which) const;
   QCPGraph* loss_graph(std::int64_t run_id) const;      // as drawn: smoothed
   QCPGraph* raw_loss_graph(std::int64_t run_id) const;  // faint under it while smoothing is on
@@ -130,7 +130,7 @@ class RunPlots : public QWidget {
   QTableWidget* bucket_table_;
   QLabel* empty_label_;
   std::vector<std::unique_ptr<Run>> runs_;
-  std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes
+  std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes, step time
   struct Drawn {
     SeedGroup group;
     QCPGraph* mean;
