@@ -179,12 +179,13 @@ class SlurmSweeps(unittest.TestCase):
                     resumed.wait()
             self.assertIn("cancelled", err)
             self.assertIsNotNone(ct.wait_for(lambda: not (set(jobs_now) & queued(env)), 30), queued(env))
-            # A job that SLURM ran on while no sweeper watched may reach its last step before the stop:
-            # it then succeeds with every step; the trial submitted on resume is far from its end.
+            # A job may reach its last step between the look at what runs and the stop (a job SLURM ran
+            # on while no sweeper watched; any job, on a loaded machine): it then succeeds with every
+            # step. The others end cancelled, and at least one does.
             stopped = {run: ct.query("SELECT status FROM runs WHERE id = ?", (run,))[0][0] for run in running_now}
             for run, status in stopped.items():
                 if status != "cancelled":
-                    self.assertEqual((run, status), (kept_run, "succeeded"), stopped)
+                    self.assertEqual(status, "succeeded", stopped)
                     self.assertEqual(len(ct.query("SELECT DISTINCT step FROM step_metrics WHERE run_id = ?",
                                                   (run,))), long_base["steps"])
             self.assertIn("cancelled", stopped.values())
