@@ -113,17 +113,22 @@ JobResult run_job(const JobRequest& request) {
   result.summary = summary.to_json(result.outcome, options.config);
 
   if (request.store && result.run_id) {
-    record_run_end(*request.store, *result.run_id, result.outcome, summary, result.summary, prior_wall_s);
+    record_run_end(*request.store, *result.run_id, result.outcome, summary, result.summary, prior_wall_s,
+                   stopped_alone(result.outcome, request.cancels_all));
     result.summary["run_id"] = *result.run_id;
   }
   return result;
 }
 
+bool stopped_alone(const RunOutcome& outcome, const std::atomic<bool>* cancels_all) {
+  return outcome.status == RunStatus::Cancelled && cancels_all && !cancels_all->load();
+}
+
 void record_run_end(db::Writer& store, std::int64_t run_id, const RunOutcome& outcome, const RunSummary& summary,
-                    const nlohmann::json& summary_json, double prior_wall_s) {
+                    const nlohmann::json& summary_json, double prior_wall_s, bool stopped_alone) {
   db::RunEnd end;
-  end.status = stored_status(outcome.status);
-  end.reason = outcome.reason;
+  end.status = stopped_alone ? db::status::kStopped : stored_status(outcome.status);
+  end.reason = stopped_alone ? "stopped by the user; the sweep went on" : outcome.reason;
   end.steps_completed = summary_json["steps"].value("completed", std::int64_t{0});
   end.final_loss = summary.last_loss();
   end.wall_s = prior_wall_s + outcome.wall_s;

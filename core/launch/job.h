@@ -29,6 +29,10 @@ struct JobRequest {
   std::vector<std::pair<std::string, std::string>> env;  // extra worker environment (e.g. CUDA_VISIBLE_DEVICES)
   bool echo_worker_output = false;
   const std::atomic<bool>* cancel = nullptr;
+  // A sweep's own stop. A run that `cancel` ends while this is not set was
+  // stopped on its own (one trial, the sweep goes on): stored as stopped for
+  // good in the same write as its end, so no reader sees it cancelled first.
+  const std::atomic<bool>* cancels_all = nullptr;
   // Called once the stored run's id is known, before anything is launched:
   // a subscriber that needs the id (a live view keyed by run).
   std::function<std::unique_ptr<EventSubscriber>(std::int64_t run_id)> subscriber_for_run;
@@ -63,10 +67,13 @@ JobResult run_job(const JobRequest& request);
 // The store's status for a launch outcome.
 std::string stored_status(RunStatus status);
 
+// Whether a cancelled run was stopped on its own (see JobRequest::cancels_all).
+bool stopped_alone(const RunOutcome& outcome, const std::atomic<bool>* cancels_all);
+
 // Stores how a run ended: its status, reason, counters and summary
 // (`summary_json`, from `summary`). `prior_wall_s`: the run's wall time
-// before this launch.
+// before this launch; `stopped_alone`: stored as stopped rather than cancelled.
 void record_run_end(db::Writer& store, std::int64_t run_id, const RunOutcome& outcome, const RunSummary& summary,
-                    const nlohmann::json& summary_json, double prior_wall_s = 0);
+                    const nlohmann::json& summary_json, double prior_wall_s = 0, bool stopped_alone = false);
 
 }  // namespace commtune

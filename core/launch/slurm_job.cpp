@@ -262,7 +262,8 @@ JobResult run_slurm_job(const SlurmJobRequest& r) {
   result.outcome = outcome;
   result.summary = summary->to_json(outcome, config);
   result.summary["slurm_job"] = job_id;
-  record_run_end(*r.store, r.run_id, outcome, *summary, result.summary, prior_wall_s);
+  record_run_end(*r.store, r.run_id, outcome, *summary, result.summary, prior_wall_s,
+                 stopped_alone(outcome, r.cancels_all));
   result.summary["run_id"] = r.run_id;
   return result;
 }

@@ -40,6 +40,7 @@ struct SlurmJobRequest {
   std::string worker_path;  // commtune-worker as the nodes see it
   std::vector<EventSubscriber*> subscribers;  // besides the summary and the store
   const std::atomic<bool>* cancel = nullptr;  // cancels the job (scancel)
+  const std::atomic<bool>* cancels_all = nullptr;  // as JobRequest's
   db::Writer* store = nullptr;                // required: the run is recorded there
   std::int64_t run_id = 0;                    // the stored run it continues
 };

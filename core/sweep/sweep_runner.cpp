@@ -403,6 +403,7 @@ JobResult SweepExecution::run_slurm_segment(const JobRequest& local, const fs::p
   request.worker_path = o.worker.empty() ? default_worker_path() : o.worker;
   request.subscribers = local.subscribers;
   request.cancel = local.cancel;
+  request.cancels_all = local.cancels_all;
   request.store = local.store;
   request.run_id = *local.continue_run;
   return run_slurm_job(request);
@@ -452,6 +453,7 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   request.env = slot.env;
   request.echo_worker_output = options_.echo_worker_output;
   request.cancel = options_.trial_cancel ? options_.trial_cancel(event) : options_.cancel;
+  if (options_.trial_cancel) request.cancels_all = options_.cancel;
   request.store = options_.store;
   request.continue_run = run_id;
 
@@ -472,16 +474,9 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   event.finished = true;
   event.summary = result.summary;
   event.status = stored_status(result.outcome.status);
-  if (result.outcome.status == RunStatus::Cancelled && !cancelled()) {
-    // Stopped on its own (trial_cancel) while the sweep goes on: for good,
-    // so that resuming the sweep does not run it again.
-    event.status = db::status::kStopped;
-    store()
-        .call([run_id](db::Store& s) {
-          s.set_run_status(run_id, db::status::kStopped, "stopped by the user; the sweep went on");
-        })
-        .get();
-  }
+  // Stopped on its own (trial_cancel) while the sweep goes on: for good, so
+  // that resuming the sweep does not run it again (the job stored it so).
+  if (stopped_alone(result.outcome, request.cancels_all)) event.status = db::status::kStopped;
   const bool succeeded = result.outcome.status == RunStatus::Succeeded;
   event.digest = store().call([run_id](db::Store& s) { return digest_run(s, run_id); }).get();
   const bool diverged = result.outcome.status == RunStatus::Diverged;
