@@ -283,6 +283,13 @@ std::int64_t seed_drawn_sweep(const QString& path) {
   return sweep;
 }
 
+int header_width(RunsPage* runs, const QString& name) {
+  auto* model = runs->table()->model();
+  for (int c = 0; c < model->columnCount(); ++c)
+    if (model->headerData(c, Qt::Horizontal).toString() == name) return runs->table()->columnWidth(c);
+  return -1;
+}
+
 // How light a plot's background is, from its rendering.
 double plot_lightness(QCustomPlot* plot) { return plot->toPixmap(200, 120).toImage().pixelColor(3, 3).lightnessF(); }
 
@@ -399,7 +406,10 @@ class GuiTest : public QObject {
     for (int c = 0; c < model->columnCount(); ++c) headers << model->headerData(c, Qt::Horizontal).toString();
     for (const char* column : {"tail loss", "ms/step", "MB/step", "compr.", "rank", "start iter", "tags"})
       QVERIFY2(headers.contains(column), qPrintable(headers.join(", ")));
-    // Each header once, and each swept parameter's in full (it used to read "_approximatio").
+    // A trial's name has room ("matrix_appro…" before), each header shows once, and each swept
+    // parameter's in full (it used to read "_approximatio").
+    QVERIFY(header_width(runs, "name") >= runs->table()->fontMetrics().horizontalAdvance(
+                                              "matrix_approximation_rank=16 start_powerSGD_iter=40"));
     QCOMPARE(QSet<QString>(headers.begin(), headers.end()).size(), headers.size());
     auto* header = runs->table()->horizontalHeader();
     for (int c = 0; c < model->columnCount(); ++c)

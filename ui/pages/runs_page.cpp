@@ -138,7 +138,10 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setVisible(false);
-  table_->horizontalHeader()->setSectionResizeMode(kName, QHeaderView::Stretch);
+  // The name column fits the names (up to 480 px) and the table scrolls
+  // sideways for the rest: a stretched column got what the others left,
+  // "matrix_appro…" in a sweep.
+  table_->horizontalHeader()->setSectionResizeMode(kName, QHeaderView::Interactive);
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
   table_->setTextElideMode(Qt::ElideRight);  // a trial's name starts with what sets it apart; its tooltip has it all
@@ -425,6 +428,10 @@ void RunsPage::refresh() {
           for (const auto& [param, value] : query.params) known.insert(param);
         }
         known_params_.assign(known.begin(), known.end());
+        int widest = table_->fontMetrics().horizontalAdvance(kHeaders[kName]);
+        for (int row = 0; row < model_->rowCount(); ++row)
+          widest = std::max(widest, table_->fontMetrics().horizontalAdvance(model_->index(row, kName).data().toString()));
+        table_->setColumnWidth(kName, std::min(480, widest + 24));
         set_hidden_columns(QSettings().value("runs/hidden_columns").toStringList());  // by name: the columns change
         apply_filter();
         empty_->setText(model_->rowCount() ? "No run matches the filter."
