@@ -150,6 +150,11 @@ bool is_parameter_name(const std::string& name) {
 }
 
 RunQuery RunQuery::parse(const std::string& input, const std::vector<std::string>& known_params) {
+  // Before the regex: libstdc++'s matcher recurses per character, and a huge query would overflow the stack.
+  constexpr std::size_t kLongest = 4096;
+  if (input.size() > kLongest)
+    throw QueryError("the query has " + std::to_string(input.size()) + " characters; at most " +
+                     std::to_string(kLongest));
   static const std::regex clause(R"(^\s*([A-Za-z_][\w.]*)\s*(==|=|!=|<=|>=|<|>)\s*(.*?)\s*$)");
   RunQuery out;
   std::vector<std::string> words;

@@ -144,6 +144,26 @@ std::int64_t seed_sweep(const QString& path, const std::vector<int>& ranks, cons
   return sweep;
 }
 
+// A finished 2-rank run of `steps` steps at a constant loss, written into the store.
+std::int64_t store_flat_run(commtune::db::Store& s, commtune::db::NewRun run, int steps, double loss) {
+  namespace db = commtune::db;
+  run.world_size = 2;
+  run.steps_requested = steps;
+  const auto id = s.create_run(run, db::status::kSucceeded);
+  for (int step = 0; step < steps; ++step)
+    for (int r = 0; r < 2; ++r) {
+      db::StepRow row;
+      row.run_id = id;
+      row.rank = r;
+      row.step = step;
+      row.loss = loss;
+      row.t_step = 0.01;
+      s.insert(row);
+    }
+  s.finish_run(id, {db::status::kSucceeded, "", steps, loss, 1.0, nullptr});
+  return id;
+}
+
 // Runs of several hooks written straight into the store: BytePS with each
 // compressor (their configurations all name byteps_compressor_randomk_rescale),
 // allreduce and PowerSGD at rank 2, each with a tail loss of its own.
@@ -164,23 +184,9 @@ std::vector<std::int64_t> seed_mixed_runs(const QString& path) {
   for (const auto& [hook, level] : hooks) {
     db::NewRun run;
     run.config = {{"world_size", 2}, {"steps", 20}, {"hook", hook}, {"optimizer", {{"lr", 0.1 + 0.2}}}};
-    run.world_size = 2;
-    run.steps_requested = 20;
     run.sweep_id = sweep;
     run.trial = static_cast<std::int64_t>(ids.size());
-    const auto id = s.create_run(run, db::status::kSucceeded);
-    for (int step = 0; step < 20; ++step)
-      for (int r = 0; r < 2; ++r) {
-        db::StepRow row;
-        row.run_id = id;
-        row.rank = r;
-        row.step = step;
-        row.loss = level;
-        row.t_step = 0.01;
-        s.insert(row);
-      }
-    s.finish_run(id, {db::status::kSucceeded, "", 20, level, 1.0, nullptr});
-    ids.push_back(id);
+    ids.push_back(store_flat_run(s, run, 20, level));
   }
   return ids;
 }
@@ -264,20 +270,7 @@ std::int64_t seed_drawn_sweep(const QString& path) {
     run.sweep_id = sweep;
     run.trial = trial;
     run.config = {{"world_size", 2}, {"steps", 20}, {"optimizer", {{"lr", lr}, {"momentum", momentum}}}};
-    run.world_size = 2;
-    run.steps_requested = 20;
-    const auto id = s.create_run(run, db::status::kSucceeded);
-    for (int step = 0; step < 20; ++step)
-      for (int r = 0; r < 2; ++r) {
-        db::StepRow row;
-        row.run_id = id;
-        row.rank = r;
-        row.step = step;
-        row.loss = loss;
-        row.t_step = 0.01;
-        s.insert(row);
-      }
-    s.finish_run(id, {db::status::kSucceeded, "", 20, loss, 1.0, nullptr});
+    store_flat_run(s, run, 20, loss);
   }
   s.set_sweep_status(sweep, db::status::kSucceeded);
   return sweep;
@@ -612,8 +605,10 @@ class GuiTest : public QObject {
     QVERIFY(labels.size() >= 2);
     QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), labels.size());
     QVERIFY(ratio->yAxis->range().size() >= 4000 * 0.05);
-    for (const auto& label : labels) {
-      const double v = QLocale().toDouble(label);
+    for (const auto& label : labels) {  // each a number with at most 3 significant digits
+      bool is_number = false;
+      const double v = QLocale().toDouble(label, &is_number);
+      QVERIFY2(is_number, qPrintable(label));
       QVERIFY2(std::abs(v - QString::number(v, 'g', 3).toDouble()) < 1e-9, qPrintable(labels.join(" ")));
     }
 

@@ -67,6 +67,7 @@ TEST(RunQuery, UnknownNamesAndMissingValuesAreRefusedByName) {
   EXPECT_THROW(RunQuery::parse("loss <"), QueryError);
   EXPECT_NO_THROW(RunQuery::parse("hook.threshold = 2", {"hook.threshold"}));  // a plugin's, seen in the store
   EXPECT_TRUE(RunQuery::parse(" , ").empty());
+  EXPECT_THROW(RunQuery::parse("loss < " + std::string(100000, '1')), QueryError);  // refused, not a stack overflow
 }
 
 }  // namespace

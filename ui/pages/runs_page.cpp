@@ -432,7 +432,7 @@ void RunsPage::refresh() {
         for (int row = 0; row < model_->rowCount(); ++row)
           widest = std::max(widest, table_->fontMetrics().horizontalAdvance(model_->index(row, kName).data().toString()));
         table_->setColumnWidth(kName, std::min(480, widest + 24));
-        set_hidden_columns(QSettings().value("runs/hidden_columns").toStringList());  // by name: the columns change
+        show_columns_except(QSettings().value("runs/hidden_columns").toStringList());  // by name: the columns change
         apply_filter();
         empty_->setText(model_->rowCount() ? "No run matches the filter."
                                            : "No runs yet: start one on the Launch page (Ctrl+R).");
@@ -538,12 +538,14 @@ void RunsPage::ask_to_delete_runs(const std::vector<std::int64_t>& run_ids) {
   constexpr int kListed = 12;
   const auto more = lines.size() > kListed ? QString("\n… and %1 more").arg(lines.size() - kListed) : QString();
   if (lines.size() > kListed) lines = lines.mid(0, kListed);
-  if (QMessageBox::question(this, "Delete runs",
-                            QString("Delete %1 run(s) with all their metrics, statistics and events? This cannot be "
-                                    "undone.\n\n%2%3")
-                                .arg(run_ids.size())
-                                .arg(lines.join("\n"), more)) == QMessageBox::Yes)
-    delete_runs(run_ids);
+  QMessageBox question(QMessageBox::Question, "Delete runs",
+                       QString("Delete %1 run(s) with all their metrics, statistics and events? This cannot be "
+                               "undone.\n\n%2%3")
+                           .arg(run_ids.size())
+                           .arg(lines.join("\n"), more),
+                       QMessageBox::Yes | QMessageBox::No, this);
+  question.setTextFormat(Qt::PlainText);  // run names are the user's: never read as HTML
+  if (question.exec() == QMessageBox::Yes) delete_runs(run_ids);
 }
 
 void RunsPage::ask_to_rename_sweep(std::int64_t sweep_id) {
@@ -567,9 +569,13 @@ QStringList RunsPage::hidden_columns() const {
   return out;
 }
 
-void RunsPage::set_hidden_columns(const QStringList& hidden) {
+void RunsPage::show_columns_except(const QStringList& hidden) {
   for (int c = 0; c < model_->columnCount(); ++c)
     table_->setColumnHidden(c, c != kId && hidden.contains(model_->headerData(c, Qt::Horizontal).toString()));
+}
+
+void RunsPage::set_hidden_columns(const QStringList& hidden) {
+  show_columns_except(hidden);
   QSettings().setValue("runs/hidden_columns", hidden_columns());
 }
 

@@ -89,7 +89,8 @@ class RunsPage : public QWidget {
   void apply_filter();
   void show_menu(const QPoint& at);
   void show_column_menu(const QPoint& at);
-  void set_hidden_columns(const QStringList& hidden);
+  void set_hidden_columns(const QStringList& hidden);  // and remembers them
+  void show_columns_except(const QStringList& hidden);
   void edit_annotation(std::int64_t run_id);
   // Runs `change` on the store off the UI thread, then reads the list again.
   void change_store(const QString& what, std::function<void(db::Store&)> change);

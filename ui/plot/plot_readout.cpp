@@ -15,9 +15,9 @@ PlotReadout::PlotReadout(QCustomPlot* plot, Finder finder) : QObject(plot), plot
 
 std::optional<PlotHit> PlotReadout::hover(const QPointF& pixel) {
   auto hit = finder_(pixel);
-  text_ = hit ? hit->text : QString();
-  if (hit)
-    QToolTip::showText(plot_->mapToGlobal(pixel.toPoint()), hit->text, plot_);
+  if (hit)  // as plain text: a run's name is the user's, and a tooltip would read tags in it as HTML
+    QToolTip::showText(plot_->mapToGlobal(pixel.toPoint()),
+                       "<div style=\"white-space:pre\">" + hit->text.toHtmlEscaped() + "</div>", plot_);
   else
     QToolTip::hideText();
   return hit;
@@ -40,9 +40,6 @@ bool PlotReadout::eventFilter(QObject* watched, QEvent* event) {
       if (const auto hit = finder_(mouse->position()); hit && !hit->runs.empty()) Q_EMIT clicked(hit->runs);
       break;
     }
-    case QEvent::Leave:
-      text_.clear();
-      break;
     default:
       break;
   }

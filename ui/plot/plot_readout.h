@@ -32,7 +32,6 @@ class PlotReadout : public QObject {
 
   // What the pointer at `pixel` reads (and shows it, as a move there would).
   std::optional<PlotHit> hover(const QPointF& pixel);
-  QString text() const { return text_; }  // the last readout shown ("" when none)
 
  Q_SIGNALS:
   void clicked(const std::vector<std::int64_t>& runs);
@@ -43,7 +42,6 @@ class PlotReadout : public QObject {
  private:
   QCustomPlot* plot_;
   Finder finder_;
-  QString text_;
   QPointF pressed_at_;
 };
 
