@@ -73,8 +73,9 @@ class ExamplePlugin(unittest.TestCase):
     def test_its_compressor_trains_like_a_built_in(self):
         with tempfile.TemporaryDirectory() as d:
             # One scale per bucket (no per-layer scaling or clipping, which the paper adds) diverges at lr 0.05
-            # on this task; at 0.02 it reaches ~80% of allreduce's loss reduction (measured 1.70 vs 2.08).
-            common = {"world_size": 2, "steps": 300, "optimizer.lr": 0.02}
+            # on this task; at 0.02 it reaches ~79% of allreduce's loss reduction with a 256-wide MLP (measured
+            # 1.51 vs 1.93; 89% with the default 1024-wide one, in four times the test's time).
+            common = {"world_size": 2, "steps": 300, "optimizer.lr": 0.02, "model.hidden": 256}
             baseline = ct.run_commtune(d, dict(common, **{"hook.name": "allreduce"}), extra_args=["--no-store"])
             initial = sum(rank[0] for rank in baseline.losses()) / 2
             # As in the TernGrad paper: no error feedback (its unbiased outputs can exceed the input, so the

@@ -174,7 +174,7 @@ class PowerSgdConfiguration(unittest.TestCase):
     def test_compression_statistics_stream(self):
         with tempfile.TemporaryDirectory() as d:
             run = ct.run_commtune(d, dict({"steps": 6}, **SMALL_MLP, **powersgd(start_powerSGD_iter=3)))
-            rows = [json.loads(line) for line in open(run.metrics_path)]
+            rows = run.metrics
             early = [r for r in rows if r["step"] < 3]
             late = [r for r in rows if r["step"] >= 3]
             self.assertTrue(all(r["stats"]["compression_rate"] == 1.0 for r in early))

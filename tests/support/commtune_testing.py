@@ -62,18 +62,22 @@ def query(sql, params=(), path=None):
 
 
 class Run:
+    """A finished run: its exit status, stderr, summary and metrics rows, read
+    when it ended (the next run in the same folder writes the same files)."""
     def __init__(self, returncode, stderr, summary, metrics_path):
         self.returncode = returncode
         self.stderr = stderr
         self.summary = summary
-        self.metrics_path = metrics_path
+        self.metrics = []
+        if os.path.exists(metrics_path):
+            with open(metrics_path) as f:
+                self.metrics = [json.loads(line) for line in f]
 
     def losses(self):
         """Per rank, the loss of every step."""
-        rows = [json.loads(line) for line in open(self.metrics_path)]
-        world = 1 + max(r["rank"] for r in rows)
+        world = 1 + max(r["rank"] for r in self.metrics)
         out = [[] for _ in range(world)]
-        for r in sorted(rows, key=lambda r: (r["rank"], r["step"])):
+        for r in sorted(self.metrics, key=lambda r: (r["rank"], r["step"])):
             out[r["rank"]].append(r["loss"])
         return out
 
@@ -91,6 +95,9 @@ def run_commtune(workdir, overrides, check=True, timeout=600, extra_args=()):
     """Runs `commtune-cli run` with `--set` overrides; returns a Run."""
     summary_path = os.path.join(workdir, "summary.json")
     metrics_path = os.path.join(workdir, "metrics.jsonl")
+    for stale in (summary_path, metrics_path):  # an earlier run's in this folder
+        if os.path.exists(stale):
+            os.remove(stale)
     args = [CLI, "run", "--quiet", "--summary", summary_path, "--metrics", metrics_path]
     args += overrides_to_args(overrides) + list(extra_args)
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
@@ -145,6 +152,7 @@ def start_commtune(workdir, overrides):
     metrics_path = os.path.join(workdir, "metrics.jsonl")
     args = [CLI, "run", "--quiet", "--summary", summary_path, "--metrics", metrics_path] + overrides_to_args(overrides)
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    atexit.register(proc.kill)  # a test that fails midway leaves no training job behind (its ranks follow)
     return proc, metrics_path, summary_path
 
 
@@ -157,13 +165,19 @@ def wait_until_training(proc, metrics_path, world_size, timeout=60):
         return len(ranks) == world_size
     if wait_for(training, timeout) is None:
         raise AssertionError("the run did not start training in time")
-    return sorted(children_of(proc.pid), key=worker_rank)
+    ranks = {}
+    for pid in children_of(proc.pid):
+        rank = worker_rank(pid)
+        if rank is not None:
+            ranks[rank] = pid
+    return [ranks[r] for r in sorted(ranks)]
 
 
 def worker_rank(pid):
+    """A worker's RANK; None for the launcher's other child, the zygote its ranks are forked from."""
     with open(f"/proc/{pid}/environ", "rb") as f:
         env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
-    return int(env[b"RANK"])
+    return int(env[b"RANK"]) if b"RANK" in env else None
 
 
 def torchscript_model(folder, forward, features=32, classes=5):
