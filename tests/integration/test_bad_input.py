@@ -102,8 +102,9 @@ class BadInput(unittest.TestCase):
         import shutil
         import torch  # this test runs under the reference interpreter: the files are changed as a user would
         folder = os.path.join(self.dir, "ck")
+        small = {"model.hidden": 64}
         ct.cli("run", "--quiet", "--no-store", "--summary", os.path.join(self.dir, "s.json"), "--set", "steps=2",
-               "--set", f"checkpoint.dir={folder}")
+               "--set", f"checkpoint.dir={folder}", *ct.overrides_to_args(small))
         good = os.path.join(folder, "step-000002")
         changes = {
             "version 'one'": lambda ck: ck.update(version="one"),
@@ -125,7 +126,7 @@ class BadInput(unittest.TestCase):
                     ck = torch.load(path)
                     change(ck)
                     torch.save(ck, path)
-                self.run_refused({"checkpoint.resume": step}, "checkpoint.resume")
+                self.run_refused(dict(small, **{"checkpoint.resume": step}), "checkpoint.resume")
 
     # --- sweeps --------------------------------------------------------------------
     def test_a_sweep_of_a_million_trials_is_refused_before_it_is_planned(self):

@@ -11,6 +11,7 @@ generator calls, so a run replayed from commtune's initial weights
 summary, or a summary itself). The output holds every rank's loss per step.
 """
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -428,6 +429,17 @@ def pin_to_share_of_cores(rank, world):
         os.sched_setaffinity(0, cores[rank * share:(rank + 1) * share])
 
 
+def set_blas_threads(threads):
+    """Bounds OpenBLAS's pool as commtune's `threads` does. A forked rank
+    inherits the pool its parent sized from OPENBLAS_NUM_THREADS at import."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith("libopenblas"):
+                ctypes.CDLL(path).openblas_set_num_threads(threads)
+                return
+
+
 def exported_module(path):
     """A Python file `commtune-cli export` wrote, imported unmodified."""
     import importlib.util
@@ -465,6 +477,7 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
         pin_to_share_of_cores(rank, world)
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
     torch.set_num_threads(threads)
+    set_blas_threads(threads)
     on_cuda = config["device"] == "cuda" or (config["device"] == "auto" and torch.cuda.is_available())
     device = torch.device("cuda", rank) if on_cuda else torch.device("cpu")
     if on_cuda:
@@ -584,9 +597,14 @@ def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, p
     # Like commtune's `threads`, bound the BLAS pool too (read by each spawned rank at import).
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+    # On the CPU each rank is a fork of this process, which has imported torch
+    # and run no ATen op (libgomp's pool does not survive a fork): a spawned
+    # rank imports torch again, a second per rank. CUDA cannot be forked into.
+    on_cpu = torch.version.cuda is None or config["device"] == "cpu"
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.spawn(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir, powersgd_state,
-                                 time_hook, resume_folder, exported_file), nprocs=world, join=True)
+        mp.start_processes(run_rank, args=(world, free_port(), config, init_path, out_dir, final_path, dump_dir,
+                                           powersgd_state, time_hook, resume_folder, exported_file),
+                           nprocs=world, join=True, start_method="fork" if on_cpu else "spawn")
         results = []
         for r in range(world):
             with open(os.path.join(out_dir, f"losses-{r}.json")) as f:
