@@ -10,6 +10,7 @@
 #include "core/config/run_config.h"
 #include "core/events/event_writer.h"
 #include "core/launch/launcher.h"
+#include "core/launch/worker_zygote.h"
 #include "core/train/trainer.h"
 #include "core/version.h"
 
@@ -48,9 +49,7 @@ void flush_events_on_stop(commtune::events::EventWriter* events) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &action, nullptr);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_worker(int argc, char** argv) {
   CLI::App app{"commtune-worker: one rank of a commtune DDP job (reads torchrun's environment variables)"};
   std::string config_path;
   std::vector<std::string> overrides;
@@ -80,4 +79,12 @@ int main(int argc, char** argv) {
     if (kind == "diverged") return commtune::kExitDiverged;
     return kind == "config" ? 2 : 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The launcher's zygote: ranks forked from here skip loading libtorch (core/launch/worker_zygote.h).
+  if (argc >= 2 && std::string_view(argv[1]) == "--zygote") return commtune::serve_as_zygote(3, run_worker);
+  return run_worker(argc, argv);
 }

@@ -1,5 +1,7 @@
 #include "core/launch/launcher.h"
 
+#include "core/launch/worker_zygote.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -153,8 +155,12 @@ void Job::spawn(int rank, const std::string& config_path, const std::string& sto
   if (pin)
     for (int cpu : options_.rank_cpus[rank]) CPU_SET(cpu, &cpus);
 
+  pid_t pid = -1;
+  if (auto* zygote = WorkerZygote::shared(options_.worker_path))
+    pid = zygote->spawn({arg_strings, env_strings, pin ? options_.rank_cpus[rank] : std::vector<int>{}, events[1],
+                         output[1]});
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  if (pid < 0) pid = ::fork();  // and exec the worker binary: no zygote, or it failed
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);                     // terminal signals go to the launcher, which stops workers cleanly

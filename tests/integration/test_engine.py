@@ -194,6 +194,40 @@ class Launching(unittest.TestCase):
             self.assertTrue(summary["ranks_in_sync"])
             self.assertAlmostEqual(summary["traffic"]["compression_ratio"], 2.0, delta=1e-5)
 
+    def test_ranks_forked_from_the_zygote_are_what_exec_would_start(self):
+        """Local ranks are forked from a worker that has loaded libtorch (core/launch/worker_zygote.h): each
+        looks and trains as an exec'd one, and nothing is left when the launcher goes."""
+        with tempfile.TemporaryDirectory() as d:
+            proc, metrics, _ = ct.start_commtune(d, {"steps": 100000, "model.hidden": 64})
+            ranks = ct.wait_until_training(proc, metrics, 2)
+            others = [p for p in ct.children_of(proc.pid) if p not in ranks]
+            for rank, pid in enumerate(ranks):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = [a.decode() for a in f.read().split(b"\0") if a]
+                self.assertEqual(argv[:2], [ct.WORKER, "--config"])
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = dict(i.split(b"=", 1) for i in f.read().split(b"\0") if b"=" in i)
+                self.assertEqual((env[b"RANK"], env[b"WORLD_SIZE"]), (str(rank).encode(), b"2"))
+                self.assertNotIn(b"COMMTUNE_ZYGOTE_ROOM", env)
+                self.assertEqual(os.getpgid(pid), pid)  # its own group: a terminal's Ctrl-C reaches the launcher only
+            self.assertEqual(len(others), 1)
+            with open(f"/proc/{others[0]}/cmdline", "rb") as f:
+                self.assertEqual(f.read().split(b"\0")[:2], [ct.WORKER.encode(), b"--zygote"])
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            gone = ct.wait_for(lambda: not any(ct.is_running(p) for p in ranks + others), 15)
+            self.assertIsNotNone(gone, "a rank or the zygote outlived a killed launcher")
+        losses = {}
+        for zygote in ("1", "0"):
+            os.environ["COMMTUNE_WORKER_ZYGOTE"] = zygote
+            try:
+                with tempfile.TemporaryDirectory() as d:
+                    losses[zygote] = ct.run_commtune(d, {"steps": 20, "world_size": 3, "model.hidden": 64,
+                                                         "cpu_affinity": "cores"}, extra_args=["--no-store"]).losses()
+            finally:
+                del os.environ["COMMTUNE_WORKER_ZYGOTE"]
+        self.assertEqual(losses["1"], losses["0"])
+
     def test_default_job_learns(self):
         with tempfile.TemporaryDirectory() as d:
             run = ct.run_commtune(d, {"steps": 150})
