@@ -245,6 +245,10 @@ void Job::reap() {
     if (w.exited) continue;
     int status = 0;
     const pid_t r = ::waitpid(w.outcome.pid, &status, WNOHANG);
+    if (r < 0 && errno == ECHILD) {  // not ours to wait for (a rank that never became our child): gone for us
+      w.exited = true;
+      continue;
+    }
     if (r != w.outcome.pid) continue;
     w.exited = true;
     if (WIFEXITED(status)) w.outcome.exit_code = WEXITSTATUS(status);

@@ -9,7 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/prctl.h>
+
+#include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,8 +29,9 @@ namespace commtune {
 namespace {
 
 // A request is three counts (argv, env, cores), the cores, then each string
-// as its length and bytes; the two descriptors travel beside it.
-constexpr std::size_t kMaxRequestBytes = 1 << 20;
+// as its length and bytes; the two descriptors travel beside it. One message
+// of a SOCK_SEQPACKET socket fits in its send buffer (~208 KB by default).
+constexpr std::size_t kMaxRequestBytes = 128 * 1024;
 constexpr std::uint32_t kMaxItems = 1 << 16;
 constexpr int kReplyTimeoutMs = 30000;
 // How long a rank waits to become the launcher's child once its first
@@ -108,24 +113,31 @@ struct MemoryBlock {
   std::size_t size = 0;
 };
 
-// This process's argument and environment blocks (/proc/self/stat, fields 48-51).
-std::pair<MemoryBlock, MemoryBlock> own_blocks() {
+// This process's /proc/self/stat, numbered as proc(5) numbers its fields
+// (zero where absent); fields 48-51 bound the argument and environment blocks.
+using StatFields = std::array<unsigned long, 52>;
+StatFields own_stat() {
+  StatFields fields{};
   std::FILE* f = std::fopen("/proc/self/stat", "r");
-  if (!f) return {};
+  if (!f) return fields;
   char text[4096];
   const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
   std::fclose(f);
   text[n] = '\0';
   const char* at = std::strrchr(text, ')');
-  unsigned long fields[51] = {};
   // Each field after the command's closing parenthesis follows a space.
-  for (int field = 3; at && field <= 51; ++field) {
+  for (std::size_t field = 3; at && field < fields.size(); ++field) {
     at = std::strchr(at + 1, ' ');
-    if (at) fields[field - 1] = std::strtoul(at + 1, nullptr, 10);
+    if (at) fields[field] = std::strtoul(at + 1, nullptr, 10);
   }
-  if (!at || fields[47] >= fields[48] || fields[49] >= fields[50]) return {};
-  return {MemoryBlock{reinterpret_cast<char*>(fields[47]), fields[48] - fields[47]},
-          MemoryBlock{reinterpret_cast<char*>(fields[49]), fields[50] - fields[49]}};
+  return fields;
+}
+
+std::pair<MemoryBlock, MemoryBlock> own_blocks() {
+  const auto f = own_stat();
+  if (f[49] <= f[48] || f[51] <= f[50]) return {};
+  return {MemoryBlock{reinterpret_cast<char*>(f[48]), f[49] - f[48]},
+          MemoryBlock{reinterpret_cast<char*>(f[50]), f[51] - f[50]}};
 }
 
 std::size_t packed_size(const std::vector<std::string>& items) {
@@ -134,20 +146,59 @@ std::size_t packed_size(const std::vector<std::string>& items) {
   return size;
 }
 
-// Writes items, each NUL-terminated, over a block it fits in (checked before the fork).
-void overwrite(MemoryBlock block, const std::vector<std::string>& items) {
+// Writes items, each NUL-terminated, over a block they fit in (checked
+// before the fork); returns the end of what was written.
+char* overwrite(MemoryBlock block, const std::vector<std::string>& items) {
   std::memset(block.start, 0, block.size);
   char* at = block.start;
   for (const auto& item : items) {
     std::memcpy(at, item.c_str(), item.size() + 1);
     at += item.size() + 1;
   }
+  return at;
 }
+
+// Ends the argument and environment blocks where the rank's own end, so
+// /proc/PID/{cmdline,environ} hold no trailing room (PR_SET_MM_MAP needs no
+// capability; where the kernel refuses it, the room reads as NULs).
+void fit_blocks(char* arg_end, char* env_end) {
+  const auto f = own_stat();
+  std::array<__u64, 512> auxv{};
+  std::size_t auxv_bytes = 0;
+  if (std::FILE* in = std::fopen("/proc/self/auxv", "r")) {
+    auxv_bytes = std::fread(auxv.data(), 1, sizeof auxv, in);
+    std::fclose(in);
+  }
+  prctl_mm_map map{};
+  map.start_code = f[26];
+  map.end_code = f[27];
+  map.start_stack = f[28];
+  map.start_data = f[45];
+  map.end_data = f[46];
+  map.start_brk = f[47];
+  map.brk = reinterpret_cast<std::uint64_t>(::sbrk(0));
+  map.arg_start = f[48];
+  map.arg_end = reinterpret_cast<std::uint64_t>(arg_end);
+  map.env_start = f[50];
+  map.env_end = reinterpret_cast<std::uint64_t>(env_end);
+  map.auxv = auxv.data();
+  map.auxv_size = static_cast<std::uint32_t>(auxv_bytes);
+  map.exe_fd = static_cast<std::uint32_t>(-1);
+  ::prctl(PR_SET_MM, PR_SET_MM_MAP, &map, sizeof map, 0);
+}
+
+// What each rank starts from, taken when the zygote started.
+struct ZygoteState {
+  pid_t launcher;
+  std::pair<MemoryBlock, MemoryBlock> blocks;
+  std::array<struct sigaction, NSIG> actions;  // as exec left them: ignored ones and libraries' handlers
+};
 
 // In the rank's process (single-threaded, a fork of the zygote's fork):
 // wait to be the launcher's child, then set up what exec would have.
-[[noreturn]] void become_rank(RankProcess& rank, pid_t launcher, std::pair<MemoryBlock, MemoryBlock> blocks,
+[[noreturn]] void become_rank(RankProcess& rank, const ZygoteState& zygote,
                               const std::function<int(int, char**)>& worker_main) {
+  const pid_t launcher = zygote.launcher;
   for (int i = 0; ::getppid() != launcher; ++i) {
     if (i == kReparentPolls) ::_exit(127);
     ::usleep(kReparentPollUs);
@@ -158,20 +209,22 @@ void overwrite(MemoryBlock block, const std::vector<std::string>& items) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &zygote.actions[sig], nullptr);
   if (!rank.cpus.empty()) {
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int cpu : rank.cpus) CPU_SET(cpu, &set);
     ::sched_setaffinity(0, sizeof set, &set);  // every thread the worker starts inherits it
   }
-  // The zygote's own descriptors are 0-3 (3: its control socket): received ones are higher.
+  // 0-3 are open in the zygote (3: its control socket), so received ones are
+  // higher. Closing the rest closes what exec would (the zygote holds no
+  // descriptor of a library's: it inherits from the launcher what an exec'd
+  // rank would).
   ::dup2(rank.output_fd, 1);
   ::dup2(rank.output_fd, 2);
   ::dup2(rank.events_fd, 3);
   ::close_range(4, ~0U, 0);
-  overwrite(blocks.first, rank.argv);
-  overwrite(blocks.second, rank.env);
+  fit_blocks(overwrite(zygote.blocks.first, rank.argv), overwrite(zygote.blocks.second, rank.env));
   ::clearenv();
   for (auto& entry : rank.env) ::putenv(entry.data());
   std::vector<char*> argv;
@@ -182,9 +235,9 @@ void overwrite(MemoryBlock block, const std::vector<std::string>& items) {
 
 // Forks the rank through a short-lived middle process, whose exit hands the
 // rank to the launcher (the nearest subreaper); returns the rank's pid.
-pid_t fork_rank(RankProcess& rank, pid_t launcher, std::pair<MemoryBlock, MemoryBlock> blocks,
-                const std::function<int(int, char**)>& worker_main) {
-  if (packed_size(rank.argv) > blocks.first.size || packed_size(rank.env) > blocks.second.size) return -E2BIG;
+pid_t fork_rank(RankProcess& rank, const ZygoteState& zygote, const std::function<int(int, char**)>& worker_main) {
+  if (packed_size(rank.argv) > zygote.blocks.first.size || packed_size(rank.env) > zygote.blocks.second.size)
+    return -E2BIG;
   int pid_pipe[2];
   if (::pipe2(pid_pipe, O_CLOEXEC) != 0) return -errno;
   std::fflush(nullptr);
@@ -200,7 +253,7 @@ pid_t fork_rank(RankProcess& rank, pid_t launcher, std::pair<MemoryBlock, Memory
     if (pid == 0) {
       ::close(pid_pipe[0]);
       ::close(pid_pipe[1]);
-      become_rank(rank, launcher, blocks, worker_main);
+      become_rank(rank, zygote, worker_main);
     }
     const pid_t reply = pid < 0 ? -errno : pid;
     (void)!::write(pid_pipe[1], &reply, sizeof reply);
@@ -225,7 +278,11 @@ std::optional<Started> start_zygote(const std::string& worker_path) {
   int control[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) != 0) return std::nullopt;
   // Ranks forked by the zygote's children become ours when those exit.
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    ::close(control[0]);
+    ::close(control[1]);
+    return std::nullopt;
+  }
   std::string path = worker_path, flag = "--zygote", arg_room(kArgRoom, ' ');
   char* argv[] = {path.data(), flag.data(), arg_room.data(), nullptr};
   std::vector<std::string> env_strings;
@@ -288,10 +345,16 @@ void WorkerZygote::give_up() {
 }
 
 pid_t WorkerZygote::spawn(const RankProcess& rank) {
+  // libgomp lays out its places from the affinity it had at load, the
+  // zygote's: a pinned rank that asks for OpenMP binding is exec'd.
+  if (!rank.cpus.empty())
+    for (const auto& entry : rank.env)
+      for (const char* key : {"OMP_PROC_BIND=", "OMP_PLACES=", "GOMP_CPU_AFFINITY="})
+        if (entry.rfind(key, 0) == 0) return -1;
   std::lock_guard<std::mutex> lock(mutex_);
   if (control_fd_ < 0) return -1;
   auto request = encode(rank);
-  if (request.size() > kMaxRequestBytes) return -1;  // exec'd instead: too large to send, not a failure
+  if (request.size() > kMaxRequestBytes) return -1;  // exec'd instead: more than one message holds
   iovec iov{request.data(), request.size()};
   const int fds[2] = {rank.events_fd, rank.output_fd};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
@@ -308,21 +371,39 @@ pid_t WorkerZygote::spawn(const RankProcess& rank) {
   ssize_t sent;
   while ((sent = ::sendmsg(control_fd_, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
   }
-  pollfd ready{control_fd_, POLLIN, 0};
-  pid_t reply = -1;
-  if (sent != static_cast<ssize_t>(request.size()) || ::poll(&ready, 1, kReplyTimeoutMs) != 1 ||
-      ::recv(control_fd_, &reply, sizeof reply, 0) != static_cast<ssize_t>(sizeof reply) ||
-      (reply <= 0 && reply != -E2BIG)) {
-    give_up();
+  if (sent != static_cast<ssize_t>(request.size())) {  // it never arrived: exec'd instead
+    if (errno != EMSGSIZE) give_up();
     return -1;
   }
-  return reply > 0 ? reply : -1;  // -E2BIG: more environment than the zygote has room for, exec'd instead
+  // Once it arrived, the rank may exist: it is never exec'd a second time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReplyTimeoutMs);
+  pid_t reply = -1;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd ready{control_fd_, POLLIN, 0};
+    const int polled = ::poll(&ready, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled == 1 && ::recv(control_fd_, &reply, sizeof reply, 0) == static_cast<ssize_t>(sizeof reply)) break;
+    give_up();
+    throw std::runtime_error("the worker zygote did not answer a spawn request (set COMMTUNE_WORKER_ZYGOTE=0 to "
+                             "exec each rank)");
+  }
+  if (reply == -E2BIG) return -1;  // more environment than the zygote has room for: exec'd instead
+  if (reply <= 0) {
+    give_up();
+    return -1;  // the zygote could not fork: nothing was started
+  }
+  return reply;
 }
 
 int serve_as_zygote(int control_fd, const std::function<int(int, char**)>& worker_main) {
+  // A launcher started with a standard descriptor closed would have a
+  // received descriptor land on it: keep 0-2 taken.
+  for (int fd = 0; fd < 3; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0) ::open("/dev/null", O_RDWR);
+  ZygoteState zygote{::getppid(), own_blocks(), {}};
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, nullptr, &zygote.actions[sig]);
   ::signal(SIGPIPE, SIG_IGN);  // a launcher gone mid-reply ends the loop, not the zygote by signal
-  const pid_t launcher = ::getppid();
-  const auto blocks = own_blocks();
   std::vector<char> buffer(kMaxRequestBytes);
   while (true) {
     iovec iov{buffer.data(), buffer.size()};
@@ -350,7 +431,7 @@ int serve_as_zygote(int control_fd, const std::function<int(int, char**)>& worke
     if (rank) {
       rank->events_fd = fds[0];
       rank->output_fd = fds[1];
-      reply = fork_rank(*rank, launcher, blocks, worker_main);
+      reply = fork_rank(*rank, zygote, worker_main);
     }
     for (int fd : fds) ::close(fd);
     if (::send(control_fd, &reply, sizeof reply, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof reply)) return 1;

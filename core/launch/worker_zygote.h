@@ -4,9 +4,12 @@
 // process about half a second of CPU before main: on 2 cores, more than a
 // short trial's training. The launcher therefore starts one worker in zygote
 // mode per worker binary, once per process, and asks it for each rank. The
-// zygote never runs a tensor op or starts a thread, so a fork of it is a fresh
-// worker; each rank is forked twice so that it ends up a child of the
-// launcher (a child subreaper), which waits for it and signals it as before.
+// zygote runs no tensor op and starts no thread of its own (OpenBLAS's pool,
+// started at load, is shut down across a fork by OpenBLAS), so a fork of it
+// is a worker as exec would start it, but for what libraries read at load
+// (libgomp's places: a pinned rank that asks for OpenMP binding is exec'd).
+// Each rank is forked twice so that it ends up a child of the launcher (a
+// child subreaper), which waits for it and signals it as before.
 #pragma once
 
 #include <sys/types.h>
@@ -38,7 +41,10 @@ class WorkerZygote {
   WorkerZygote& operator=(const WorkerZygote&) = delete;
 
   // Starts a rank; returns its pid (a child of this process), or -1 when the
-  // zygote failed, which is then given up for the rest of the process.
+  // rank is to be exec'd instead: it needs more room than the zygote has, or
+  // the zygote failed before it got the request (and is given up for the
+  // rest of the process). Throws when the zygote got the request and did not
+  // answer: the rank may exist, and is not started twice.
   pid_t spawn(const RankProcess& rank);
 
  private:

@@ -202,11 +202,15 @@ class Launching(unittest.TestCase):
             ranks = ct.wait_until_training(proc, metrics, 2)
             others = [p for p in ct.children_of(proc.pid) if p not in ranks]
             for rank, pid in enumerate(ranks):
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    argv = [a.decode() for a in f.read().split(b"\0") if a]
-                self.assertEqual(argv[:2], [ct.WORKER, "--config"])
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    env = dict(i.split(b"=", 1) for i in f.read().split(b"\0") if b"=" in i)
+                blocks = {}
+                for name in ("cmdline", "environ"):  # each string NUL-terminated, nothing after the last
+                    with open(f"/proc/{pid}/{name}", "rb") as f:
+                        raw = f.read()
+                    self.assertTrue(raw.endswith(b"\0") and b"\0\0" not in raw, f"{name}: {raw[-64:]!r}")
+                    blocks[name] = raw[:-1].split(b"\0")
+                self.assertEqual(blocks["cmdline"][:2], [ct.WORKER.encode(), b"--config"])
+                self.assertEqual(len(blocks["cmdline"]), 3)
+                env = dict(i.split(b"=", 1) for i in blocks["environ"])
                 self.assertEqual((env[b"RANK"], env[b"WORLD_SIZE"]), (str(rank).encode(), b"2"))
                 self.assertNotIn(b"COMMTUNE_ZYGOTE_ROOM", env)
                 self.assertEqual(os.getpgid(pid), pid)  # its own group: a terminal's Ctrl-C reaches the launcher only
