@@ -590,8 +590,8 @@ class GuiTest : public QObject {
     QCOMPARE(faint->data()->at(1)->value, raw[1].loss);
     QVERIFY(faint->pen().color().alpha() < 100);
     QVERIFY(faint->layer()->index() < plots->loss_graph(all[0])->layer()->index());
-    for (const auto& point : *plots->plot(RunPlots::Plot::Ratio)->graph(0)->data())
-      QCOMPARE(point.value, raw[0].compression_ratio());
+    for (const auto& ratio_point : *plots->plot(RunPlots::Plot::Ratio)->graph(0)->data())
+      QCOMPARE(ratio_point.value, raw[0].compression_ratio());
     plots->set_smoothing(0);
     QCOMPARE(plots->loss_graph(all[0])->data()->at(1)->value, raw[1].loss);
     QVERIFY(!plots->raw_loss_graph(all[0])->visible());
@@ -652,6 +652,15 @@ class GuiTest : public QObject {
     double sum = 0;  // one decomposition: the shares add up (before: one-way ANOVAs summed to 145-170%)
     for (const auto& share : importance) sum += share.share;
     QVERIFY(std::fabs(sum - 1) < 1e-9);
+    // Each bar reads on hover (its share is printed on it too); the gap between two bars reads nothing.
+    auto* importance_plot = analysis->plots()[3];
+    importance_plot->replot(QCustomPlot::rpImmediateRefresh);
+    const double mid_bar = importance_plot->yAxis->coordToPixel(importance.front().share / 2);
+    const auto bar = analysis->importance_readout()->hover(QPointF(importance_plot->xAxis->coordToPixel(0), mid_bar));
+    QVERIFY2(bar && bar->text.startsWith("hook.matrix_approximation_rank: ") &&
+                 bar->text.contains("% of the tail loss's variance, between its"),
+             qPrintable(bar ? bar->text : ""));
+    QVERIFY(!analysis->importance_readout()->hover(QPointF(importance_plot->xAxis->coordToPixel(0.5), mid_bar)));
     QCPColorMap* map = nullptr;
     for (int i = 0; i < analysis->plots()[1]->plottableCount(); ++i)
       if (auto* m = qobject_cast<QCPColorMap*>(analysis->plots()[1]->plottable(i))) map = m;

@@ -371,6 +371,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   pareto_readout_ = new PlotReadout(pareto_, [this](const QPointF& at) { return pareto_hit(at); });
   heatmap_readout_ = new PlotReadout(heatmap_, [this](const QPointF& at) { return heatmap_hit(at); });
   slice_readout_ = new PlotReadout(slice_, [this](const QPointF& at) { return slice_hit(at); });
+  importance_readout_ = new PlotReadout(importance_, [this](const QPointF& at) { return importance_hit(at); });
   for (auto* readout : {pareto_readout_, heatmap_readout_, slice_readout_})
     connect(readout, &PlotReadout::clicked, this, &AnalysisPage::open_runs_requested);
   apply_theme(current_theme());
@@ -875,6 +876,34 @@ std::optional<PlotHit> AnalysisPage::slice_hit(const QPointF& pixel) const {
                           p->axis_values.at(slice_param_->currentText().toStdString()),
                           QString::number(p->loss_mean, 'g', 5)),
                  {id}};
+}
+
+std::optional<PlotHit> AnalysisPage::importance_hit(const QPointF& pixel) const {
+  const auto& shares = data_.importance.shares;
+  const double x = importance_->xAxis->pixelToCoord(pixel.x());
+  const double index = std::round(x);
+  if (std::abs(x - index) > 0.3 || index < 0 || index >= static_cast<double>(shares.size())) return std::nullopt;
+  const auto& imp = shares[static_cast<std::size_t>(index)];
+  // Anywhere in the bar's column up to its top, so a thin bar can still be read.
+  const double y = importance_->yAxis->pixelToCoord(pixel.y());
+  if (y < importance_->yAxis->range().lower || y > std::max(imp.share, 0.05 * importance_->yAxis->range().size()))
+    return std::nullopt;
+  const auto share = QString::number(100 * imp.share, 'f', 1);
+  switch (imp.kind) {
+    case Importance::Kind::Parameter:
+      return PlotHit{QString("%1: %2% of the tail loss's variance, between its %3 values")
+                         .arg(QString::fromStdString(imp.param), share)
+                         .arg(imp.groups),
+                     {}};
+    case Importance::Kind::Interactions:
+      return PlotHit{QString("interactions: %1% of the tail loss's variance, from parameters varying together")
+                         .arg(share),
+                     {}};
+    case Importance::Kind::Noise:
+      break;
+  }
+  return PlotHit{QString("noise: %1% of the tail loss's variance, between repeats of one configuration").arg(share),
+                 {}};
 }
 
 std::pair<std::string, std::string> default_heatmap_axes(const AnalysisData& data) {

@@ -91,6 +91,7 @@ class AnalysisPage : public QWidget {
   PlotReadout* pareto_readout() const { return pareto_readout_; }
   PlotReadout* heatmap_readout() const { return heatmap_readout_; }
   PlotReadout* slice_readout() const { return slice_readout_; }
+  PlotReadout* importance_readout() const { return importance_readout_; }
 
  Q_SIGNALS:
   void analysed();
@@ -110,6 +111,7 @@ class AnalysisPage : public QWidget {
   void draw_slice();
   void draw_contour(const std::string& x, const std::string& y);
   std::optional<PlotHit> slice_hit(const QPointF& pixel) const;
+  std::optional<PlotHit> importance_hit(const QPointF& pixel) const;
   std::optional<PlotHit> pareto_hit(const QPointF& pixel) const;
   std::optional<PlotHit> heatmap_hit(const QPointF& pixel) const;
 
@@ -142,6 +144,7 @@ class AnalysisPage : public QWidget {
   QComboBox* slice_param_;
   QCustomPlot* slice_;
   PlotReadout* slice_readout_;
+  PlotReadout* importance_readout_;
   PlotReadout* pareto_readout_;
   PlotReadout* heatmap_readout_;
   std::int64_t wanted_sweep_ = -1;
