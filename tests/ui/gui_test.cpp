@@ -702,6 +702,9 @@ class GuiTest : public QObject {
     auto* slice = analysis->findChild<QCustomPlot*>("plot:slice");
     QCOMPARE(slice->graph(0)->dataCount(), 29);
     QCOMPARE(slice->xAxis->scaleType(), QCPAxis::stLinear);  // 1 .. 16: not two decades
+    auto* rank_ticks = dynamic_cast<QCPAxisTickerText*>(slice->xAxis->ticker().data());
+    QVERIFY(rank_ticks);  // the grid's values, not 2.5, 7.5, 12.5
+    QCOMPARE(rank_ticks->ticks().values(), QList<QString>({"1", "2", "4", "8", "16"}));
     slice->replot(QCustomPlot::rpImmediateRefresh);
     const auto trial = slice->graph(0)->data()->at(0);
     const auto sliced = analysis->slice_readout()->hover(

@@ -848,10 +848,13 @@ void AnalysisPage::draw_slice() {
   }
   const bool log = numeric && lo > 0 && hi / lo > 100;
   set_log_axis(slice_->xAxis, log);
-  if (!numeric) {
+  // Categories, and a grid's numbers (up to 8, as on the parallel coordinates),
+  // label the axis with their values: no rank 2.5. Drawn values get a scale.
+  if (!numeric || categories.size() <= 8) {
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     const auto labels = short_value_labels(categories);
-    for (std::size_t k = 0; k < categories.size(); ++k) ticker->addTick(double(k), labels[k]);
+    for (std::size_t k = 0; k < categories.size(); ++k)
+      ticker->addTick(numeric ? *finite_number(categories[k]) : double(k), labels[k]);
     slice_->xAxis->setTicker(ticker);
   }
   slice_->rescaleAxes();
