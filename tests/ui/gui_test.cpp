@@ -605,9 +605,9 @@ class GuiTest : public QObject {
     QVERIFY(labels.size() >= 2);
     QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), labels.size());
     QVERIFY(ratio->yAxis->range().size() >= 4000 * 0.05);
-    for (const auto& label : labels) {  // each a number with at most 3 significant digits
+    for (const auto& label : labels) {  // each a number (in the plot's locale) with at most 3 significant digits
       bool is_number = false;
-      const double v = QLocale().toDouble(label, &is_number);
+      const double v = ratio->locale().toDouble(label, &is_number);
       QVERIFY2(is_number, qPrintable(label));
       QVERIFY2(std::abs(v - QString::number(v, 'g', 3).toDouble()) < 1e-9, qPrintable(labels.join(" ")));
     }
