@@ -26,7 +26,29 @@ daemon_pids() {
   done 2>/dev/null || true
 }
 
+# This instance's step daemons (titled "slurmstepd: [JOB.STEP]", each holding
+# its node's log under $STATE open) and every process below them.
+job_pids() {
+  local pid
+  for pid in $(pgrep -f '^slurmstepd: ' || true); do
+    if ls -l "/proc/$pid/fd" 2>/dev/null | grep -qF -- "-> $STATE/"; then
+      descendants "$pid"
+      echo "$pid"
+    fi
+  done
+}
+
+descendants() {
+  local child
+  for child in $(pgrep -P "$1" || true); do
+    descendants "$child"
+    echo "$child"
+  done
+}
+
 stop() {
+  # A job still running would outlive its daemons: nothing would ever end it.
+  for pid in $(job_pids); do kill -9 "$pid" 2>/dev/null || true; done
   for pid in $(daemon_pids); do kill "$pid" 2>/dev/null || true; done
   for _ in $(seq 50); do
     alive=0

@@ -249,13 +249,18 @@ class SlurmSweeps(unittest.TestCase):
                 self.assertIsNotNone(ct.wait_for(lambda: stored() > 50, 180))
                 run_id = ct.query("SELECT id FROM runs")[0][0]
                 job = jobs_of(run_id)[0]
+                self.assertTrue(slurm.step_daemons(job))  # the wait below has something to wait for
                 # As a preemption does: SLURM stops the job and queues it again under the same id.
                 subprocess.run(["scontrol", "requeue", job], env=env, check=True)
-                # SLURM holds a requeued job for two minutes (its BeginTime): let it go now.
+                # SLURM holds a requeued job for two minutes (its BeginTime): let it go now, but only
+                # once the first attempt's step daemons are gone. Each reports its step's end to
+                # slurmctld before it exits, and slurmctld takes a late report from the batch step for
+                # the job's current attempt: released earlier, the new attempt could be ended FAILED
+                # with the old one's exit code (seen in CI beside other tests).
                 def released():
                     shown = subprocess.run(["scontrol", "-o", "show", "job", job], env=env, capture_output=True,
                                            text=True).stdout
-                    if "JobState=PENDING" not in shown:
+                    if "JobState=PENDING" not in shown or slurm.step_daemons(job):
                         return False
                     subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=env, check=True)
                     return True

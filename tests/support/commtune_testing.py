@@ -334,6 +334,24 @@ class LocalSlurm:
         subprocess.run(["scancel", job_id], env=self.env)
         self.test.fail(f"SLURM job {job_id} did not end in {timeout} s")
 
+    def step_daemons(self, job_id):
+        """The pids of this SLURM's step daemons for the job (titled "slurmstepd: [JOB.STEP]", each
+        holding its node's log in the state folder open): another test's SLURM numbers its jobs
+        from 1 too."""
+        title = f"slurmstepd: [{job_id}.".encode()
+        pids = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if not f.read().startswith(title):
+                        continue
+                fds = os.listdir(f"/proc/{pid}/fd")
+                if any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(self.dir + "/") for fd in fds):
+                    pids.append(int(pid))
+            except OSError:  # gone meanwhile
+                pass
+        return pids
+
     @staticmethod
     def output(folder, job_id):
         path = os.path.join(folder, f"slurm-{job_id}.out")
