@@ -11,7 +11,7 @@
 namespace commtune::ui {
 
 EngineSession::EngineSession(QString store_path, QObject* parent)
-    : QObject(parent), store_path_(std::move(store_path)) {
+    : QObject(parent), store_path_(std::move(store_path)), stop_requests_(store_path_.toStdString(), nullptr) {
   qRegisterMetaType<RunStart>();
 }
 
@@ -29,6 +29,7 @@ const std::atomic<bool>* EngineSession::flag_for(qint64 run_id) {
   std::lock_guard lock(flags_mutex_);
   auto& flag = stop_flags_[run_id];
   if (!flag) flag = std::make_shared<std::atomic<bool>>(stop_all_.load());
+  stop_requests_.watch(run_id, flag.get());
   return flag.get();
 }
 
@@ -52,6 +53,7 @@ void EngineSession::start(Body body) {
   stop_all_ = false;
   {
     std::lock_guard lock(flags_mutex_);
+    for (const auto& [run_id, flag] : stop_flags_) stop_requests_.forget(run_id);
     stop_flags_.clear();
   }
   thread_ = std::thread([this, &store, body = std::move(body)] {
@@ -82,12 +84,14 @@ void EngineSession::start_run(const nlohmann::json& raw_config, const QString& n
       {
         std::lock_guard lock(flags_mutex_);
         stop_flags_[run_id] = cancel;
+        stop_requests_.watch(run_id, cancel.get());
       }
       if (stop_all_) cancel->store(true);  // stopped before the run had an id
       Q_EMIT run_started(RunStart{run_id, name.isEmpty() ? QString("run %1").arg(run_id) : name, 0, config.run.steps});
       return std::make_unique<LiveFeed>(run_id, queue_);
     };
     const auto result = run_job(request);
+    if (result.run_id) stop_requests_.forget(*result.run_id);
     const auto status = QString::fromStdString(stored_status(result.outcome.status));
     const auto reason = QString::fromStdString(result.outcome.reason);
     if (result.run_id) Q_EMIT run_finished(*result.run_id, status, reason);
@@ -118,8 +122,10 @@ std::pair<QString, bool> EngineSession::run_stored_sweep(db::Writer& store, std:
     if (!e.finished)
       Q_EMIT run_started(
           RunStart{e.run_id, QString::fromStdString(e.label), e.from_step, e.to_step, e.sweep_id, e.trial, e.trials});
-    else
+    else {
+      stop_requests_.forget(e.run_id);
       Q_EMIT run_finished(e.run_id, QString::fromStdString(e.status), QString());
+    }
   };
   options.subscribers = [this](const TrialEvent& e) {
     std::vector<std::unique_ptr<EventSubscriber>> out;

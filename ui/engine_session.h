@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/store/stop_requests.h"
 #include "ui/live/live_feed.h"
 
 namespace commtune::db {
@@ -50,6 +51,7 @@ class EngineSession : public QObject {
   // finished trials stay, an interrupted one continues from its checkpoint.
   void resume_sweep(qint64 sweep_id);
   // Stops one run (a sweep goes on with its next trial), or everything.
+  // Its runs also stop at a request from another process (stop_requests.h).
   void stop_run(qint64 run_id);
   void stop_all();
 
@@ -75,6 +77,8 @@ class EngineSession : public QObject {
   std::atomic<bool> stop_all_{false};
   std::mutex flags_mutex_;
   std::map<qint64, std::shared_ptr<std::atomic<bool>>> stop_flags_;
+  // Another process's requests (`commtune-cli stop`, another window) set the same flags as stop_run.
+  StopRequestWatcher stop_requests_;
 };
 
 }  // namespace commtune::ui

@@ -1,11 +1,13 @@
 // `run`: one training job on this machine, reported live and kept in the run
 // store. `summarize`: the same report from event files that workers wrote
 // under torchrun or srun; `import`: such a run into the store, live with
-// --follow.
+// --follow. `stop`: asks whichever process records a run to stop it.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
@@ -148,6 +150,8 @@ int import_command(const ImportArgs& args, const Context& context) {
   options.follow = args.follow;
   options.quiet_limit = std::chrono::milliseconds(static_cast<std::int64_t>(1000 * args.quiet_limit_s));
   options.cancel = &g_stop;
+  // A stop request (the desktop app's Stop, `commtune-cli stop`) ends the following as Ctrl-C does.
+  StopRequestWatcher stop_requests(writer->path(), nullptr);
 
   std::optional<std::int64_t> run_id;
   std::unique_ptr<RunSummary> summary;
@@ -169,6 +173,7 @@ int import_command(const ImportArgs& args, const Context& context) {
                                " is not one this build runs, so it is not imported: " + e.what());
     }
     run_id = writer->call([stored](db::Store& s) { return s.create_run(stored); }).get();
+    if (args.follow) stop_requests.watch(*run_id, &g_stop);
     std::fprintf(stderr, "commtune: %s run %lld in %s\n", args.follow ? "streaming into" : "importing as",
                  static_cast<long long>(*run_id), writer->path().c_str());
     summary = std::make_unique<RunSummary>(world_size);
@@ -193,12 +198,73 @@ int import_command(const ImportArgs& args, const Context& context) {
     throw;
   }
   if (progress) progress->finish();
+  if (run.outcome.status == RunStatus::Cancelled)
+    run.outcome.reason = "stopped following its event files; its ranks were started elsewhere (torchrun, srun) "
+                         "and go on until stopped there";
   const auto result = summary->to_json(run.outcome, run.config);
   record_run_end(*writer, *run_id, run.outcome, *summary, result);
   const int code =
       conclude_event_run(run, result, args.summary_path.empty() || write_summary(result, args.summary_path));
   std::fprintf(stderr, "commtune: stored as run %lld in %s\n", static_cast<long long>(*run_id),
                writer->path().c_str());
+  return code;
+}
+
+struct StopArgs {
+  std::vector<std::int64_t> runs;
+  double wait_s = 60;
+};
+
+// `stop`: asks the processes that record running runs (`run`, a `sweep`'s
+// trial, `import --follow`, the desktop app) to stop them, as the desktop
+// app's Stop does, and waits until each has.
+int stop_command(const StopArgs& args, const Context& context) {
+  const auto path = store_path(context.db);
+  const auto store = open_store(context.db);  // a run whose process died is marked interrupted here
+  int code = kExitOk;
+  std::vector<std::int64_t> asked;
+  for (const auto id : args.runs) {
+    const auto run = store->run(id);
+    if (!run) {
+      std::fprintf(stderr, "commtune: no run %lld in %s\n", static_cast<long long>(id), path.c_str());
+      code = kExitFailed;
+    } else if (run->status != db::status::kRunning) {
+      std::fprintf(stderr, "commtune: run %lld is not running (%s)\n", static_cast<long long>(id),
+                   run->status.c_str());
+      code = kExitFailed;
+    } else {
+      request_stop(path, id);
+      asked.push_back(id);
+    }
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(1000 * args.wait_s));
+  while (!asked.empty()) {
+    for (auto it = asked.begin(); it != asked.end();) {
+      const auto run = store->run(*it);
+      if (run && run->status == db::status::kRunning) {
+        ++it;
+        continue;
+      }
+      auto line = "commtune: run " + std::to_string(*it) + " " + (run ? run->status : "was deleted");
+      if (run && !run->reason.empty()) line += " (" + run->reason + ")";
+      std::fprintf(stderr, "%s\n", printable(line).c_str());
+      it = asked.erase(it);
+    }
+    if (asked.empty()) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      for (const auto id : asked) {
+        withdraw_stop_request(path, id);
+        const auto run = store->run(id);
+        std::fprintf(stderr,
+                     "commtune: run %lld still runs after %g s, so the request is withdrawn: the process recording "
+                     "it (%s) did not take it\n",
+                     static_cast<long long>(id), args.wait_s, run ? printable(run->owner).c_str() : "?");
+      }
+      return kExitFailed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
   return code;
 }
 
@@ -267,6 +333,15 @@ void add_run_commands(CLI::App& app, Context& context) {
       ->check(output_file_problem, "FILE");
   import->add_flag("-q,--quiet", iargs->quiet, "no live progress line");
   import->callback([iargs, &context] { context.exit_code = import_command(*iargs, context); });
+
+  auto stop_args = std::make_shared<StopArgs>();
+  auto* stop = app.add_subcommand(
+      "stop", "stop running runs, from any terminal: a sweep goes on with its next trial (as the app's Stop)");
+  stop->add_option("runs", stop_args->runs, "run ids")->required()->check(CLI::PositiveNumber);
+  stop->add_option("--wait", stop_args->wait_s,
+                   "seconds to wait for each run to stop before the request is withdrawn (default 60)")
+      ->check(number_between(0.1, 86400));
+  stop->callback([stop_args, &context] { context.exit_code = stop_command(*stop_args, context); });
 }
 
 }  // namespace commtune::cli

@@ -21,9 +21,14 @@ void request_stop(const std::string& store_path, std::int64_t run_id) {
                              folder.string());
 }
 
+bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id) {
+  std::error_code ignored;
+  return fs::remove(fs::path(stop_request_folder(store_path)) / std::to_string(run_id), ignored);
+}
+
 StopRequestWatcher::StopRequestWatcher(std::string store_path, const std::atomic<bool>* stop_all,
                                        std::chrono::milliseconds poll)
-    : folder_(stop_request_folder(store_path)), stop_all_(stop_all), poll_(poll), thread_([this] { loop(); }) {}
+    : store_path_(std::move(store_path)), stop_all_(stop_all), poll_(poll), thread_([this] { loop(); }) {}
 
 StopRequestWatcher::~StopRequestWatcher() {
   {
@@ -32,12 +37,13 @@ StopRequestWatcher::~StopRequestWatcher() {
   }
   wake_.notify_all();
   thread_.join();
+  for (const auto& [run_id, flag] : watched_) withdraw_stop_request(store_path_, run_id);
 }
 
 void StopRequestWatcher::watch(std::int64_t run_id, std::atomic<bool>* flag) {
-  std::error_code ec;
-  fs::remove(fs::path(folder_) / std::to_string(run_id), ec);
   std::lock_guard lock(mutex_);
+  // A run watched already (a trial's next segment) keeps a request filed meanwhile.
+  if (!watched_.count(run_id)) withdraw_stop_request(store_path_, run_id);
   watched_[run_id] = flag;
   if (stop_all_ && stop_all_->load()) flag->store(true);
 }
@@ -45,6 +51,7 @@ void StopRequestWatcher::watch(std::int64_t run_id, std::atomic<bool>* flag) {
 void StopRequestWatcher::forget(std::int64_t run_id) {
   std::lock_guard lock(mutex_);
   watched_.erase(run_id);
+  withdraw_stop_request(store_path_, run_id);
 }
 
 void StopRequestWatcher::loop() {
@@ -52,10 +59,8 @@ void StopRequestWatcher::loop() {
   while (!quit_) {
     wake_.wait_for(lock, poll_, [this] { return quit_; });
     const bool everything = stop_all_ && stop_all_->load();
-    for (auto& [run_id, flag] : watched_) {
-      std::error_code ec;
-      if (everything || fs::remove(fs::path(folder_) / std::to_string(run_id), ec)) flag->store(true);
-    }
+    for (auto& [run_id, flag] : watched_)
+      if (everything || withdraw_stop_request(store_path_, run_id)) flag->store(true);
   }
 }
 

@@ -21,6 +21,9 @@ namespace commtune {
 std::string stop_request_folder(const std::string& store_path);
 // Files the request; throws std::runtime_error when it cannot.
 void request_stop(const std::string& store_path, std::int64_t run_id);
+// Removes a request nobody took (the run has ended, or no process watches
+// it); returns whether there was one.
+bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id);
 
 class StopRequestWatcher {
  public:
@@ -34,12 +37,14 @@ class StopRequestWatcher {
   // A request to stop `run_id` from now on sets *flag (a request left from
   // before, for a run that ended before it was taken, is dropped).
   void watch(std::int64_t run_id, std::atomic<bool>* flag);
+  // The run has ended: a request for it that came too late is dropped, as
+  // are those of runs still watched when the watcher goes.
   void forget(std::int64_t run_id);
 
  private:
   void loop();
 
-  std::string folder_;
+  std::string store_path_;
   const std::atomic<bool>* stop_all_;
   std::chrono::milliseconds poll_;
   std::mutex mutex_;

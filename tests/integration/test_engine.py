@@ -113,6 +113,28 @@ class Failures(unittest.TestCase):
             for pid in workers:
                 self.assertFalse(ct.is_running(pid))
 
+    def test_stop_from_another_terminal_cancels_cleanly(self):
+        with tempfile.TemporaryDirectory() as d:
+            proc, metrics, summary_path = ct.start_commtune(d, {"steps": 10 ** 7})
+            workers = ct.wait_until_training(proc, metrics, 2)
+            run_id = ct.query("SELECT id FROM runs WHERE status = 'running' ORDER BY id DESC LIMIT 1")[0][0]
+            stop = ct.cli("stop", run_id, "--wait", 60)
+            self.assertIn(f"run {run_id} cancelled", stop.stderr)
+            self.assertIsNotNone(ct.wait_for(lambda: proc.poll() is not None, timeout=10))
+            self.assertEqual(proc.returncode, 130)
+            self.assertEqual(json.load(open(summary_path))["status"], "cancelled")
+            for pid in workers:
+                self.assertFalse(ct.is_running(pid))
+            self.assertFalse(os.path.exists(f"{ct.store()}.stop/{run_id}"))
+            # A run that is not running, or no run at all: said so, and nothing is filed.
+            ended = ct.cli("stop", run_id, check=False)
+            self.assertEqual(ended.returncode, 1)
+            self.assertIn(f"run {run_id} is not running (cancelled)", ended.stderr)
+            missing = ct.cli("stop", 987654, check=False)
+            self.assertEqual(missing.returncode, 1)
+            self.assertIn("no run 987654 in", missing.stderr)
+            self.assertEqual(os.listdir(f"{ct.store()}.stop"), [])
+
     def test_hung_rank_times_out(self):
         with tempfile.TemporaryDirectory() as d:
             proc, metrics, summary_path = ct.start_commtune(d, {"steps": 10 ** 7, "timeout_s": 2})

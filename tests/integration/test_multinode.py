@@ -169,6 +169,35 @@ class MultiNode(unittest.TestCase):
             self.assertLess(waited, 60)
             self.assertGreater(run["steps_completed"], 0)
 
+    def test_stop_ends_the_following_and_says_the_ranks_go_on(self):
+        """`commtune-cli stop` (or the app's Stop) on an imported run: the importer stops reading and
+        says so; the ranks, which torchrun started, are not its to stop."""
+        with tempfile.TemporaryDirectory() as job:
+            export_job(job, 100000, local_steps=2)
+            nodes = start_nodes(job)
+            try:
+                importer = subprocess.Popen([ct.CLI, "import", "--follow", os.path.join(job, "events"), "--quiet",
+                                             "--name", "followed"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True)
+                def running():
+                    rows = ct.query("SELECT r.id FROM runs r WHERE r.name = 'followed' AND r.status = 'running' "
+                                    "AND EXISTS (SELECT 1 FROM step_metrics m WHERE m.run_id = r.id)")
+                    return rows[0][0] if rows else None
+                self.assertIsNotNone(ct.wait_for(running, 120))
+                run_id = running()
+                stop_cli = ct.cli("stop", run_id)
+                out, err = importer.communicate(timeout=60)
+                self.assertTrue(all(node.poll() is None for node in nodes))  # still training
+            finally:
+                stop(nodes)
+            self.assertEqual(importer.returncode, 130, err)
+            self.assertIn(f"run {run_id} cancelled", stop_cli.stderr)
+            run = next(r for r in ct.cli_json("list") if r["name"] == "followed")
+            self.assertEqual(run["status"], "cancelled")
+            self.assertIn("its ranks were started elsewhere", run["reason"])
+            self.assertGreater(run["steps_completed"], 0)
+            self.assertFalse(os.path.exists(f"{ct.store()}.stop/{run_id}"))
+
     def test_bad_event_files_get_one_clear_line(self):
         with tempfile.TemporaryDirectory() as d:
             junk = os.path.join(d, "junk.ctev")

@@ -1306,6 +1306,16 @@ class GuiTest : public QObject {
     QCOMPARE(finished.count(), 0);
     const auto second = started.at(1).at(0).value<RunStart>().run_id;
     QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->plots()->points(second) >= 5, 60000);
+    // From a terminal, `commtune-cli stop` stops the app's trial as its Stop button does.
+    QProcess terminal;
+    terminal.start(QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli"),
+                   {"--db", store(), "stop", QString::number(second)});
+    QVERIFY(terminal.waitForFinished(120000));
+    QVERIFY2(terminal.exitCode() == 0, terminal.readAllStandardError().constData());
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 3, 60000);
+    QTRY_COMPARE(window.dashboard()->status_of(second), QString("stopped"));
+    const auto last = started.at(2).at(0).value<RunStart>().run_id;
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->plots()->points(last) >= 5, 60000);
     window.engine().stop_all();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
     commtune::db::Store s(store().toStdString(), commtune::db::Store::Access::ReadOnly);
@@ -1315,23 +1325,23 @@ class GuiTest : public QObject {
     filter.sweep_id = sweep.id;
     std::map<std::string, int> statuses;
     for (const auto& r : s.runs(filter)) ++statuses[r.status];
-    QCOMPARE(statuses["stopped"], 1);    // the trial stopped on its own
+    QCOMPARE(statuses["stopped"], 2);    // the trials stopped on their own
     QCOMPARE(statuses["cancelled"], 1);  // the one running at Stop all
-    QCOMPARE(statuses["pending"], 1);    // never started
+    QVERIFY(!QFileInfo::exists(store() + ".stop/" + QString::number(second)));  // the request was taken
     std::int64_t cancelled_steps = 0;  // what the cancelled attempt stored
     for (const auto& r : s.runs(filter))
       if (r.status == "cancelled") cancelled_steps = s.steps_of_every_rank(r.id);
 
-    // Resumed from the Analysis page: the cancelled trial goes on, the stopped one stays stopped.
+    // Resumed from the Analysis page: the cancelled trial goes on, the stopped ones stay stopped.
     auto* analysis = window.analysis();
     analysis->select_sweep(sweep.id);
     analysis->refresh();
     auto* resume = analysis->findChild<QPushButton*>("analysis:resume");
     QTRY_VERIFY(resume->isEnabled());
     QTest::mouseClick(resume, Qt::LeftButton);
-    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 3, 60000);
-    const auto third = started.at(2).at(0).value<RunStart>().run_id;
-    QVERIFY(third != first);
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 4, 60000);
+    const auto third = started.at(3).at(0).value<RunStart>().run_id;
+    QCOMPARE(third, last);
     // On past where the cancelled attempt stopped: the resumed one has replaced those steps in the store.
     QTRY_VERIFY_WITH_TIMEOUT(
         commtune::db::Store(store().toStdString(), commtune::db::Store::Access::ReadOnly).steps_of_every_rank(third) >=
@@ -1339,9 +1349,11 @@ class GuiTest : public QObject {
         120000);
     window.engine().stop_all();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
-    for (int i = 2; i < started.count(); ++i) QVERIFY(started.at(i).at(0).value<RunStart>().run_id != first);
+    for (int i = 3; i < started.count(); ++i)
+      for (const auto stopped : {first, second}) QVERIFY(started.at(i).at(0).value<RunStart>().run_id != stopped);
     commtune::db::Store after(store().toStdString(), commtune::db::Store::Access::ReadOnly);
-    QCOMPARE(QString::fromStdString(after.run(first)->status), QString("stopped"));
+    for (const auto stopped : {first, second})
+      QCOMPARE(QString::fromStdString(after.run(stopped)->status), QString("stopped"));
     // The dashboard shows what the store holds: no point of the cancelled
     // attempt that the resumed one replaced (same step, another step time).
     for (int i = 1; i < started.count(); ++i) {

@@ -49,6 +49,38 @@ TEST_F(StopRequests, AStaleRequestIsDroppedWhenTheRunIsWatchedAgain) {
   EXPECT_FALSE(flag.load());
 }
 
+TEST_F(StopRequests, ARequestForAnEndedRunIsNotLeftBehind) {
+  const auto file = fs::path(stop_request_folder(store_)) / "5";
+  {
+    StopRequestWatcher watcher(store_, nullptr, std::chrono::hours(1));  // it never looks by itself
+    std::atomic<bool> five{false}, six{false};
+    watcher.watch(5, &five);
+    watcher.watch(6, &six);
+    request_stop(store_, 5);  // came as the run ended, too late to be taken
+    watcher.forget(5);
+    EXPECT_FALSE(fs::exists(file));
+    request_stop(store_, 6);  // run 6 was still watched when its process ended
+  }
+  EXPECT_FALSE(fs::exists(fs::path(stop_request_folder(store_)) / "6"));
+  EXPECT_FALSE(withdraw_stop_request(store_, 6));
+}
+
+TEST_F(StopRequests, ARequestBetweenTwoSegmentsOfATrialCounts) {
+  StopRequestWatcher watcher(store_, nullptr, std::chrono::milliseconds(10));
+  std::atomic<bool> flag{false};
+  watcher.watch(7, &flag);
+  request_stop(store_, 7);
+  watcher.watch(7, &flag);  // the trial's next segment starts before the watcher looked
+  EXPECT_TRUE(becomes_true(flag));
+}
+
+TEST_F(StopRequests, WithdrawingSaysWhetherThereWasARequest) {
+  EXPECT_FALSE(withdraw_stop_request(store_, 8));
+  request_stop(store_, 8);
+  EXPECT_TRUE(withdraw_stop_request(store_, 8));
+  EXPECT_FALSE(fs::exists(fs::path(stop_request_folder(store_)) / "8"));
+}
+
 TEST_F(StopRequests, StoppingEverythingSetsEveryWatchedFlag) {
   std::atomic<bool> all{false}, flag{false};
   StopRequestWatcher watcher(store_, &all, std::chrono::milliseconds(10));

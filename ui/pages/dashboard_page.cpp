@@ -179,8 +179,8 @@ void DashboardPage::follow(const Found& found) {
   t.owner = found.owner;
   if (auto* stop = trials_->cellWidget(t.row, kStop)) {
     stop->setEnabled(true);
-    stop->setToolTip("Recorded by another process (commtune-cli run or sweep): asks it to stop this run; a sweep "
-                     "goes on with its next trial");
+    stop->setToolTip("Recorded by another process (commtune-cli run, sweep or import --follow, or another window): "
+                     "asks it to stop this run; a sweep goes on with its next trial, an import stops following");
   }
   stop_all_->setEnabled(engine_.busy());
   followed_[run_id] = 0;
@@ -218,6 +218,8 @@ void DashboardPage::poll_followed() {
         for (const auto& [id, from] : followed) {
           const auto run = store.run(id);
           if (!run) continue;
+          // A Stop clicked as the run ended, too late for its process to take it, is not left behind.
+          if (run->status != db::status::kRunning) withdraw_stop_request(path, id);
           out.push_back({id, QString::fromStdString(run->status), QString::fromStdString(run->reason),
                          stored_points(id, store.steps(id, std::nullopt, from))});
         }
