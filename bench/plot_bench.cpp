@@ -1,11 +1,13 @@
 // Frame cost of the live dashboard: R runs streaming at once, each already
 // holding N points, a frame = the new points of every run appended + every
-// plot redrawn. Cases: 8 x 100k, a 30-trial sweep x 100k (raw and smoothed),
-// 8 x 1M. Goal: under 16 ms (60 frames/s). Reference measured in the same
-// run: the same plots fed the full, unreduced data (what QCustomPlot draws
-// without our min/max copies).
+// plot redrawn. Cases: 8 x 100k, a 30-trial sweep x 100k (raw, smoothed, and
+// as 10 configurations x 3 seeds grouped into mean and band), 8 x 1M. Goal:
+// under 16 ms (60 frames/s). Reference measured in the same run: the same
+// plots fed the full, unreduced data (what QCustomPlot draws without our
+// min/max copies).
 //
-//   QT_QPA_PLATFORM=offscreen build/bench/plot_bench [RUNSxPOINTS[s] ...]   (s: smoothed; e.g. 30x100000s)
+//   QT_QPA_PLATFORM=offscreen build/bench/plot_bench [RUNSxPOINTS[s|g] ...]
+//   (s: smoothed, g: seeds grouped, 3 per configuration; e.g. 30x100000s)
 #include <QApplication>
 #include <QElapsedTimer>
 #include <algorithm>
@@ -54,12 +56,29 @@ Timing time_frames(std::int64_t first_step, int frames, Frame frame) {
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 95 / 100)]};
 }
 
-Timing commtune_frames(int runs, std::int64_t n, bool smoothed, int frames) {
+enum class Mode { Raw, Smoothed, Grouped };
+
+constexpr int kSeedsPerConfiguration = 3;
+
+Timing commtune_frames(int runs, std::int64_t n, Mode mode, int frames) {
   RunPlots plots;
   plots.resize(1400, 800);
   plots.show();
-  if (smoothed) plots.set_smoothing(0.6);
-  for (int r = 0; r < runs; ++r) plots.add_run(r + 1, QString("run %1").arg(r + 1));
+  if (mode == Mode::Smoothed) plots.set_smoothing(0.6);
+  for (int r = 0; r < runs; ++r)
+    plots.add_run(r + 1, mode == Mode::Grouped ? QString("%1 lr=0.0%2 seed=%3")
+                                                     .arg(r + 1)
+                                                     .arg(r / kSeedsPerConfiguration + 1)
+                                                     .arg(r % kSeedsPerConfiguration)
+                                               : QString("run %1").arg(r + 1));
+  if (mode == Mode::Grouped) {
+    plots.set_group_seeds(true);
+    if (plots.shown_groups().size() != static_cast<std::size_t>(runs / kSeedsPerConfiguration)) {
+      std::fprintf(stderr, "plot_bench: %zu seed groups shown, not %d\n", plots.shown_groups().size(),
+                   runs / kSeedsPerConfiguration);
+      std::exit(1);
+    }
+  }
   for (std::int64_t s = 0; s < n; ++s)
     for (int r = 0; r < runs; ++r) plots.append(point(r, s));
   plots.refresh(true);
@@ -116,29 +135,38 @@ int main(int argc, char** argv) {
   struct Case {
     int runs;
     std::int64_t points;
-    bool smoothed;
+    Mode mode;
   };
-  std::vector<Case> cases{{8, 100000, false}, {30, 100000, false}, {30, 100000, true}, {8, 1000000, false}};
+  std::vector<Case> cases{{8, 100000, Mode::Raw},
+                          {30, 100000, Mode::Raw},
+                          {30, 100000, Mode::Smoothed},
+                          {30, 100000, Mode::Grouped},
+                          {8, 1000000, Mode::Raw}};
   if (argc > 1) {
     cases.clear();
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       const auto x = arg.find('x');
       if (x == std::string::npos) {
-        std::fprintf(stderr, "plot_bench: '%s': want RUNSxPOINTS, e.g. 30x100000 (s at the end: smoothed)\n", argv[i]);
+        std::fprintf(stderr,
+                     "plot_bench: '%s': want RUNSxPOINTS, e.g. 30x100000 (s at the end: smoothed; g: seeds grouped)\n",
+                     argv[i]);
         return 2;
       }
-      cases.push_back({std::atoi(arg.substr(0, x).c_str()), std::atoll(arg.substr(x + 1).c_str()), arg.back() == 's'});
+      const Mode mode = arg.back() == 's' ? Mode::Smoothed : arg.back() == 'g' ? Mode::Grouped : Mode::Raw;
+      cases.push_back({std::atoi(arg.substr(0, x).c_str()), std::atoll(arg.substr(x + 1).c_str()), mode});
     }
   }
   std::printf("%d new points per run per frame; frame = append + redraw of 4 plots\n", kPerFrame);
   for (const auto& c : cases) {
-    const auto ours = commtune_frames(c.runs, c.points, c.smoothed, 60);
+    const auto ours = commtune_frames(c.runs, c.points, c.mode, 60);
     const auto full = unreduced_frames(c.runs, c.points, c.points * c.runs >= 3000000 ? 10 : 30);
     std::printf(
         "%2d runs x %7lld points%s: commtune %6.2f ms (p95 %6.2f)   unreduced QCustomPlot %8.2f ms (p95 %8.2f)   "
         "ratio %.3f   budget use %.2f of 16 ms\n",
-        c.runs, static_cast<long long>(c.points), c.smoothed ? ", smoothed" : "         ", ours.median_ms, ours.p95_ms,
+        c.runs, static_cast<long long>(c.points),
+        c.mode == Mode::Smoothed ? ", smoothed" : c.mode == Mode::Grouped ? ", grouped " : "          ", ours.median_ms,
+        ours.p95_ms,
         full.median_ms, full.p95_ms, ours.median_ms / full.median_ms, ours.median_ms / 16.0);
   }
   return 0;

@@ -952,6 +952,89 @@ class GuiTest : public QObject {
     QVERIFY(plots.loss_plot()->yAxis->range().lower > 4 && plots.loss_plot()->yAxis->range().upper < 16);
   }
 
+  void close_pareto_points_keep_their_labels_apart() {
+    // Ranks 50 to 53 send within 6% of each other and differ in loss by 0.1% of the plot's range
+    // (rank 1 stretches it): four front points within a few pixels, each labelled.
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_sweep(path, {1, 50, 51, 52, 53}, {2});
+    MainWindow window(path);
+    window.resize(1400, 900);
+    window.show();
+    window.show_page(MainWindow::kAnalysis);
+    auto* analysis = window.analysis();
+    analysis->select_sweep(sweep);
+    analysis->refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 5 && !analysis->analysing(), 60000);
+    auto* pareto = analysis->plots()[0];
+    analysis->views()->setCurrentIndex(0);
+    pareto->replot(QCustomPlot::rpImmediateRefresh);
+    std::vector<QRectF> rects;
+    for (int i = 0; i < pareto->itemCount(); ++i)
+      if (auto* text = qobject_cast<QCPItemText*>(pareto->item(i)); text && text->objectName() == "pareto:label")
+        rects.emplace_back(text->topLeft->pixelPosition(), text->bottomRight->pixelPosition());
+    QCOMPARE(rects.size(), std::size_t{5});
+    // Drawn at their points, the four labels would cover each other: there is something to keep apart.
+    auto* front = pareto->graph(1);
+    QCOMPARE(front->dataCount(), 5);
+    const auto pixel = [&](int i) {
+      const auto d = front->data()->at(i);
+      return QPointF(pareto->xAxis->coordToPixel(d->key), pareto->yAxis->coordToPixel(d->value));
+    };
+    for (int i = 2; i < 5; ++i)
+      QVERIFY2(std::abs(pixel(i).y() - pixel(1).y()) < rects[0].height() &&
+                   std::abs(pixel(i).x() - pixel(1).x()) < rects[0].width(),
+               qPrintable(QString("front point %1 is %2 px from point 1").arg(i).arg(QLineF(pixel(i), pixel(1)).length())));
+    for (std::size_t i = 0; i < rects.size(); ++i)
+      for (std::size_t j = i + 1; j < rects.size(); ++j)
+        QVERIFY2(!rects[i].adjusted(1, 1, -1, -1).intersects(rects[j].adjusted(1, 1, -1, -1)),
+                 qPrintable(QString("labels %1 and %2 overlap").arg(i).arg(j)));
+  }
+
+  void step_functions_and_constants_keep_their_shape() {
+    RunPlots plots;
+    plots.resize(1000, 700);
+    plots.show();
+    plots.add_run(1, "1 powersgd");
+    // PowerSGD from step 10: allreduce's ratio 1 before, 4000 from there on; bytes constant before and after.
+    for (int step = 0; step < 40; ++step) {
+      LivePoint p;
+      p.run_id = 1;
+      p.step = step;
+      p.wall_s = step * 0.1;
+      p.loss = 2.0 - 0.01 * step + 0.05 * ((step % 2) ? 1 : -1);
+      p.uncompressed_bytes = 4e6;
+      p.wire_bytes = step < 10 ? 4e6 : 1e3;
+      plots.append(p);
+    }
+    plots.set_smoothing(0.9);
+    plots.refresh(true);
+    // Smoothing bends the noisy loss, never the ratio's step: 1 up to step 9, 4000 from step 10.
+    auto* ratio = plots.plot(RunPlots::Plot::Ratio);
+    QVERIFY(plots.loss_graph(1)->data()->at(10)->value != 2.0 - 0.1 - 0.05);
+    for (const auto& point : *ratio->graph(0)->data()) QCOMPARE(point.value, point.key < 10 ? 1.0 : 4000.0);
+    plots.set_smoothing(0);
+
+    // A constant series alone on its plot: +-5% around it, whatever range the axis had before.
+    RunPlots flat;
+    flat.resize(1000, 700);
+    flat.show();
+    flat.add_run(2, "2 fp16");
+    for (int step = 0; step < 40; ++step) {
+      LivePoint p;
+      p.run_id = 2;
+      p.step = step;
+      p.loss = 1.0;
+      p.uncompressed_bytes = 4e6;
+      p.wire_bytes = 2e6;
+      flat.append(p);
+    }
+    flat.refresh(true);
+    const auto range = flat.plot(RunPlots::Plot::Ratio)->yAxis->range();
+    QVERIFY2(std::abs(range.lower - 1.9) < 1e-9 && std::abs(range.upper - 2.1) < 1e-9,
+             qPrintable(QString("%1 .. %2").arg(range.lower, 0, 'g', 10).arg(range.upper, 0, 'g', 10)));
+  }
+
   void drawn_values_get_a_filled_contour() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");

@@ -15,6 +15,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <cstdint>
+#include <optional>
 
 #include "ui/forms/param_field.h"
 #include "ui/plot/qcustomplot.h"
@@ -24,7 +25,6 @@ namespace commtune::ui {
 // Points drawn per curve at most: about a plot's width in pixels, so a
 // min/max pair per two pixel columns keeps every spike while drawing 90
 // curves (30 trials x 3 plots) stays within a frame (bench/plot_bench).
-constexpr std::size_t kDrawnPoints = 1024;
 // Palette entries of the breakdown's forward, backward, comm wait and hook:
 // four hues far apart (not orange beside yellow).
 constexpr std::size_t kBreakdownColours[] = {0, 1, 2, 5};
@@ -148,8 +148,30 @@ void set_log_axis(QCPAxis* axis, bool log) {
                       : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
 }
 
+namespace {
+
+// The value range of the visible data on the axis's plot; nullopt when it shows none.
+std::optional<QCPRange> data_value_range(QCPAxis* axis) {
+  const auto domain = axis->scaleType() == QCPAxis::stLogarithmic ? QCP::sdPositive : QCP::sdBoth;
+  std::optional<QCPRange> out;
+  for (auto* plottable : axis->plottables()) {
+    if (!plottable->realVisibility()) continue;
+    bool found = false;
+    const auto r = plottable->getValueRange(found, domain);
+    if (found) out = out ? QCPRange(std::min(out->lower, r.lower), std::max(out->upper, r.upper)) : r;
+  }
+  return out;
+}
+
+}  // namespace
+
+// After rescaleAxes: QCustomPlot centres a constant series in the axis's
+// previous span (-0.5 .. 4.5 on a new plot, or whatever other runs left), so
+// the data's own range says whether it is flat.
 void widen_flat_range(QCPAxis* axis) {
-  const auto range = axis->range();
+  const auto data = data_value_range(axis);
+  if (!data) return;
+  const auto range = *data;
   if (axis->scaleType() == QCPAxis::stLogarithmic) {
     // Within a decade, labels at powers of ten would need a decade of empty
     // space around the data: plain ticks (1.2, 1.4, ...) on the log scale instead.
@@ -602,6 +624,8 @@ void RunPlots::redraw_from_raw(Run& run) {
   auto raw = std::move(run.raw);
   run.raw.clear();
   for (const auto& p : raw) append(p);
+  for (auto& g : groups_)  // its group's aggregate is redrawn from the first step at the next refresh
+    if (std::count(g.group.runs.begin(), g.group.runs.end(), run.id)) g = Drawn{std::move(g.group), g.mean, g.upper, g.lower};
 }
 
 void RunPlots::merge(std::int64_t run_id, const std::vector<LivePoint>& points) {
@@ -664,11 +688,13 @@ void RunPlots::restyle_groups() {
   for (auto& g : groups_) {
     const auto* first = find(g.group.runs.front());
     QColor colour = theme_.series_color(first ? first->index : 0);
-    g.mean->setPen(QPen(colour, 2));
+    g.mean->setPen(QPen(colour, 1));  // 1 px: wider antialiased lines take Qt's slow raster path
     QColor band = colour;
     band.setAlpha(50);
     for (auto* edge : {g.upper, g.lower}) edge->setPen(Qt::NoPen);
     g.upper->setBrush(band);
+    // Antialiased, ten translucent bands took the loss plot's redraw to 20 ms (bench/plot_bench, grouped).
+    g.upper->setAntialiasedFill(false);
   }
 }
 
@@ -679,12 +705,15 @@ void RunPlots::draw_groups() {
     std::vector<const Run*> members;
     for (const auto id : g.group.runs)
       if (const auto* r = find(id)) members.push_back(r);
-    std::size_t steps = SIZE_MAX;
+    std::size_t steps = members.empty() ? 0 : SIZE_MAX;
     for (const auto* r : members) steps = std::min(steps, r->raw.size());
-    QVector<double> xs, means, uppers, lowers;
-    double ema_mean = 0, ema_sd = 0;
-    int count_mean = 0, count_sd = 0;
-    for (std::size_t i = 0; i < (members.empty() ? 0 : steps); ++i) {
+    if (g.by_wall != by_wall || g.smoothing != smoothing_ || steps < g.steps) {
+      g = Drawn{std::move(g.group), g.mean, g.upper, g.lower};
+      g.by_wall = by_wall;
+      g.smoothing = smoothing_;
+    }
+    if (steps == g.steps && g.steps > 0) continue;
+    for (std::size_t i = g.steps; i < steps; ++i) {
       double sum = 0, sum_sq = 0, wall = 0;
       for (const auto* r : members) {
         sum += r->raw[i].loss;
@@ -694,15 +723,17 @@ void RunPlots::draw_groups() {
       const double n = static_cast<double>(members.size());
       const double mean = sum / n;
       const double sd = std::sqrt(std::max(0.0, (sum_sq - n * mean * mean) / (n - 1)));
-      const double m = smooth(ema_mean, count_mean, mean, smoothing_), d = smooth(ema_sd, count_sd, sd, smoothing_);
-      xs << (by_wall ? wall / n : static_cast<double>(members.front()->raw[i].step));
-      means << m;
-      uppers << m + d;
-      lowers << m - d;
+      const double m = smooth(g.ema_mean, g.count_mean, mean, smoothing_);
+      const double d = smooth(g.ema_sd, g.count_sd, sd, smoothing_);
+      const double x = by_wall ? wall / n : static_cast<double>(members.front()->raw[i].step);
+      g.means.append(x, m);
+      g.uppers.append(x, m + d);
+      g.lowers.append(x, m - d);
     }
-    g.mean->setData(xs, means, true);
-    g.upper->setData(xs, uppers, true);
-    g.lower->setData(xs, lowers, true);
+    g.steps = steps;
+    set_graph_data(g.mean, g.means);
+    set_graph_data(g.upper, g.uppers);
+    set_graph_data(g.lower, g.lowers);
   }
 }
 

@@ -103,6 +103,7 @@ class RunPlots : public QWidget {
 
  private:
   struct Run;
+  static constexpr std::size_t kDrawnPoints = 1024;  // the most a curve draws (min/max pairs beyond)
   enum Metric { kLoss = 0, kRatio, kWire, kForward, kBackward, kCommWait, kHook, kMetrics };
   void update_breakdown_choice();
   void restyle(Run& run);
@@ -114,7 +115,7 @@ class RunPlots : public QWidget {
   std::optional<PlotHit> curve_hit(QCustomPlot* plot, const QPointF& pixel) const;
   void regroup();
   void restyle_groups();
-  void draw_groups();
+  void draw_groups();  // the steps every replica has reached since the last call
 
   QCustomPlot* loss_plot_;
   QCustomPlot* ratio_plot_;
@@ -131,11 +132,22 @@ class RunPlots : public QWidget {
   QLabel* empty_label_;
   std::vector<std::unique_ptr<Run>> runs_;
   std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes, step time
+  // A group as drawn: its replicas' steps aggregated so far, extended by
+  // each frame's new ones (a redraw of every step at every frame took a
+  // 30-trial sweep's frame to 200 ms), reduced as a run's curve is.
   struct Drawn {
     SeedGroup group;
     QCPGraph* mean;
     QCPGraph* upper;
     QCPGraph* lower;
+    std::size_t steps = 0;  // aggregated so far
+    bool by_wall = false;   // against what, and how smoothed
+    double smoothing = 0;
+    double ema_mean = 0, ema_sd = 0;
+    int count_mean = 0, count_sd = 0;
+    // The band at an eighth of the curve's resolution: filling ten translucent
+    // bands is the frame's costliest part.
+    MinMaxSeries means{kDrawnPoints}, uppers{kDrawnPoints / 8}, lowers{kDrawnPoints / 8};
   };
   std::vector<Drawn> groups_;
   QCheckBox* group_seeds_;
