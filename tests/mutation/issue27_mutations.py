@@ -1,7 +1,13 @@
 """Reintroduces each issue-27 bug in turn (a one-line mutation of its fix),
-rebuilds the GUI tests and runs them: each mutation must make a test fail."""
+rebuilds the GUI tests (or the CLI, for a mutation with a ctest name) and
+runs them: each mutation must make a test fail. Not part of the suite (a
+rebuild per mutation); run it by hand after the build, from anywhere:
+
+    /usr/bin/python3 tests/mutation/issue27_mutations.py [INDEX...]
+
+Each file is restored after its mutation; rebuild once at the end."""
 import subprocess, sys, os, time
-REPO = "/work/main"
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 M = [
  ("pareto labels overlap", "ui/pages/analysis_page.cpp", "tries < 20 &&", "tries < 0 &&"),
  ("heatmap default axes: first two axes (hook.name x byteps_compressor_type)", "ui/pages/analysis_page.cpp",
