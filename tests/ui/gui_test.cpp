@@ -276,6 +276,21 @@ std::int64_t seed_drawn_sweep(const QString& path) {
   return sweep;
 }
 
+// 40 steps of one run into the plots: `loss(step)`, 4 MB a step before compression, `wire(step)` sent.
+template <class Loss, class Wire>
+void feed_run(RunPlots& plots, std::int64_t run_id, Loss loss, Wire wire) {
+  for (int step = 0; step < 40; ++step) {
+    LivePoint p;
+    p.run_id = run_id;
+    p.step = step;
+    p.wall_s = step * 0.1;
+    p.loss = loss(step);
+    p.uncompressed_bytes = 4e6;
+    p.wire_bytes = wire(step);
+    plots.append(p);
+  }
+}
+
 int header_width(RunsPage* runs, const QString& name) {
   auto* model = runs->table()->model();
   for (int c = 0; c < model->columnCount(); ++c)
@@ -997,16 +1012,9 @@ class GuiTest : public QObject {
     plots.show();
     plots.add_run(1, "1 powersgd");
     // PowerSGD from step 10: allreduce's ratio 1 before, 4000 from there on; bytes constant before and after.
-    for (int step = 0; step < 40; ++step) {
-      LivePoint p;
-      p.run_id = 1;
-      p.step = step;
-      p.wall_s = step * 0.1;
-      p.loss = 2.0 - 0.01 * step + 0.05 * ((step % 2) ? 1 : -1);
-      p.uncompressed_bytes = 4e6;
-      p.wire_bytes = step < 10 ? 4e6 : 1e3;
-      plots.append(p);
-    }
+    feed_run(
+        plots, 1, [](int step) { return 2.0 - 0.01 * step + 0.05 * ((step % 2) ? 1 : -1); },
+        [](int step) { return step < 10 ? 4e6 : 1e3; });
     plots.set_smoothing(0.9);
     plots.refresh(true);
     // Smoothing bends the noisy loss, never the ratio's step: 1 up to step 9, 4000 from step 10.
@@ -1020,15 +1028,7 @@ class GuiTest : public QObject {
     flat.resize(1000, 700);
     flat.show();
     flat.add_run(2, "2 fp16");
-    for (int step = 0; step < 40; ++step) {
-      LivePoint p;
-      p.run_id = 2;
-      p.step = step;
-      p.loss = 1.0;
-      p.uncompressed_bytes = 4e6;
-      p.wire_bytes = 2e6;
-      flat.append(p);
-    }
+    feed_run(flat, 2, [](int) { return 1.0; }, [](int) { return 2e6; });
     flat.refresh(true);
     const auto range = flat.plot(RunPlots::Plot::Ratio)->yAxis->range();
     QVERIFY2(std::abs(range.lower - 1.9) < 1e-9 && std::abs(range.upper - 2.1) < 1e-9,
