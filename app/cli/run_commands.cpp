@@ -230,7 +230,7 @@ int stop_command(const StopArgs& args, const Context& context) {
       code = kExitFailed;
     } else if (run->status != db::status::kRunning) {
       std::fprintf(stderr, "commtune: run %lld is not running (%s)\n", static_cast<long long>(id),
-                   run->status.c_str());
+                   printable(run->status).c_str());  // a shared store's text: escaped
       code = kExitFailed;
     } else {
       request_stop(path, id);
