@@ -2,7 +2,7 @@
 forked from the launcher's zygote (core/launch/worker_zygote.h) against the
 same sweep with every rank exec'd (COMMTUNE_WORKER_ZYGOTE=0), interleaved
 in one run. Prints wall and CPU seconds per trial (the sweep and all its
-processes) and the ratio zygote / exec.
+processes), the ratio zygote / exec, and each round's ratio (its spread).
 
     /usr/bin/python3 bench/trial_start_bench.py [--trials 8] [--rounds 3] [--world 2]
 """
@@ -52,6 +52,10 @@ def main():
         print(f"  {name:24s} {wall:.3f} s wall  {cpu:.3f} s CPU")
     print(f"  ratio zygote / exec:     {per_trial['1'][0] / per_trial['0'][0]:.2f} wall  "
           f"{per_trial['1'][1] / per_trial['0'][1]:.2f} CPU")
+    # Each round ran both sweeps back to back: the spread of their ratios says what a rerun may read.
+    for what, k in (("wall", 0), ("CPU", 1)):
+        ratios = sorted(z[k] / e[k] for z, e in zip(results["1"], results["0"]))
+        print(f"  rounds' {what} ratios:{'':8s}{' '.join(f'{r:.2f}' for r in ratios)} (min .. max)")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,28 @@ class Sweeps(unittest.TestCase):
         self.assertIn(" 0.316228 ", table)
         self.assertNotIn("0.31622776601", table)
 
+    def test_list_search_takes_the_runs_pages_conditions(self):
+        # The query language of the Runs page's search box: conditions on parameters and figures, and free text.
+        ct.cli("sweep", *SMALL, "--no-baseline", "--set", "steps=6", "--axis", "optimizer.lr=0.01,0.1,0.5")
+        shown = {r["id"]: ct.cli_json("show", r["id"]) for r in ct.cli_json("list")}
+        lr = {i: s["config"]["optimizer"]["lr"] for i, s in shown.items()}
+        tail = {i: s["digest"]["tail_loss"] for i, s in shown.items()}
+        self.assertEqual(sorted(lr.values()), [0.01, 0.1, 0.5])
+
+        def found(query):
+            return sorted(r["id"] for r in ct.cli_json("list", "--search", query))
+
+        self.assertEqual(found("optimizer.lr >= 0.1"), sorted(i for i in lr if lr[i] >= 0.1))
+        self.assertEqual(found("optimizer.lr = 0.1, steps = 6"), [i for i in lr if lr[i] == 0.1])
+        middle = sorted(tail.values())[1]
+        self.assertEqual(found(f"loss < {middle!r}"), sorted(i for i in tail if tail[i] < middle))
+        self.assertEqual(len(found(f"loss < {middle!r}")), 1)
+        self.assertEqual(found("steps > 6"), [])
+        # A name it does not know is said so, with the names it does.
+        proc = ct.cli("list", "--search", "optimiser.lr > 0.1", check=False)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("no figure or parameter 'optimiser.lr'", proc.stderr)
+
     def test_powersgd_grid_with_baseline(self):
         proc = ct.cli("sweep", "--name", "grid", *SMALL, "--set", "steps=24", "--set", "hook.name=powersgd",
                       "--axis", "hook.matrix_approximation_rank=1,2,4", "--axis", "hook.start_powerSGD_iter=2,10")

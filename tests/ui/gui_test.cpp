@@ -57,6 +57,24 @@ using namespace commtune::ui;
 
 namespace {
 
+// Starts a short run from the Launch page and waits until it has ended; its id.
+constexpr int kOwnJobSteps = 30;
+qint64 run_own_job(MainWindow& window) {
+  auto* form = window.launch()->form();
+  form->set_text("world_size", "1");
+  form->set_text("steps", QString::number(kOwnJobSteps));
+  form->set_text("model.hidden", "64");
+  form->set_text("data.features", "32");
+  QSignalSpy started(&window.engine(), &EngineSession::run_started);
+  QSignalSpy finished(&window.engine(), &EngineSession::job_finished);
+  window.launch()->run_button()->click();
+  [&] { QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000); }();
+  if (started.count() != 1) return -1;
+  const auto id = started.at(0).at(0).value<RunStart>().run_id;
+  [&] { QTRY_COMPARE_WITH_TIMEOUT(window.dashboard()->status_of(id), QString("succeeded"), 30000); }();
+  return id;
+}
+
 // Types into a field the way a user does.
 void type_into(ParamField* field, const QString& text) {
   QVERIFY2(field, "no such field");
@@ -729,13 +747,16 @@ class GuiTest : public QObject {
     // The heatmap's parameters are the user's: another tolerance analyses again and keeps them.
     auto* heat_x = analysis->findChild<QComboBox*>("analysis:heat_x");
     auto* heat_y = analysis->findChild<QComboBox*>("analysis:heat_y");
-    heat_x->setCurrentText("hook.start_powerSGD_iter");
-    heat_y->setCurrentText("hook.matrix_approximation_rank");
+    // Swapped from the page's own choice, so that a reset to it shows.
+    const auto default_x = heat_x->currentText(), default_y = heat_y->currentText();
+    QVERIFY2(default_x != default_y && !default_x.isEmpty(), qPrintable(default_x + " x " + default_y));
+    heat_x->setCurrentText(default_y);
+    heat_y->setCurrentText(default_x);
     const int before_tolerance = analysed.count();
     analysis->tolerance()->setValue(5);
     QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before_tolerance && !analysis->analysing(), 60000);
-    QCOMPARE(heat_x->currentText(), QString("hook.start_powerSGD_iter"));
-    QCOMPARE(heat_y->currentText(), QString("hook.matrix_approximation_rank"));
+    QCOMPARE(heat_x->currentText(), default_y);
+    QCOMPARE(heat_y->currentText(), default_x);
 
     // A sweep recorded meanwhile (here, by another process) becomes the one shown.
     const auto newer = seed_sweep(path, {1, 2}, {2, 10});
@@ -865,6 +886,12 @@ class GuiTest : public QObject {
              qPrintable(label->text()));
     QVERIFY(other.state() == QProcess::Running);
 
+    // A run of this window's own starts beside it: the terminal's trial stays (it was replaced).
+    const auto own = run_own_job(window);
+    QVERIFY(dashboard->row_of(own) >= 0);
+    QVERIFY(dashboard->row_of(run_id) >= 0 && dashboard->plots()->has_run(run_id));
+    QCOMPARE(dashboard->status_of(run_id), QString("running"));
+
     // A click on its curve opens it on the Runs page.
     auto* plots = dashboard->plots();
     window.show_page(MainWindow::kDashboard);
@@ -883,8 +910,8 @@ class GuiTest : public QObject {
     QVERIFY(stop && stop->isEnabled());
     stop->click();
     QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(run_id), QString("stopped"), 30000);
-    QTRY_VERIFY_WITH_TIMEOUT(trials->rowCount() == 2, 60000);
-    const auto second = trials->item(1, 0)->text().toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(trials->rowCount() == 3, 60000);
+    const auto second = trials->item(2, 0)->text().toLongLong();
     QTRY_VERIFY_WITH_TIMEOUT(dashboard->plots()->points(second) >= 5, 60000);
     QVERIFY(other.state() == QProcess::Running);
     dashboard->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(second))->click();
@@ -894,7 +921,16 @@ class GuiTest : public QObject {
     for (const auto id : {run_id, second})
       QCOMPARE(QString::fromStdString(reader.run(id)->status), QString("stopped"));
     QVERIFY(!QFileInfo::exists(path + ".stop/" + QString::number(run_id)));  // each request was taken
+
+    // Once all of that has ended, a new job has the dashboard and its axes to itself (they kept the last job's).
+    const auto next = run_own_job(window);
+    QCOMPARE(trials->rowCount(), 1);
+    QVERIFY(dashboard->row_of(next) == 0 && !plots->has_run(run_id) && !plots->has_run(second));
+    plots->refresh(true);
+    QVERIFY2(plots->loss_plot()->xAxis->range().upper <= kOwnJobSteps,
+             qPrintable(QString::number(plots->loss_plot()->xAxis->range().upper)));
   }
+
 
   void seed_replicas_group_into_a_mean_and_a_band() {
     RunPlots plots;
@@ -1486,6 +1522,9 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(plots->points(run_id) >= 5, 60000);
     const auto seen_while_running = plots->points(run_id);
     QVERIFY2(other.state() == QProcess::Running, "the run ended before the dashboard showed it live");
+    // Watched, not owned: its Stop asks the recording process (it was greyed).
+    auto* stop = window.dashboard()->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(run_id));
+    QVERIFY(stop && stop->isEnabled());
     QVERIFY(other.waitForFinished(300000));
     QCOMPARE(other.exitCode(), 0);
     QTRY_COMPARE_WITH_TIMEOUT(window.dashboard()->status_of(run_id), QString("succeeded"), 30000);

@@ -270,7 +270,15 @@ QString DashboardPage::status_of(qint64 run_id) const {
 }
 
 void DashboardPage::on_started(const RunStart& start) {
-  const bool new_job = start.sweep_id == 0 || start.sweep_id != sweep_id_;
+  // A sweep's next trial belongs to the job already shown, even after another
+  // job (this window's run beside a terminal's sweep) took the label meanwhile.
+  const bool new_job = start.sweep_id == 0 || std::none_of(tracks_.begin(), tracks_.end(), [&](const auto& entry) {
+                         return entry.second.sweep_id == start.sweep_id;
+                       });
+  if (!new_job && start.sweep_id != sweep_id_) {
+    sweep_id_ = start.sweep_id;
+    trials_total_ = std::max<qint64>(1, start.trials);
+  }
   if (new_job) {
     // What ended goes; what still runs (another process's sweep, this one's) stays beside the new job.
     const bool still_running = std::any_of(tracks_.begin(), tracks_.end(), [&](const auto& entry) {
