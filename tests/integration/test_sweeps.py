@@ -85,6 +85,19 @@ class Sweeps(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
         self.assertIn("no figure or parameter 'optimiser.lr'", proc.stderr)
 
+    def test_each_trial_counts_its_wall_time_from_its_own_start(self):
+        # The dashboard's "relative time" axis lines trials up: a later trial's clock does not go on from the
+        # sweep's start (its curve was drawn further right, by the time the trials before it took).
+        ct.cli("sweep", *SMALL, "--no-baseline", "--set", "steps=6", "--axis", "optimizer.lr=0.01,0.1,0.5")
+        runs = sorted(ct.cli_json("list"), key=lambda r: r["started_at"])
+        self.assertEqual(len(runs), 3)
+        for r in runs:
+            first, last = ct.query("SELECT min(wall_s), max(wall_s) FROM step_metrics WHERE run_id = ?", (r["id"],))[0]
+            self.assertGreater(first, 0)
+            self.assertLessEqual(last, r["finished_at"] - r["started_at"] + 0.5, r)
+        self.assertLess(ct.query("SELECT max(wall_s) FROM step_metrics WHERE run_id = ?", (runs[2]["id"],))[0][0],
+                        runs[2]["finished_at"] - runs[0]["started_at"] - 0.5)
+
     def test_powersgd_grid_with_baseline(self):
         proc = ct.cli("sweep", "--name", "grid", *SMALL, "--set", "steps=24", "--set", "hook.name=powersgd",
                       "--axis", "hook.matrix_approximation_rank=1,2,4", "--axis", "hook.start_powerSGD_iter=2,10")
