@@ -931,7 +931,6 @@ class GuiTest : public QObject {
              qPrintable(QString::number(plots->loss_plot()->xAxis->range().upper)));
   }
 
-
   void seed_replicas_group_into_a_mean_and_a_band() {
     RunPlots plots;
     plots.resize(1000, 700);
