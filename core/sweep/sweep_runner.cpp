@@ -205,10 +205,15 @@ void SweepExecution::load() {
       return diverged ? rung_steps_[k] < run.steps_completed : rung_steps_[k] <= run.steps_completed;
     };
     int finished = -1;
-    for (std::size_t k = 0; k < rung_steps_.size() && done(k); ++k) {
-      halving_->report(static_cast<std::int64_t>(a), k, rung_metric(run.id, k));
-      finished = static_cast<int>(k);
-    }
+    while (static_cast<std::size_t>(finished + 1) < rung_steps_.size() && done(static_cast<std::size_t>(finished + 1)))
+      ++finished;
+    // Every step stored but no end (a stop that came as the run ended, or a
+    // launcher killed then): its last segment runs again from a checkpoint
+    // before its last step, so that it ends, instead of staying unfinished.
+    if (in_flight(run.status) && !diverged && static_cast<std::size_t>(finished + 1) == rung_steps_.size())
+      --finished;
+    for (int k = 0; k <= finished; ++k)
+      halving_->report(static_cast<std::int64_t>(a), static_cast<std::size_t>(k), rung_metric(run.id, static_cast<std::size_t>(k)));
     const auto next = static_cast<std::size_t>(finished + 1);
     if (spec_.options.strategy == "tpe" && (finished >= 0 || diverged)) {
       const auto rung = diverged ? std::min(next, rung_steps_.size() - 1) : static_cast<std::size_t>(finished);
@@ -429,7 +434,9 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
       fs::path(work_dir) / ("sweep-" + std::to_string(id_)) / ("trial-" + std::to_string(job.trial));
   config.checkpoint.dir = trial_dir.string();
   config.checkpoint.every = spec_.options.checkpoint_every;
-  const auto resume = checkpoint_before(run_id, to_step);
+  // Before the last step: a segment resumed at its own end would run no step
+  // (a run stored whole that had not ended runs its last steps again).
+  const auto resume = checkpoint_before(run_id, to_step - 1);
   config.checkpoint.resume = resume ? resume->second : "";
   if (config.run.threads == 0) config.run.threads = slot.threads;
 

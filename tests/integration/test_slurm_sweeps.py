@@ -45,11 +45,6 @@ def sweep_cli(env, *args):
     return subprocess.run([ct.CLI, "sweep", *map(str, args)], env=env, capture_output=True, text=True, timeout=600)
 
 
-def losses(run_id):
-    return [loss for (loss,) in ct.query("SELECT loss FROM step_metrics WHERE run_id = ? ORDER BY rank, step",
-                                         (run_id,))]
-
-
 def trial_runs(sweep_id):
     """trial -> (run id, status, reason)."""
     return {t: (i, s, r) for (t, i, s, r) in
@@ -119,7 +114,7 @@ class SlurmSweeps(unittest.TestCase):
                 jobs = jobs_of(run_id)
                 self.assertEqual(len(jobs), 1, jobs)
                 all_jobs += jobs
-                got, expected = losses(run_id), losses(local_runs[trial][0])
+                got, expected = ct.stored_losses(run_id), ct.stored_losses(local_runs[trial][0])
                 self.assertEqual(len(got), 2 * BASE["steps"])
                 self.assertEqual(got, expected, f"trial {trial}")  # bit for bit: the engine is deterministic
                 self.assertTrue(os.path.exists(os.path.join(folder, f"sweep-{remote}", f"trial-{trial}",
@@ -197,7 +192,9 @@ class SlurmSweeps(unittest.TestCase):
             self.assertEqual(runs[killed_trial][1], "failed")
             for trial, (run_id, status, reason) in runs.items():
                 if trial != killed_trial:
-                    self.assertEqual(status, "succeeded", reason)
+                    self.assertEqual(status, "succeeded",
+                                     f"{reason}; jobs {jobs_of(run_id)} (stop phase: {stopped}); the last resume "
+                                     f"said:\n{done.stderr[-3000:]}")
                     self.assertEqual(len(ct.query("SELECT DISTINCT step FROM step_metrics WHERE run_id = ?",
                                                   (run_id,))), long_base["steps"])
             every_job = [job for (run_id, _, _) in runs.values() for job in jobs_of(run_id)]
@@ -230,7 +227,7 @@ class SlurmSweeps(unittest.TestCase):
             lr = ct.query("SELECT value FROM run_params WHERE run_id = ? AND name = 'optimizer.lr'", (best,))[0][0]
             local = ct.run_commtune(folder, {"steps": 54, "device": "cpu", "threads": 1, "model.hidden": 64,
                                              "data.features": 32, "world_size": 2, "optimizer.lr": lr})
-            self.assertEqual(losses(best), [loss for rank in local.losses() for loss in rank])
+            self.assertEqual(ct.stored_losses(best), [loss for rank in local.losses() for loss in rank])
 
     def test_a_requeued_job_is_followed_into_its_next_attempt(self):
         steps = 3000
@@ -278,7 +275,7 @@ class SlurmSweeps(unittest.TestCase):
             # The second attempt's steps replaced the first's: one row per rank and step, as a local run's.
             local = ct.run_commtune(folder, {"steps": steps, "device": "cpu", "model.hidden": 64,
                                              "data.features": 32, "world_size": 2, "threads": 1, "optimizer.lr": 0.02})
-            self.assertEqual(losses(run_id), [loss for rank in local.losses() for loss in rank])
+            self.assertEqual(ct.stored_losses(run_id), [loss for rank in local.losses() for loss in rank])
 
 
 if __name__ == "__main__":

@@ -222,6 +222,31 @@ class Sweeps(unittest.TestCase):
                 self.assertTrue(kept[run_id] <= stored, f"run {run_id} lost metrics")
                 self.assertEqual((len(stored), rows), (2 * 80, 2 * 80), f"run {run_id}")
 
+    def test_a_trial_stopped_as_it_ended_is_finished_by_a_resume(self):
+        # A stop that comes as a trial takes its last step leaves the trial with every step stored and no end:
+        # cancelled, as a stopped sweep's trials are (seen in CI on a SLURM sweep). A resume runs its last steps
+        # again from a checkpoint before them, and it ends; it was left cancelled, the sweep said succeeded.
+        with tempfile.TemporaryDirectory() as work:
+            ct.cli("sweep", *SMALL, "--set", "steps=40", "--no-baseline", "--checkpoint-every", "10",
+                   "--work-dir", work, "--axis", "optimizer.lr=0.01,0.02")
+            sweep_id = ct.cli_json("list", "--sweeps")[0]["id"]
+            runs = ct.cli_json("list")
+            caught = runs[0]["id"]
+            losses_before = ct.stored_losses(caught)
+            with sqlite3.connect(ct.store()) as db:  # what the stop left behind
+                db.execute("UPDATE runs SET status = 'cancelled', reason = 'cancelled' WHERE id = ?", (caught,))
+                db.execute("UPDATE sweeps SET status = 'cancelled' WHERE id = ?", (sweep_id,))
+            resumed = ct.cli("sweep", "--resume", sweep_id, "--work-dir", work)
+            # Ended, the trial kept only its checkpoint at step 40, which a segment to step 40 cannot start from.
+            self.assertIn(f"run {caught}] lr=0.01: starts to step 40", resumed.stderr)
+            self.assertNotIn("lr=0.02", resumed.stderr)
+            after = {r["id"]: r for r in ct.cli_json("list")}
+            self.assertEqual({i: (r["status"], r["steps_completed"]) for i, r in after.items()},
+                             {r["id"]: ("succeeded", 40) for r in runs})
+            self.assertEqual(after[runs[1]["id"]]["finished_at"], runs[1]["finished_at"], "a finished trial ran again")
+            self.assertEqual(steps_stored(caught)[1], 2 * 40)
+            self.assertEqual(ct.stored_losses(caught), losses_before)  # the last steps again, bit for bit
+
 
 class TpeSweeps(unittest.TestCase):
     """Trials drawn by TPE as the sweep runs: stored with the drawn values, the

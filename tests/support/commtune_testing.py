@@ -61,6 +61,11 @@ def query(sql, params=(), path=None):
         connection.close()
 
 
+def stored_losses(run_id):
+    """A run's stored losses, rank by rank, step by step."""
+    return [loss for (loss,) in query("SELECT loss FROM step_metrics WHERE run_id = ? ORDER BY rank, step", (run_id,))]
+
+
 class Run:
     """A finished run: its exit status, stderr, summary and metrics rows, read
     when it ended (the next run in the same folder writes the same files)."""
