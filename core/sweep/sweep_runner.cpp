@@ -204,17 +204,14 @@ void SweepExecution::load() {
     const auto done = [&](std::size_t k) {
       return diverged ? rung_steps_[k] < run.steps_completed : rung_steps_[k] <= run.steps_completed;
     };
-    int finished = -1;
-    while (static_cast<std::size_t>(finished + 1) < rung_steps_.size() && done(static_cast<std::size_t>(finished + 1)))
-      ++finished;
+    std::size_t next = 0;  // the first rung its stored steps did not pass
+    while (next < rung_steps_.size() && done(next)) ++next;
     // Every step stored but no end (a stop that came as the run ended, or a
     // launcher killed then): its last segment runs again from a checkpoint
     // before its last step, so that it ends, instead of staying unfinished.
-    if (in_flight(run.status) && !diverged && static_cast<std::size_t>(finished + 1) == rung_steps_.size())
-      --finished;
-    for (int k = 0; k <= finished; ++k)
-      halving_->report(static_cast<std::int64_t>(a), static_cast<std::size_t>(k), rung_metric(run.id, static_cast<std::size_t>(k)));
-    const auto next = static_cast<std::size_t>(finished + 1);
+    if (in_flight(run.status) && next > 0 && next == rung_steps_.size()) --next;
+    for (std::size_t k = 0; k < next; ++k) halving_->report(static_cast<std::int64_t>(a), k, rung_metric(run.id, k));
+    const int finished = static_cast<int>(next) - 1;
     if (spec_.options.strategy == "tpe" && (finished >= 0 || diverged)) {
       const auto rung = diverged ? std::min(next, rung_steps_.size() - 1) : static_cast<std::size_t>(finished);
       observations_[asha_trials_[a]] = {position_of(spec_, run.config), objective_values(run.id, rung, diverged),
