@@ -91,12 +91,12 @@ class Sweeps(unittest.TestCase):
         ct.cli("sweep", *SMALL, "--no-baseline", "--set", "steps=6", "--axis", "optimizer.lr=0.01,0.1,0.5")
         runs = sorted(ct.cli_json("list"), key=lambda r: r["started_at"])
         self.assertEqual(len(runs), 3)
+        # A trial's clock starts after the store marks it started and its last step arrives before it is
+        # marked finished: every wall time lies within those (the slack: a wall clock against a steady one).
         for r in runs:
             first, last = ct.query("SELECT min(wall_s), max(wall_s) FROM step_metrics WHERE run_id = ?", (r["id"],))[0]
             self.assertGreater(first, 0)
-            self.assertLessEqual(last, r["finished_at"] - r["started_at"] + 0.5, r)
-        self.assertLess(ct.query("SELECT max(wall_s) FROM step_metrics WHERE run_id = ?", (runs[2]["id"],))[0][0],
-                        runs[2]["finished_at"] - runs[0]["started_at"] - 0.5)
+            self.assertLessEqual(last, r["finished_at"] - r["started_at"] + 0.05, r)
 
     def test_powersgd_grid_with_baseline(self):
         proc = ct.cli("sweep", "--name", "grid", *SMALL, "--set", "steps=24", "--set", "hook.name=powersgd",
