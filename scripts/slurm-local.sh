@@ -2,7 +2,7 @@
 # A real SLURM on this machine, for tests and for trying commtune's SLURM
 # scripts without a cluster: munged, slurmctld and slurmd (Debian 12's
 # slurm-wlm and munge), bound to 127.0.0.1, with every file under one state
-# folder. SLURM_LOCAL_NODES nodes (default 1: "localhost" with this
+# folder, starting each time with no jobs. SLURM_LOCAL_NODES nodes (default 1: "localhost" with this
 # machine's cores; more: node1, node2, ... each a slurmd of its own on
 # 127.0.0.1 with an equal share of the cores, so jobs span "nodes").
 #
@@ -129,7 +129,10 @@ EOF
   fi
   echo "PartitionName=local Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE" >>"$CONF"
   export SLURM_CONF=$CONF
-  /usr/sbin/slurmctld -f "$CONF" -i
+  # A clean controller each start (-c): jobs of an earlier start that its
+  # stop cut short would otherwise come back "running" on their nodes, which
+  # then never report idle (a second `run` of the docs' command failed so).
+  /usr/sbin/slurmctld -f "$CONF" -c -i
   for name in "${names[@]}"; do
     mkdir -p "$STATE/spool/$name"
     /usr/sbin/slurmd -f "$CONF" -N "$name"

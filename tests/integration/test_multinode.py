@@ -140,6 +140,26 @@ class MultiNode(unittest.TestCase):
             run = next(r for r in ct.cli_json("list") if r["name"] == "slurm")
             self.assertEqual((run["status"], run["world_size"], run["steps_completed"]), ("succeeded", 2, 20))
 
+    def test_the_local_slurm_starts_again_after_a_stop_that_cut_a_job_short(self):
+        """A stop while a job runs, then a start: the controller kept the job as running on its node,
+        which never reported idle again, and the start gave up after 20 s (a second run of the docs'
+        cluster command failed so)."""
+        script = os.path.join(ct.REPO, "scripts", "slurm-local.sh")
+        with tempfile.TemporaryDirectory() as job, ct.LocalSlurm(self) as slurm:
+            submitted = subprocess.run(["sbatch", "--parsable", "--wrap", "sleep 600"], cwd=job, env=slurm.env,
+                                       capture_output=True, text=True, timeout=60)
+            self.assertEqual(submitted.returncode, 0, submitted.stderr)
+
+            def running():
+                return subprocess.run(["squeue", "-h", "-o", "%T"], env=slurm.env, capture_output=True,
+                                      text=True).stdout.split() == ["RUNNING"]
+
+            self.assertIsNotNone(ct.wait_for(running, 60))
+            subprocess.run([script, "stop"], env=slurm.env, timeout=60, check=True)
+            again = subprocess.run([script, "start"], env=slurm.env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(again.returncode, 0, again.stderr)
+            queue = subprocess.run(["squeue", "-h"], env=slurm.env, capture_output=True, text=True, timeout=60)
+            self.assertEqual((queue.returncode, queue.stdout), (0, ""))
 
     def test_a_node_that_dies_is_given_up_within_the_quiet_limit(self):
         with tempfile.TemporaryDirectory() as job:
