@@ -2,9 +2,10 @@
 # A real SLURM on this machine, for tests and for trying commtune's SLURM
 # scripts without a cluster: munged, slurmctld and slurmd (Debian 12's
 # slurm-wlm and munge), bound to 127.0.0.1, with every file under one state
-# folder, starting each time with no jobs. SLURM_LOCAL_NODES nodes (default 1: "localhost" with this
-# machine's cores; more: node1, node2, ... each a slurmd of its own on
-# 127.0.0.1 with an equal share of the cores, so jobs span "nodes").
+# folder, starting each time with no jobs. SLURM_LOCAL_NODES nodes
+# (default 1: "localhost" with this machine's cores; more: node1, node2, ...
+# each a slurmd of its own on 127.0.0.1 with an equal share of the cores, so
+# jobs span "nodes").
 #
 #   scripts/slurm-local.sh start   # prints the line that points sbatch/squeue at it
 #   scripts/slurm-local.sh stop
