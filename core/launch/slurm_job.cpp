@@ -113,23 +113,6 @@ std::string submit(const SlurmJobRequest& r) {
   return id;
 }
 
-// The job's last line of output (slurm-JOBID.out), which says why when no rank could.
-std::string last_output_line(const std::string& folder, const std::string& job_id) {
-  std::ifstream in(fs::path(folder) / ("slurm-" + job_id + ".out"), std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::streamoff>(in.tellg());
-  in.seekg(std::max<std::streamoff>(0, size - 4096));
-  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string last;
-  std::size_t at = 0;
-  while (at < tail.size()) {
-    const auto end = std::min(tail.find('\n', at), tail.size());
-    if (end > at && tail.compare(at, 6, "srun: ") != 0) last = tail.substr(at, end - at);  // srun's own lines say less
-    at = end + 1;
-  }
-  return last;
-}
 
 std::string describe(const SlurmJobRequest& r, const std::string& job_id, const SlurmJobState& s) {
   if (!s.known) return "SLURM job " + job_id + " is no longer known to SLURM";
@@ -137,7 +120,7 @@ std::string describe(const SlurmJobRequest& r, const std::string& job_id, const 
   if (!s.reason.empty() && s.reason != "None") text += " (" + s.reason + ")";
   if (!s.exit_code.empty()) text += ", exit code " + s.exit_code;
   if (s.state != "COMPLETED")
-    if (const auto line = last_output_line(r.folder, job_id); !line.empty()) text += "; its output ends: " + line;
+    if (const auto line = slurm_output_ending(r.folder, job_id); !line.empty()) text += "; its output ends: " + line;
   return text;
 }
 
@@ -266,6 +249,30 @@ JobResult run_slurm_job(const SlurmJobRequest& r) {
                  stopped_alone(outcome, r.cancels_all));
   result.summary["run_id"] = r.run_id;
   return result;
+}
+
+std::string slurm_output_ending(const std::string& folder, const std::string& job_id) {
+  std::ifstream in(fs::path(folder) / ("slurm-" + job_id + ".out"), std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::streamoff>(in.tellg());
+  in.seekg(std::max<std::streamoff>(0, size - 4096));
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string last, srun_error_after;
+  std::size_t at = 0;
+  while (at < tail.size()) {
+    const auto end = std::min(tail.find('\n', at), tail.size());
+    const auto line = tail.substr(at, end - at);
+    if (line.rfind("srun: error: ", 0) == 0)
+      srun_error_after = line;
+    else if (!line.empty() && line.rfind("srun: ", 0) != 0) {
+      last = line;
+      srun_error_after.clear();
+    }
+    at = end + 1;
+  }
+  if (srun_error_after.empty()) return last;
+  return last.empty() ? srun_error_after : last + "; then " + srun_error_after;
 }
 
 }  // namespace commtune

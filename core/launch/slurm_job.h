@@ -61,4 +61,10 @@ struct SlurmJobState {
 };
 SlurmJobState slurm_job_state(const std::string& job_id);
 
+// The last line of a job's output (slurm-JOBID.out in `folder`), which says
+// why it ended when no rank could. srun's own lines say less than a rank's
+// error, unless srun failed after the last such line (a step it could not
+// launch): then its error follows ("; then srun: error: ..."). "" without output.
+std::string slurm_output_ending(const std::string& folder, const std::string& job_id);
+
 }  // namespace commtune

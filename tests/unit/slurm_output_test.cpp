@@ -1,0 +1,54 @@
+// Why a SLURM job ended, from its output file (core/launch/slurm_job.h).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/launch/slurm_job.h"
+
+namespace commtune {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SlurmOutput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = fs::temp_directory_path() / ("commtune-slurm-output-" + std::to_string(::getpid()));
+    fs::create_directories(folder_);
+  }
+  void TearDown() override { fs::remove_all(folder_); }
+  std::string ending_of(const std::string& output) {
+    std::ofstream(folder_ / "slurm-7.out", std::ios::binary) << output;
+    return slurm_output_ending(folder_.string(), "7");
+  }
+  fs::path folder_;
+};
+
+TEST_F(SlurmOutput, ARanksErrorSaysMoreThanSrunsReportOfIt) {
+  EXPECT_EQ(ending_of("step 10\nworker: error: the data file is truncated\nsrun: error: node1: task 0: Exited with "
+                      "exit code 1\nsrun: Terminating StepId=7.0\n"),
+            "worker: error: the data file is truncated; then srun: error: node1: task 0: Exited with exit code 1");
+  EXPECT_EQ(ending_of("worker: error: the data file is truncated\nsrun: Job step aborted\n"),
+            "worker: error: the data file is truncated");
+}
+
+TEST_F(SlurmOutput, AStepSrunCouldNotLaunchIsNamedAfterAnEarlierAttemptsLastLine) {
+  // A requeued job appends its new attempt's output to the old one's.
+  EXPECT_EQ(ending_of("slurmstepd-node1: error: *** JOB 7 ON node1 CANCELLED DUE TO JOB REQUEUE ***\n"
+                      "srun: error: Unable to create step for job 7: Job/step already completing or completed\n"),
+            "slurmstepd-node1: error: *** JOB 7 ON node1 CANCELLED DUE TO JOB REQUEUE ***; then srun: error: Unable "
+            "to create step for job 7: Job/step already completing or completed");
+  EXPECT_EQ(ending_of("srun: error: Unable to create step for job 7: Invalid generic resource specification\n"),
+            "srun: error: Unable to create step for job 7: Invalid generic resource specification");
+}
+
+TEST_F(SlurmOutput, NoOutputOrNoFileSaysNothing) {
+  EXPECT_EQ(ending_of(""), "");
+  EXPECT_EQ(ending_of("srun: Job 7 step creation temporarily disabled, retrying\n"), "");
+  EXPECT_EQ(slurm_output_ending(folder_.string(), "8"), "");
+}
+
+}  // namespace
+}  // namespace commtune
