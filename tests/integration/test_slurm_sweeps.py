@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
@@ -249,15 +250,27 @@ class SlurmSweeps(unittest.TestCase):
                 self.assertTrue(slurm.step_daemons(job))  # the wait below has something to wait for
                 # As a preemption does: SLURM stops the job and queues it again under the same id.
                 subprocess.run(["scontrol", "requeue", job], env=env, check=True)
-                # SLURM holds a requeued job for two minutes (its BeginTime): let it go now, but only
-                # once the first attempt's step daemons are gone. Each reports its step's end to
-                # slurmctld before it exits, and slurmctld takes a late report from the batch step for
-                # the job's current attempt: released earlier, the new attempt could be ended FAILED
-                # with the old one's exit code (seen in CI beside other tests).
+                # SLURM holds a requeued job for two minutes (its BeginTime): let it go sooner, but
+                # only once the first attempt has wound down everywhere: the job pending, its step
+                # daemons gone, both nodes idle, all of that for 3 s. Each step daemon reports its
+                # step's end to slurmctld before it exits, and slurmctld takes a late report from the
+                # batch step for the job's current attempt: released earlier, the new attempt could be
+                # ended FAILED with the old one's exit code (seen beside other tests, in CI once with
+                # the daemons' exit as the only guard, and once more beside stress-ng).
+                wound_down_since = []
                 def released():
                     shown = subprocess.run(["scontrol", "-o", "show", "job", job], env=env, capture_output=True,
                                            text=True).stdout
-                    if "JobState=PENDING" not in shown or slurm.step_daemons(job):
+                    node_states = [item.split("=", 1)[1] for item in
+                                   subprocess.run(["scontrol", "-o", "show", "node"], env=env, capture_output=True,
+                                                  text=True).stdout.split() if item.startswith("State=")]
+                    wound_down = ("JobState=PENDING" in shown and not slurm.step_daemons(job) and
+                                  len(node_states) == 2 and all(s == "IDLE" for s in node_states))
+                    if not wound_down:
+                        wound_down_since.clear()
+                        return False
+                    wound_down_since[:] = wound_down_since or [time.monotonic()]
+                    if time.monotonic() - wound_down_since[0] < 3:
                         return False
                     subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=env, check=True)
                     return True
