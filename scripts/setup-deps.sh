@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
-  desktop-file-utils appstream
+  desktop-file-utils appstream file
   clang libclang-rt-14-dev
 )
 if [[ "${1:-}" == "--tests" ]]; then

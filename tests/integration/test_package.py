@@ -15,7 +15,9 @@ import commtune_testing as ct  # noqa: E402
 class Package(unittest.TestCase):
     def test_the_package_installs_and_runs(self):
         with tempfile.TemporaryDirectory() as d:
-            subprocess.run(["cpack", "-G", "DEB", "-B", d], cwd=ct.BUILD, check=True, capture_output=True, timeout=600)
+            packed = subprocess.run(["cpack", "-G", "DEB", "-B", d], cwd=ct.BUILD, capture_output=True, text=True,
+                                    timeout=600)
+            self.assertEqual(packed.returncode, 0, packed.stdout[-3000:] + packed.stderr[-3000:])
             [deb] = [f for f in os.listdir(d) if f.endswith(".deb")]
             info = subprocess.run(["dpkg-deb", "-I", os.path.join(d, deb)], capture_output=True, text=True,
                                   check=True).stdout
