@@ -113,7 +113,6 @@ std::string submit(const SlurmJobRequest& r) {
   return id;
 }
 
-
 std::string describe(const SlurmJobRequest& r, const std::string& job_id, const SlurmJobState& s) {
   if (!s.known) return "SLURM job " + job_id + " is no longer known to SLURM";
   auto text = "SLURM job " + job_id + " ended " + s.state;
