@@ -211,9 +211,8 @@ void SweepExecution::load() {
     // before its last step, so that it ends, instead of staying unfinished.
     if (in_flight(run.status) && next > 0 && next == rung_steps_.size()) --next;
     for (std::size_t k = 0; k < next; ++k) halving_->report(static_cast<std::int64_t>(a), k, rung_metric(run.id, k));
-    const int finished = static_cast<int>(next) - 1;
-    if (spec_.options.strategy == "tpe" && (finished >= 0 || diverged)) {
-      const auto rung = diverged ? std::min(next, rung_steps_.size() - 1) : static_cast<std::size_t>(finished);
+    if (spec_.options.strategy == "tpe" && (next > 0 || diverged)) {
+      const auto rung = diverged ? std::min(next, rung_steps_.size() - 1) : next - 1;
       observations_[asha_trials_[a]] = {position_of(spec_, run.config), objective_values(run.id, rung, diverged),
                                         static_cast<int>(rung)};
     }

@@ -252,13 +252,14 @@ class SlurmSweeps(unittest.TestCase):
                 subprocess.run(["scontrol", "requeue", job], env=env, check=True)
                 # SLURM holds a requeued job for two minutes (its BeginTime): let it go sooner, but
                 # only once the first attempt has wound down everywhere: the job pending, its step
-                # daemons gone, both nodes idle, all of that for 3 s. Each step daemon reports its
-                # step's end to slurmctld before it exits, and slurmctld takes a late report from the
-                # batch step for the job's current attempt: released earlier, the new attempt could be
-                # ended FAILED with the old one's exit code (seen beside other tests, in CI once with
-                # the daemons' exit as the only guard, and once more beside stress-ng).
-                wound_down_since = []
+                # daemons gone, both nodes idle, all of that for 3 s. Released earlier, the new
+                # attempt could be ended FAILED before it ran, most likely by a late report of the old
+                # attempt's end (seen in CI beside other tests with no wait, and beside stress-ng with
+                # the step daemons' exit as the only wait).
+                wound_down_since = None
+
                 def released():
+                    nonlocal wound_down_since
                     shown = subprocess.run(["scontrol", "-o", "show", "job", job], env=env, capture_output=True,
                                            text=True).stdout
                     node_states = [item.split("=", 1)[1] for item in
@@ -267,10 +268,11 @@ class SlurmSweeps(unittest.TestCase):
                     wound_down = ("JobState=PENDING" in shown and not slurm.step_daemons(job) and
                                   len(node_states) == 2 and all(s == "IDLE" for s in node_states))
                     if not wound_down:
-                        wound_down_since.clear()
+                        wound_down_since = None
                         return False
-                    wound_down_since[:] = wound_down_since or [time.monotonic()]
-                    if time.monotonic() - wound_down_since[0] < 3:
+                    if wound_down_since is None:
+                        wound_down_since = time.monotonic()
+                    if time.monotonic() - wound_down_since < 3:
                         return False
                     subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=env, check=True)
                     return True
