@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <chrono>
+#include <cmath>
 
 namespace commtune {
 
@@ -59,6 +60,12 @@ Reducer::Reducer(FlatParameters& params, Communicator& comm, CommHook& hook, Hoo
     std::reverse(buckets.begin(), buckets.end());  // the last layers' gradients are ready first
     set_buckets(std::move(buckets));
   }
+  // Layers can fold only an exact scaling into their arithmetic; other gradients arrive as tensors of their own.
+  int exponent = 0;
+  if (std::frexp(copy_scale_, &exponent) == 0.5)
+    for (std::size_t i = 0; i < n; ++i)
+      destinations_.emplace_back(params_.parameter(i).unsafeGetTensorImpl(),
+                                 [this, i] { return gradient_destination(i); });
   for (std::size_t i = 0; i < n; ++i) {
     auto accumulator = torch::autograd::impl::grad_accumulator(params_.parameter(i));
     if (!accumulator) throw std::invalid_argument("parameter '" + params_.name(i) + "' does not require gradients");
@@ -77,6 +84,7 @@ Reducer::~Reducer() {
   cv_.notify_all();
   if (hook_thread_.joinable()) hook_thread_.join();
   for (auto& [node, key] : autograd_hooks_) node->del_post_hook(key);
+  destinations_.clear();
 }
 
 void Reducer::set_buckets(std::vector<std::vector<std::size_t>> buckets) {
@@ -115,12 +123,20 @@ bool Reducer::begin_step() {
   runs_done_ = 0;
   compute_ns_at_start_ = clock_.compute_ns();
   inline_ns_ = 0;
+  copied_bytes_ = 0;
   bucket_ready_.assign(buckets_.size(), steady::time_point{});
   bucket_began_.assign(buckets_.size(), steady::time_point{});
   bucket_work_s_.assign(buckets_.size(), 0.0);
   bucket_done_ns_ = std::make_shared<std::vector<std::atomic<std::int64_t>>>(buckets_.size());
   armed_ = true;
   return rebuild;
+}
+
+GradientDestination Reducer::gradient_destination(std::size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Not armed: a backward pass the reducer was not prepared for must not write into the buckets.
+  if (!armed_ || param_ready_[index]) return {};
+  return {params_.grad_view(index), copy_scale_};  // a new view: autograd takes it as .grad without a copy
 }
 
 void Reducer::on_gradient_ready(std::size_t index) {
@@ -143,6 +159,7 @@ void Reducer::on_gradient_ready(std::size_t index) {
       else
         view.copy_(grad);
       grad = view;
+      copied_bytes_ += static_cast<std::int64_t>(view.nbytes());
     }
     if (step_ == 0) ready_order_.push_back(index);
     if (--pending_[bucket_of_[index]] == 0) {
@@ -282,6 +299,7 @@ BackwardReport Reducer::finish_backward(const ReducedRange& on_reduced) {
   report.comm_wait_s = seconds_since(start) - report.reduced_work_s;
   report.hook_compute_s = static_cast<double>(clock_.compute_ns() - compute_ns_at_start_) * 1e-9;
   report.hook_inline_s = static_cast<double>(inline_ns_) * 1e-9;
+  report.gradient_copy_bytes = copied_bytes_;
   report.bucket_ready = bucket_ready_;
   report.bucket_began = bucket_began_;
   report.bucket_work_s = bucket_work_s_;

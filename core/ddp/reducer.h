@@ -1,5 +1,6 @@
 // A bucketed gradient reducer like DDP's. Autograd hooks copy each fresh
-// gradient into its bucket slice (scaled, when the hook asks); a bucket whose
+// gradient into its bucket slice (scaled, when the hook asks), unless the
+// layer computed it there (gradient_destination.h); a bucket whose
 // gradients are all in is handed to the communication hook at once, so
 // communication overlaps the rest of backward. Buckets are reduced in index
 // order from one thread, so every rank issues its collectives in the same
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ddp/flat_parameters.h"
+#include "core/ddp/gradient_destination.h"
 #include "core/hooks/comm_hook.h"
 
 namespace torch::autograd {
@@ -54,6 +56,7 @@ struct BackwardReport {
   // included, waiting on its collectives not).
   std::vector<double> bucket_work_s;
   std::uint64_t uncompressed_wire_bytes = 0;  // fp32 ring allreduce of every bucket
+  std::int64_t gradient_copy_bytes = 0;       // gradients copied into buckets (not computed there)
   bool rebuilt_buckets = false;
 };
 
@@ -95,6 +98,7 @@ class Reducer {
   struct GradientReadyHook;
 
   void on_gradient_ready(std::size_t index);
+  GradientDestination gradient_destination(std::size_t index);
   // Takes the buckets that became ready, in order (with mutex_ held); hands
   // them to the hook thread, or returns them to run inline.
   std::vector<std::size_t> launch_ready_buckets();
@@ -134,6 +138,7 @@ class Reducer {
   std::int64_t step_ = 0;
   std::int64_t compute_ns_at_start_ = 0;
   std::int64_t inline_ns_ = 0;  // hook time on the autograd thread this step
+  std::int64_t copied_bytes_ = 0;
   std::vector<std::chrono::steady_clock::time_point> bucket_ready_;
   std::vector<std::chrono::steady_clock::time_point> bucket_began_;
   std::vector<double> bucket_work_s_;
@@ -141,6 +146,7 @@ class Reducer {
   // so that a callback after an aborted step writes into its own step's record.
   std::shared_ptr<std::vector<std::atomic<std::int64_t>>> bucket_done_ns_;
 
+  std::vector<GradientDestinationRegistration> destinations_;
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> autograd_hooks_;
   std::thread hook_thread_;  // only for hooks that may block
 };

@@ -2,8 +2,8 @@
 //   conv1 3x3 -> ReLU -> maxpool 2 -> conv2 3x3 -> ReLU -> maxpool 2 -> fc1 -> ReLU -> fc2
 #include <ATen/ATen.h>
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/linear.h>
 
+#include "core/models/bucket_linear.h"
 #include "core/models/builtin_models.h"
 #include "core/models/torch_module_model.h"
 
@@ -27,8 +27,8 @@ class CnnImpl : public torch::nn::Module {
     const auto channels = spec.input_shape[0], height = spec.input_shape[1], width = spec.input_shape[2];
     conv1_ = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, o.width, 3).padding(1)));
     conv2_ = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(o.width, 2 * o.width, 3).padding(1)));
-    fc1_ = register_module("fc1", torch::nn::Linear(2 * o.width * (height / 4) * (width / 4), o.hidden));
-    fc2_ = register_module("fc2", torch::nn::Linear(o.hidden, spec.num_classes));
+    fc1_ = register_module("fc1", BucketLinear(2 * o.width * (height / 4) * (width / 4), o.hidden));
+    fc2_ = register_module("fc2", BucketLinear(o.hidden, spec.num_classes));
   }
   at::Tensor forward(const at::Tensor& input) {
     auto x = at::max_pool2d(conv1_->forward(input).relu_(), {2, 2});
@@ -38,7 +38,7 @@ class CnnImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
+  BucketLinear fc1_{nullptr}, fc2_{nullptr};
 };
 TORCH_MODULE(Cnn);
 

@@ -1,8 +1,8 @@
 // A multilayer perceptron over flattened inputs:
 //   hidden.i: Linear -> ReLU (layers times), output: Linear
 #include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/linear.h>
 
+#include "core/models/bucket_linear.h"
 #include "core/models/builtin_models.h"
 #include "core/models/torch_module_model.h"
 
@@ -26,20 +26,20 @@ class MlpImpl : public torch::nn::Module {
     hidden_ = register_module("hidden", torch::nn::ModuleList());
     std::int64_t width = inputs;
     for (std::int64_t i = 0; i < o.layers; ++i) {
-      hidden_->push_back(torch::nn::Linear(width, o.hidden));
+      hidden_->push_back(BucketLinear(width, o.hidden));
       width = o.hidden;
     }
-    output_ = register_module("output", torch::nn::Linear(width, outputs));
+    output_ = register_module("output", BucketLinear(width, outputs));
   }
   at::Tensor forward(const at::Tensor& input) {
     auto x = input.flatten(1);
-    for (const auto& layer : *hidden_) x = layer->as<torch::nn::Linear>()->forward(x).relu_();
+    for (const auto& layer : *hidden_) x = layer->as<BucketLinearImpl>()->forward(x).relu_();
     return output_->forward(x);
   }
 
  private:
   torch::nn::ModuleList hidden_{nullptr};
-  torch::nn::Linear output_{nullptr};
+  BucketLinear output_{nullptr};
 };
 TORCH_MODULE(Mlp);
 
