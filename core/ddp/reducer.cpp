@@ -60,9 +60,10 @@ Reducer::Reducer(FlatParameters& params, Communicator& comm, CommHook& hook, Hoo
     std::reverse(buckets.begin(), buckets.end());  // the last layers' gradients are ready first
     set_buckets(std::move(buckets));
   }
-  // Layers can fold only an exact scaling into their arithmetic; other gradients arrive as tensors of their own.
+  // Layers can fold only an exact scaling into their arithmetic, and a captured
+  // local gradient must be the unscaled one: otherwise gradients arrive as tensors of their own.
   int exponent = 0;
-  if (std::frexp(copy_scale_, &exponent) == 0.5)
+  if (std::frexp(copy_scale_, &exponent) == 0.5 && (copy_scale_ == 1.0 || !options_.capture_local_gradients))
     for (std::size_t i = 0; i < n; ++i)
       destinations_.emplace_back(params_.parameter(i).unsafeGetTensorImpl(),
                                  [this, i] { return gradient_destination(i); });

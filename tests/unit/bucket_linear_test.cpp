@@ -70,9 +70,10 @@ void copy_weights(TwoLayers<Layer>& to, const TwoLayers<torch::nn::Linear>& from
 
 // Runs three reduced steps (the second rebuilds the buckets) and returns the
 // gradient copy bytes of the last; checks every step's gradients bit for bit
-// against plain autograd through torch::nn::Linear.
+// against plain autograd through torch::nn::Linear (and the captured local
+// gradients, unscaled, when asked to capture them).
 template <class Layer>
-std::int64_t reduced_steps_match_autograd(double copy_scale) {
+std::int64_t reduced_steps_match_autograd(double copy_scale, bool capture_local_gradients = false) {
   torch::manual_seed(7);
   TwoLayers<torch::nn::Linear> reference;
   TwoLayers<Layer> model;
@@ -83,6 +84,7 @@ std::int64_t reduced_steps_match_autograd(double copy_scale) {
   commtune::HookClock clock;
   commtune::ReducerOptions options;
   options.first_bucket_cap_mb = 1e-6;  // rebuilt: the first gradient ready in a bucket of its own
+  options.capture_local_gradients = capture_local_gradients;
   commtune::Reducer reducer(flat, *rank.comm, hook, clock, options);
   std::int64_t copied = -1;
   for (int step = 0; step < 3; ++step) {
@@ -99,6 +101,11 @@ std::int64_t reduced_steps_match_autograd(double copy_scale) {
       const auto& grad = mine[i].second.grad();
       EXPECT_TRUE(at::equal(grad, theirs[i].second.grad() * copy_scale)) << mine[i].first << " at step " << step;
       EXPECT_TRUE(grad.is_alias_of(flat.grads())) << mine[i].first << " is not in the gradient buffer";
+    }
+    if (capture_local_gradients) {
+      const auto local = reducer.local_gradients();
+      for (std::size_t i = 0; i < local.size(); ++i)
+        EXPECT_TRUE(at::equal(local[i].second, theirs[i].second.grad())) << "local " << local[i].first;
     }
   }
   EXPECT_EQ(reducer.buckets().size(), 2u);
@@ -118,6 +125,11 @@ TEST(BucketLinear, PlainLinearGradientsAreCopied) {
 
 TEST(BucketLinear, APowerOfTwoScaleOnTheWayInFoldsIntoTheProduct) {
   EXPECT_EQ(reduced_steps_match_autograd<BucketLinear>(0.25), kBiasBytes);
+}
+
+TEST(BucketLinear, CapturedLocalGradientsAreTheUnscaledOnes) {
+  EXPECT_EQ(reduced_steps_match_autograd<BucketLinear>(0.5, true), kAllBytes);
+  EXPECT_EQ(reduced_steps_match_autograd<BucketLinear>(1.0, true), kBiasBytes);
 }
 
 TEST(BucketLinear, AnInexactScaleOnTheWayInGetsEveryGradientCopied) {
