@@ -85,7 +85,6 @@ Reducer::~Reducer() {
   cv_.notify_all();
   if (hook_thread_.joinable()) hook_thread_.join();
   for (auto& [node, key] : autograd_hooks_) node->del_post_hook(key);
-  destinations_.clear();
 }
 
 void Reducer::set_buckets(std::vector<std::vector<std::size_t>> buckets) {

@@ -146,7 +146,7 @@ class Reducer {
   // so that a callback after an aborted step writes into its own step's record.
   std::shared_ptr<std::vector<std::atomic<std::int64_t>>> bucket_done_ns_;
 
-  std::vector<GradientDestinationRegistration> destinations_;
+  std::vector<GradientDestinationRegistration> destinations_;  // destroyed before the state its answers read
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> autograd_hooks_;
   std::thread hook_thread_;  // only for hooks that may block
 };

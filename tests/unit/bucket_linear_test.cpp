@@ -68,24 +68,42 @@ void copy_weights(TwoLayers<Layer>& to, const TwoLayers<torch::nn::Linear>& from
   to.second->bias.copy_(from.second->bias);
 }
 
+// A model of `Layer`s and its torch::nn::Linear reference, with the same seeded weights.
+struct Seeded {
+  explicit Seeded(std::uint64_t seed) { torch::manual_seed(seed); }
+};
+template <class Layer>
+struct Twins {
+  explicit Twins(std::uint64_t seed) : seeded(seed) { copy_weights(model, reference); }
+  Seeded seeded;
+  TwoLayers<torch::nn::Linear> reference;
+  TwoLayers<Layer> model;
+};
+
+// Twins whose model's parameters a reducer on one rank can own.
+template <class Layer>
+struct OnOneRank : Twins<Layer> {
+  OnOneRank(std::uint64_t seed, double copy_scale) : Twins<Layer>(seed), hook(copy_scale) {}
+  OneRank rank;
+  commtune::FlatParameters flat{this->model.parameters()};
+  PassThroughHook hook;
+  commtune::HookClock clock;
+};
+
 // Runs three reduced steps (the second rebuilds the buckets) and returns the
 // gradient copy bytes of the last; checks every step's gradients bit for bit
 // against plain autograd through torch::nn::Linear (and the captured local
 // gradients, unscaled, when asked to capture them).
 template <class Layer>
 std::int64_t reduced_steps_match_autograd(double copy_scale, bool capture_local_gradients = false) {
-  torch::manual_seed(7);
-  TwoLayers<torch::nn::Linear> reference;
-  TwoLayers<Layer> model;
-  copy_weights(model, reference);
-  OneRank rank;
-  commtune::FlatParameters flat(model.parameters());
-  PassThroughHook hook(copy_scale);
-  commtune::HookClock clock;
+  OnOneRank<Layer> setup(7, copy_scale);
+  auto& reference = setup.reference;
+  auto& model = setup.model;
+  auto& flat = setup.flat;
   commtune::ReducerOptions options;
   options.first_bucket_cap_mb = 1e-6;  // rebuilt: the first gradient ready in a bucket of its own
   options.capture_local_gradients = capture_local_gradients;
-  commtune::Reducer reducer(flat, *rank.comm, hook, clock, options);
+  commtune::Reducer reducer(flat, *setup.rank.comm, setup.hook, setup.clock, options);
   std::int64_t copied = -1;
   for (int step = 0; step < 3; ++step) {
     const auto x = at::randn({9, 12});
@@ -137,15 +155,11 @@ TEST(BucketLinear, AnInexactScaleOnTheWayInGetsEveryGradientCopied) {
 }
 
 TEST(BucketLinear, ABackwardTheReducerDidNotArmForLeavesTheBucketsAlone) {
-  torch::manual_seed(3);
-  TwoLayers<torch::nn::Linear> reference;
-  TwoLayers<BucketLinear> model;
-  copy_weights(model, reference);
-  OneRank rank;
-  commtune::FlatParameters flat(model.parameters());
-  PassThroughHook hook;
-  commtune::HookClock clock;
-  commtune::Reducer reducer(flat, *rank.comm, hook, clock, {});
+  OnOneRank<BucketLinear> setup(3, 1.0);
+  auto& reference = setup.reference;
+  auto& model = setup.model;
+  auto& flat = setup.flat;
+  commtune::Reducer reducer(flat, *setup.rank.comm, setup.hook, setup.clock, {});
   const auto x = at::randn({4, 12});
   model.loss(x).backward();  // no begin_step
   reference.loss(x).backward();
@@ -155,10 +169,9 @@ TEST(BucketLinear, ABackwardTheReducerDidNotArmForLeavesTheBucketsAlone) {
 }
 
 TEST(BucketLinear, WithoutAReducerItIsTorchLinear) {
-  torch::manual_seed(5);
-  TwoLayers<torch::nn::Linear> reference;
-  TwoLayers<BucketLinear> model;
-  copy_weights(model, reference);
+  Twins<BucketLinear> twins(5);
+  auto& reference = twins.reference;
+  auto& model = twins.model;
   const auto x = at::randn({6, 12}).requires_grad_(true);
   const auto x_ref = x.detach().clone().requires_grad_(true);
   const auto out = model.second->forward(model.first->forward(x).relu_());
