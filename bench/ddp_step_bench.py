@@ -3,7 +3,7 @@
 
 Both train the same model from the same initial weights on the same data
 with the same hook, world size, backend (Gloo), thread count and BLAS
-(OpenBLAS limited to the same threads). A step is everything from fetching
+(PyTorch 2.11's wheel: MKL, sized by torch.set_num_threads on both sides). A step is everything from fetching
 the batch to the optimizer update and reading the loss. The rounds alternate
 the two engines, so machine noise hits both; the reported ratio is the
 median over rounds of commtune's median step time over PyTorch's.
@@ -17,16 +17,16 @@ settings on (e.g. --set hook.byteps_compressor_type=onebit).
 engines (their defaults); "cores" binds every rank of both engines to its own
 equal share of the cores (commtune's cpu_affinity=cores).
 
-    /usr/bin/python3 bench/ddp_step_bench.py [--hook allreduce] [--set KEY=VALUE ...] [--world 2] [--rounds 5]
+    .venv/bin/python bench/ddp_step_bench.py [--hook allreduce] [--set KEY=VALUE ...] [--world 2] [--rounds 5]
                                              [--affinity none]
-    /usr/bin/python3 bench/ddp_step_bench.py --matrix [--rounds 5]
+    .venv/bin/python bench/ddp_step_bench.py --matrix [--rounds 5]
 
 --matrix runs the engine's speed goals in one interleaved run: MLPs of 1M
 (512-768-768-10, 400 steps a run) and 10.5M parameters (1024, ten layers of
 1024, 100 steps), batch 64,
 with one bucket and with DDP's default buckets (25 MB, the first 1 MB),
 hooks allreduce, none (DDP's built-in reduction), PowerSGD rank 1 and 4
-(one bucket only: PyTorch 1.13's hook deadlocks with several on Gloo).
+(one bucket only: PyTorch's hook aborts with several on Gloo, 2.11 as 1.13).
 
 Stop other jobs first: two stray processes on this 2-core machine once
 doubled every time measured here.
@@ -98,7 +98,7 @@ def matrix_cases():
     for size, shape in MATRIX_SIZES.items():
         for layout, buckets in MATRIX_BUCKETS.items():
             for hook, settings in MATRIX_HOOKS.items():
-                # PyTorch 1.13's PowerSGD hook deadlocks with several buckets on Gloo (docs/powersgd.md).
+                # PyTorch's PowerSGD hook aborts with several buckets on Gloo (2.11 as 1.13).
                 if hook.startswith("powersgd") and layout != "one bucket":
                     continue
                 yield (size, layout, hook), dict(shape, **buckets, **settings, **{"data.batch_size": 64})

@@ -3,7 +3,7 @@ time per step, as ratios to allreduce measured in the same run (default MLP,
 2 ranks on this machine, loopback). Mean, not median: averaging happens every
 few steps, and its cost belongs to the steps between.
 
-  /usr/bin/python3 bench/local_sgd_bench.py [--steps 300] [--rounds 3]
+  .venv/bin/python bench/local_sgd_bench.py [--steps 300] [--rounds 3]
 """
 import argparse
 import json

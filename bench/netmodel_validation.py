@@ -15,17 +15,18 @@ cluster with --compute-ms for a V100, and prints r(X) predicted beside
 published. docs/network-model.md keeps the table;
 tests/integration/test_netmodel.py runs this at a smaller size.
 
-  /usr/bin/python3 bench/netmodel_validation.py [--steps 8] [--batch 8] [--json]
+  .venv/bin/python bench/netmodel_validation.py [--steps 8] [--batch 8] [--json]
 """
 import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(os.environ.get("COMMTUNE_BUILD_DIR", os.path.join(REPO, "build")), "app", "commtune-cli")
-ORACLE_PYTHON = "/usr/bin/python3"
+ORACLE_PYTHON = sys.executable  # the reference PyTorch: run this with .venv/bin/python
 
 # End-to-end seconds from the RFC's tables.
 PUBLISHED = {

@@ -6,10 +6,10 @@ one run. Goal: a ratio of at most 0.7.
 Hook time is the CPU time spent in the hook and its callbacks in a step
 (thread CPU clocks on both sides, so time blocked on the P and Q allreduces
 counts on neither). Only steps where PowerSGD compresses count. One bucket:
-PyTorch 1.13's hook deadlocks with several on Gloo. The rounds alternate the
+PyTorch's hook aborts with several on Gloo (2.11 as 1.13). The rounds alternate the
 engines; the ratio is the median over rounds.
 
-    /usr/bin/python3 bench/powersgd_hook_bench.py [--ranks 1 2 4] [--rounds 3]
+    .venv/bin/python bench/powersgd_hook_bench.py [--ranks 1 2 4] [--rounds 3]
 """
 import argparse
 import json

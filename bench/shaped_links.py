@@ -15,7 +15,7 @@ nodes carries R/2 per direction, and that is the link the prediction and the
 emulation are given. lo's 64 KiB MTU with a small burst would drop every full
 frame: the namespace's lo gets MTU 9000 and a 20 kB burst.
 
-  sudo /usr/bin/python3 bench/shaped_links.py [--rates 20,100,1000] [--hooks allreduce,fp16,...]
+  sudo .venv/bin/python bench/shaped_links.py [--rates 20,100,1000] [--hooks allreduce,fp16,...]
                                               [--hidden 1024 --layers 3 --features 512] [--steps 16] [--json FILE]
 
 Prints predicted / measured and emulated / measured per hook and rate;

@@ -4,7 +4,7 @@ seeds. Reports, per strategy, the best tail loss after k trials (median over
 seeds), and how many trials each needs to reach the loss random search
 reaches with the whole budget (the reference, measured in the same run).
 
-  /usr/bin/python3 bench/tpe_sweep_bench.py [--seeds 10] [--trials 40] [--steps 30]
+  .venv/bin/python bench/tpe_sweep_bench.py [--seeds 10] [--trials 40] [--steps 30]
 """
 import argparse
 import json

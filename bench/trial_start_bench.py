@@ -4,7 +4,7 @@ same sweep with every rank exec'd (COMMTUNE_WORKER_ZYGOTE=0), interleaved
 in one run. Prints wall and CPU seconds per trial (the sweep and all its
 processes), the ratio zygote / exec, and each round's ratio (its spread).
 
-    /usr/bin/python3 bench/trial_start_bench.py [--trials 8] [--rounds 3] [--world 2]
+    .venv/bin/python bench/trial_start_bench.py [--trials 8] [--rounds 3] [--world 2]
 """
 import argparse
 import os

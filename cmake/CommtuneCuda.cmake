@@ -15,6 +15,9 @@ if(NOT COMMTUNE_CUDA STREQUAL "OFF")
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    # One CUDA runtime per process: libtorch's (shared), not a static copy of it
+    # in the kernels, so streams and device state are the same runtime's.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     find_package(CUDAToolkit REQUIRED)
     set(COMMTUNE_HAVE_CUDA ON)
   elseif(COMMTUNE_CUDA STREQUAL "ON")

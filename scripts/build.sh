@@ -9,8 +9,11 @@ build_dir=${COMMTUNE_BUILD_DIR:-$root/build}
 jobs=${COMMTUNE_JOBS:-$(nproc)}
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
+# COMMTUNE_TORCH=debian: against Debian's libtorch 1.13 in place of the PyPI wheel's 2.11.
+torch=()
+[[ -n "${COMMTUNE_TORCH:-}" ]] && torch=(-DCOMMTUNE_TORCH="$COMMTUNE_TORCH")
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${torch[@]}" "$@"
 elif (($#)); then
   cmake "$build_dir" "$@"
 fi

@@ -8,25 +8,38 @@
 #   4. the device path's encode + decode bandwidth against a device copy.
 # Header-only dependencies come from .gpu-deps/ (scripts/gpu-deps.sh, run on
 # Debian, fills it; the device tool carries it). Results go to $OUT if set.
+#
+#   scripts/gpu-check.sh [--build-only]
+#
+# --build-only configures and builds as on the GPU machine (PyTorch 2.11's
+# libtorch from $PYTHON, CUDA on for sm_90, no GUI, no tests) and stops: it
+# needs no GPU, and the suite runs it here so the GPU build keeps compiling.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-py=${PYTHON:-python3}
+py=$(command -v "${PYTHON:-python3}")
 build=${COMMTUNE_GPU_BUILD_DIR:-$root/build-gpu}
 out=${OUT:-$build/gpu-check}
 mkdir -p "$out"
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-prefix=$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
 
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCOMMTUNE_BUILD_TESTS=OFF -DCOMMTUNE_BUILD_BENCH=ON -DCOMMTUNE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCOMMTUNE_EXTRA_INCLUDE_DIRS="$root/.gpu-deps/include" 2>&1 | tee "$out/configure.log" | tail -3
-cmake --build "$build" --parallel "$(nproc)" 2>&1 | tee "$out/build.log" | tail -3
+configure=(cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCOMMTUNE_TORCH=pypi
+  -DCOMMTUNE_PYTHON="$py" -DCOMMTUNE_GUI=OFF -DCOMMTUNE_BUILD_TESTS=OFF -DCOMMTUNE_BUILD_BENCH=ON -DCOMMTUNE_CUDA=ON
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCOMMTUNE_EXTRA_INCLUDE_DIRS="$root/.gpu-deps/include")
+if ! "${configure[@]}" >"$out/configure.log" 2>&1; then
+  tail -20 "$out/configure.log"
+  exit 1
+fi
+if ! cmake --build "$build" --parallel "$(nproc)" >"$out/build.log" 2>&1; then
+  grep -E 'error|FAILED' "$out/build.log" | head -40
+  exit 1
+fi
 "$build/app/commtune-cli" --version | tee "$out/version.txt"
+[[ "${1:-}" == "--build-only" ]] && exit 0
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 
 echo "== 1. CUDA kernels against the CPU kernels"
 "$build/tests/gpu/gpu_kernel_check" | tee "$out/kernels.txt"

@@ -1,6 +1,7 @@
 #include "core/hooks/local_sgd.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <chrono>
 

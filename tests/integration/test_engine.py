@@ -201,9 +201,8 @@ class Launching(unittest.TestCase):
         """The worker reads torchrun's variables: PyTorch's own launcher runs it."""
         with tempfile.TemporaryDirectory() as d:
             env = dict(os.environ, COMMTUNE_EVENT_FILE=os.path.join(d, "events-{rank}.ctev"))
-            # --redirects/--tee 1: Debian's torchrun 1.13 fails to parse the default "0" under Python 3.11.
             cmd = [ct.ORACLE_PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                   "--redirects", "1", "--tee", "1", "--log_dir", os.path.join(d, "logs"), "--no_python",
+                   "--log_dir", os.path.join(d, "logs"), "--no_python",
                    ct.WORKER, "--set", "steps=12", "--set", "hook.name=fp16_compress"]
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])

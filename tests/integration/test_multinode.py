@@ -31,7 +31,8 @@ def free_port():
 
 def node_env(job):
     """A node's environment as a user's would be: no PYTHON, no TORCHRUN_ARGS, and a python3
-    first on PATH that cannot import torch (as with pyenv): the script finds one that can."""
+    first on PATH that cannot import torch (as with pyenv), the reference PyTorch's environment
+    next: the script finds its `python`."""
     bin_dir = os.path.join(job, "bin")
     os.makedirs(bin_dir, exist_ok=True)
     without_torch = os.path.join(bin_dir, "python3")
@@ -41,7 +42,7 @@ def node_env(job):
         os.chmod(without_torch, 0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "TORCHRUN_ARGS")}
     env.update(COMMTUNE_WORKER=ct.WORKER, EVENT_DIR=os.path.join(job, "events"),
-               PATH=bin_dir + os.pathsep + os.environ["PATH"])
+               PATH=os.pathsep.join([bin_dir, os.path.dirname(ct.ORACLE_PYTHON), os.environ["PATH"]]))
     return env
 
 

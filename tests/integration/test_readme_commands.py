@@ -1,7 +1,7 @@
 """Every shell command the README and docs/*.md show, run as written, in order,
 one document at a time, each in a clean folder laid out like the repository's
 root (build/, scripts/, tests/ linked in), with a fresh run store and
-/usr/bin/python3 as `python3`. Two strings are substituted, those a user
+the reference PyTorch's environment active (`python3` is its Python). Two strings are substituted, those a user
 replaces with their own cluster's: /shared (a folder every node sees) becomes
 a temporary folder, node0:29400 (a node's address) a free loopback port.
 Commands shown "on every node" run twice at once, as two nodes. A document whose
@@ -78,7 +78,7 @@ class ReadmeCommands(unittest.TestCase):
                     continue
                 literal = command.replace("/shared", shared).replace("node0:29400", rendezvous)
                 if any(marker in command for marker in ON_EVERY_NODE):
-                    nodes += [subprocess.Popen(["sh", "-c", literal], cwd=root, env=self.documented_env(root, env),
+                    nodes += [subprocess.Popen(["sh", "-c", literal], cwd=root, env=ct.documented_env(root, env),
                                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                                start_new_session=True) for _ in range(2)]
                     if at + 1 < len(commands) and "import --follow" in commands[at + 1]:
@@ -124,13 +124,6 @@ class ReadmeCommands(unittest.TestCase):
                 self.run_document(text, root)
                 ran.append(name)
         self.assertIn("sweeps.md", ran)
-
-    @staticmethod
-    def documented_env(root, env):
-        # As shell_as_documented sets it up (python3, build/, commtune binaries on PATH).
-        ct.shell_as_documented("true", root, env=env)
-        return dict(env, PATH=os.pathsep.join([os.path.join(root, ".documented-bin"),
-                                               os.path.join(ct.BUILD, "app"), env.get("PATH", "")]))
 
     def wait_nodes(self, nodes, after):
         for node in nodes:

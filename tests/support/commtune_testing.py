@@ -16,9 +16,19 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("COMMTUNE_BUILD_DIR", os.path.join(REPO, "build"))
 CLI = os.path.join(BUILD, "app", "commtune-cli")
 WORKER = os.path.join(BUILD, "app", "commtune-worker")
-ORACLE_PYTHON = "/usr/bin/python3"  # Debian's python3-torch: the reference
+# The reference PyTorch: the interpreter ctest runs these tests with (the
+# build's COMMTUNE_ORACLE_PYTHON: the project's .venv with PyTorch 2.11, or
+# Debian's python3 with 1.13 for the Debian build).
+ORACLE_PYTHON = os.environ.get("COMMTUNE_ORACLE_PYTHON", sys.executable)
 
 sys.path.insert(0, os.path.join(REPO, "tests", "oracle"))
+
+def reference_torch_version():
+    """The reference PyTorch's version without its local part ("2.11.0"): the libtorch the build links."""
+    out = subprocess.run([ORACLE_PYTHON, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                         text=True, check=True).stdout
+    return out.strip().split("+")[0].split("a0")[0]
+
 
 _STORE_DIR = tempfile.mkdtemp(prefix="commtune-test-store-")
 atexit.register(shutil.rmtree, _STORE_DIR, ignore_errors=True)
@@ -242,19 +252,24 @@ def check_resume_repeats(test, settings, steps, resume_at, resume_settings=None)
         test.assertEqual(resumed.summary["param_digest"], full.summary["param_digest"])
 
 
-def shell_as_documented(command, cwd, env=None, timeout=600):
-    """Runs a command as the docs show it, in a shell in `cwd`: with /usr/bin/python3
-    (the reference PyTorch) as `python3`, and commtune's binaries and `build/`
-    where the docs say they are (on PATH, and `build` in `cwd` when it has none)."""
-    bin_dir = os.path.join(cwd, ".documented-bin")
-    os.makedirs(bin_dir, exist_ok=True)
-    if not os.path.lexists(os.path.join(bin_dir, "python3")):
-        os.symlink(ORACLE_PYTHON, os.path.join(bin_dir, "python3"))
+def documented_env(cwd, env=None):
+    """The environment the docs' commands run in, in `cwd`: the reference PyTorch's
+    environment active (its bin folder first on PATH, as `source .venv/bin/activate` puts
+    it: `python3` is its Python), and commtune's binaries and `build/` where the docs say
+    they are (on PATH, and `build` in `cwd` when it has none)."""
     if not os.path.lexists(os.path.join(cwd, "build")):
         os.symlink(BUILD, os.path.join(cwd, "build"))
     env = dict(os.environ if env is None else env)
-    env["PATH"] = os.pathsep.join([bin_dir, os.path.join(BUILD, "app"), env.get("PATH", "")])
-    return subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    env["PATH"] = os.pathsep.join([os.path.dirname(ORACLE_PYTHON), os.path.join(BUILD, "app"), env.get("PATH", "")])
+    if sys.prefix != sys.base_prefix:  # the project's scripts set up this environment, not one in `cwd`
+        env["COMMTUNE_VENV"] = sys.prefix
+    return env
+
+
+def shell_as_documented(command, cwd, env=None, timeout=600):
+    """Runs a command as the docs show it, in a shell in `cwd`, in documented_env."""
+    return subprocess.run(["sh", "-c", command], cwd=cwd, env=documented_env(cwd, env), capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def mlp_parameter_sizes(config):
