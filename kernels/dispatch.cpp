@@ -43,6 +43,15 @@ void adam_step(Device device, float* param, const float* grad, float* exp_avg, f
   COMMTUNE_DISPATCH(adam_step, param, grad, exp_avg, exp_avg_sq, n, h);
 }
 
+void adam_moments(const float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n,
+                  const AdamStep& h) {
+  cpu::adam_moments(param, grad, exp_avg, exp_avg_sq, n, h);
+}
+
+void adam_apply(float* param, const float* exp_avg, const float* root, std::int64_t n, const AdamStep& h) {
+  cpu::adam_apply(param, exp_avg, root, n, h);
+}
+
 void sum_bf16_rows(Device device, const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out,
                    void* stream) {
   COMMTUNE_DISPATCH(sum_bf16_rows, rows, row_count, n, out);

@@ -38,15 +38,30 @@ struct AdamStep {
   float bias_correction2_sqrt = 1;  // sqrt(1 - beta2^t), computed in double, then converted
   float eps = 1e-8f;
   float neg_step_size = 0;  // -lr / (1 - beta1^t), computed in double, then converted
+  // The first moment as PyTorch 2.x's Adam takes it, m.lerp_(g, 1 - b1), in
+  // place of 1.13's m.mul_(b1).add_(g, alpha=1 - b1).
+  bool lerp_first_moment = false;
 };
 
 // One fused pass of torch.optim.Adam (amsgrad off), rounding like the ATen
-// ops of `_single_tensor_adam` as built (addcmul's multiply-add is contracted
-// into an FMA there):
-//   g = fma(p, wd, g); m = fma(g, 1 - b1, m * b1); v = fma((1 - b2) * g, g, v * b2);
+// ops of `_single_tensor_adam` as built (add's alpha, addcmul's and lerp's
+// multiply-adds are one FMA there):
+//   g = fma(p, wd, g);
+//   m = fma(g, 1 - b1, m * b1)                       (1.13)
+//   m = w < 0.5 ? fma(w, g - m, m) : fma(w - 1, g - m, g), w = 1 - b1   (2.x: lerp)
+//   v = fma((1 - b2) * g, g, v * b2);
 //   p = p + (-step_size * m) / (sqrt(v) / bc2_sqrt + eps)
 void adam_step(Device device, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n,
                const AdamStep& h, void* stream = nullptr);
+
+// adam_step in two halves on the CPU, for a square root taken between them by
+// the caller: ATen's, where it is not the correctly rounded one (the PyPI
+// wheels take it from MKL's VML, within an ulp).
+//   adam_moments: m and v as adam_step updates them (param is only read);
+//   adam_apply:   p = p + (-step_size * m) / (root / bc2_sqrt + eps), root = sqrt(v).
+void adam_moments(const float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n,
+                  const AdamStep& h);
+void adam_apply(float* param, const float* exp_avg, const float* root, std::int64_t n, const AdamStep& h);
 
 // Error feedback, step in: x = gradient + error, written to both (the bucket
 // then holds x, and the error buffer keeps it for the step out).

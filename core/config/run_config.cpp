@@ -112,6 +112,7 @@ RunConfig RunConfig::parse(const nlohmann::json& raw) {
   c.run = RunOptions::schema().read(raw, "");
   for (const auto& s : plain_sections()) check_known_keys(section_or_empty(raw, s.key), s.key, {&s.params});
   c.ddp = ReducerOptions::schema().read(section_or_empty(raw, "ddp"), "ddp");
+  c.ddp.first_bucket_cap_mb = c.ddp.first_bucket_cap();
   c.weights = WeightsOptions::schema().read(section_or_empty(raw, "weights"), "weights");
   c.checkpoint = CheckpointOptions::schema().read(section_or_empty(raw, "checkpoint"), "checkpoint");
   c.network = NetworkOptions::schema().read(section_or_empty(raw, "network"), "network");

@@ -21,11 +21,17 @@ Schema<ReducerOptions> ReducerOptions::schema() {
   return Schema<ReducerOptions>()
       .real("bucket_cap_mb", &ReducerOptions::bucket_cap_mb, Range::above(0), "MiB",
             "gradient bucket size limit (DDP's bucket_cap_mb)", true)
-      .real("first_bucket_cap_mb", &ReducerOptions::first_bucket_cap_mb, Range::above(0), "MiB",
-            "size limit of the first bucket once buckets are rebuilt (DDP uses 1 MiB)", true)
+      .real("first_bucket_cap_mb", &ReducerOptions::first_bucket_cap_mb, Range::at_least(0), "MiB",
+            "size limit of the first bucket once buckets are rebuilt; 0: as PyTorch 2.x's DDP, 1 MiB with the "
+            "default bucket_cap_mb (25), else bucket_cap_mb", true)
       .flag("rebuild_buckets", &ReducerOptions::rebuild_buckets,
             "as DDP: step 0 reduces one bucket in parameter order, then buckets are rebuilt in the order gradients "
             "became ready; off: fixed buckets over the parameters in reverse order");
+}
+
+double ReducerOptions::first_bucket_cap() const {
+  if (first_bucket_cap_mb > 0) return first_bucket_cap_mb;
+  return bucket_cap_mb == kDefaultBucketCapMb ? 1.0 : bucket_cap_mb;
 }
 
 struct Reducer::GradientReadyHook final : torch::autograd::FunctionPostHook {
@@ -55,7 +61,7 @@ Reducer::Reducer(FlatParameters& params, Communicator& comm, CommHook& hook, Hoo
     std::vector<std::int64_t> bytes(n);
     for (std::size_t i = 0; i < n; ++i) bytes[i] = params_.numel(i) * 4;
     auto buckets = assign_buckets(forward, bytes,
-                                  {static_cast<std::int64_t>(options_.first_bucket_cap_mb * kMiB),
+                                  {static_cast<std::int64_t>(options_.first_bucket_cap() * kMiB),
                                    static_cast<std::int64_t>(options_.bucket_cap_mb * kMiB)});
     std::reverse(buckets.begin(), buckets.end());  // the last layers' gradients are ready first
     set_buckets(std::move(buckets));
@@ -325,7 +331,7 @@ void Reducer::rebuild_buckets() {
   for (std::size_t k = 0; k < ready.size(); ++k) ready[k] = static_cast<std::size_t>(rank0_order[k]);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = params_.numel(i) * 4;
   set_buckets(assign_buckets(ready, bytes,
-                             {static_cast<std::int64_t>(options_.first_bucket_cap_mb * kMiB),
+                             {static_cast<std::int64_t>(options_.first_bucket_cap() * kMiB),
                               static_cast<std::int64_t>(options_.bucket_cap_mb * kMiB)}));
 }
 

@@ -34,12 +34,19 @@ struct Node;
 namespace commtune {
 
 struct ReducerOptions {
-  double bucket_cap_mb = 25;
-  double first_bucket_cap_mb = 1;
+  static constexpr double kDefaultBucketCapMb = 25;
+  double bucket_cap_mb = kDefaultBucketCapMb;
+  double first_bucket_cap_mb = 0;  // 0: as DDP (first_bucket_cap)
   bool rebuild_buckets = true;
   bool capture_local_gradients = false;  // keep a copy of each step's pre-reduction gradients
 
   static Schema<ReducerOptions> schema();
+  // The first bucket's cap in MiB: first_bucket_cap_mb when set, else the
+  // one DistributedDataParallel(bucket_cap_mb=...) takes in PyTorch 2.x: its
+  // own 1 MiB (dist._DEFAULT_FIRST_BUCKET_BYTES) only when bucket_cap_mb is
+  // left at its default, else bucket_cap_mb. (1.13 kept 1 MiB whatever
+  // bucket_cap_mb was.) RunConfig::parse stores it, so a run's config says it.
+  double first_bucket_cap() const;
 };
 
 struct BackwardReport {

@@ -26,4 +26,8 @@ using ProcessGroupBase = c10d::ProcessGroup;
 
 inline constexpr const char* kTorchVersion = TORCH_VERSION;
 
+// Gloo sums bf16 (and averages) from PyTorch 2.x on; 1.13's refuses bf16
+// ("Invalid scalar type"), so commtune moves the bits and sums them itself there.
+inline constexpr bool kGlooSumsBf16 = TORCH_VERSION_MAJOR >= 2;
+
 }  // namespace commtune::compat

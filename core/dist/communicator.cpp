@@ -207,7 +207,7 @@ CommBackend Communicator::backend() const { return impl_->backend; }
 Future Communicator::allreduce_sum(at::Tensor tensor, Compute compute) {
   const auto sequence = impl_->record(net::Collective::Allreduce, tensor);
   if (size() == 1) return impl_->completed_now(sequence, tensor);
-  if (tensor.scalar_type() == at::kBFloat16 && impl_->backend == CommBackend::Gloo)
+  if (!compat::kGlooSumsBf16 && tensor.scalar_type() == at::kBFloat16 && impl_->backend == CommBackend::Gloo)
     return impl_->issued(impl_->emulated_bf16_allreduce(tensor, sequence), net::Collective::Allreduce, tensor);
   impl_->count(2.0 * impl_->share() * bytes_of(tensor));
   c10d::AllreduceOptions options;
@@ -246,8 +246,9 @@ Future Communicator::allreduce_sum(at::Tensor tensor, Compute compute) {
 }
 
 Future Communicator::Impl::emulated_bf16_allreduce(at::Tensor tensor, std::uint64_t sequence) {
-  // Gloo moves the bytes (viewed as fp16, which it supports) and never does
-  // arithmetic on them; the sum happens here, in float32, in rank order.
+  // PyTorch 1.13's Gloo has no bf16: it moves the bytes (viewed as fp16, which
+  // it supports) and never does arithmetic on them; the sum happens here, in
+  // float32, in rank order.
   const int p = env.world_size;
   const int64_t n = tensor.numel();
   const int64_t chunk = (n + p - 1) / p;

@@ -101,7 +101,7 @@ SizeProblem hook_size_problem(const nlohmann::json& run_config, const std::vecto
     std::int64_t largest = 0;
     for (const auto& bucket :
          assign_buckets(ready, bytes,
-                        {static_cast<std::int64_t>(ddp.first_bucket_cap_mb * kMiB),
+                        {static_cast<std::int64_t>(ddp.first_bucket_cap() * kMiB),
                          static_cast<std::int64_t>(ddp.bucket_cap_mb * kMiB)})) {
       std::int64_t sum = 0;
       for (const auto i : bucket) sum += bytes[i];

@@ -149,15 +149,18 @@ class PowerSgdHook final : public CommHook {
     bool any_residual = false;
   };
 
-  // Tensors kept in the bucket's dtype (storage); matrix work in `compute`,
-  // float32 on CPUs that lack half-precision kernels.
+  // Tensors kept in the bucket's dtype (storage); matrix work in `compute`:
+  // the storage's, as PyTorch does it, but float32 on the CPU under
+  // libtorch 1.13, which has no half-precision matrix products there.
   struct Precision {
     at::ScalarType storage;
     at::ScalarType compute;
     bool half_storage;
     explicit Precision(const at::Tensor& buffer)
         : storage(buffer.scalar_type()),
-          compute(buffer.is_cpu() && (storage == at::kHalf || storage == at::kBFloat16) ? at::kFloat : storage),
+          compute(TORCH_VERSION_MAJOR < 2 && buffer.is_cpu() && (storage == at::kHalf || storage == at::kBFloat16)
+                      ? at::kFloat
+                      : storage),
           half_storage(storage == at::kHalf || storage == at::kBFloat16) {}
     at::Tensor up(const at::Tensor& t) const { return t.scalar_type() == compute ? t : t.to(compute); }
     // out = a @ b (batched), computed in `compute`, stored in out's dtype.

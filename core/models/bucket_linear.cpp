@@ -12,7 +12,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// at::addmm(bias, input, weight_t), backward included, as PyTorch 1.13
+// at::addmm(bias, input, weight_t), backward included, as PyTorch (1.13 and 2.11)
 // computes it for a row-major input and weight_t = weight.t()
 // (mm_mat1_backward, mm_mat2_backward). The inputs come in addmm's order and
 // weight_t is made outside, so autograd's graph has PyTorch's shape (the
@@ -53,10 +53,18 @@ struct AddmmFunction : torch::autograd::Function<AddmmFunction> {
 }  // namespace
 
 at::Tensor BucketLinearImpl::forward(const at::Tensor& input) {
-  // Row-major matrices only: the backward above is addmm's for that layout.
-  const bool plain = input.dim() == 2 && input.is_contiguous() && weight.is_contiguous() && bias.defined();
-  if (!plain || !at::GradMode::is_enabled() || !weight.requires_grad()) return LinearImpl::forward(input);
-  return AddmmFunction::apply(bias, input, weight.t(), reinterpret_cast<std::int64_t>(weight.unsafeGetTensorImpl()));
+  // at::linear's arithmetic, which PyTorch's nn.Linear calls (the C++
+  // frontend's functional linear, behind torch::nn::Linear, multiplies a 3-D
+  // input with matmul and adds the bias afterwards: other roundings under
+  // MKL). at::linear takes a row-major matrix, or a contiguous batch of them
+  // (its rows flattened, as at::linear does), as one addmm: the backward above.
+  const bool rows = (input.dim() == 2 || input.dim() == 3) && input.is_contiguous() && weight.is_contiguous() &&
+                    bias.defined();
+  if (!rows || !at::GradMode::is_enabled() || !weight.requires_grad()) return at::linear(input, weight, bias);
+  const auto key = reinterpret_cast<std::int64_t>(weight.unsafeGetTensorImpl());
+  if (input.dim() == 2) return AddmmFunction::apply(bias, input, weight.t(), key);
+  const auto output = AddmmFunction::apply(bias, input.reshape({-1, input.size(-1)}), weight.t(), key);
+  return output.view({input.size(0), input.size(1), output.size(1)});
 }
 
 }  // namespace commtune

@@ -2,9 +2,11 @@
 // into the reducer's gradient buffer (core/ddp/gradient_destination.h), where
 // torch::nn::Linear's would go to a new tensor for the reducer to copy (and
 // scale: that factor is a power of two, and folds into the product exactly).
-// Parameters, names, initialisation and arithmetic are torch::nn::Linear's:
-// the forward is the same addmm and the gradients the same products PyTorch's
-// addmm backward computes, so runs stay bit for bit those of PyTorch's DDP.
+// Parameters, names and initialisation are torch::nn::Linear's, the
+// arithmetic is PyTorch's nn.Linear's (at::linear): the forward is the same
+// addmm (over a 3-D input's rows flattened, as at::linear takes them) and the
+// gradients the same products PyTorch's addmm backward computes, so runs stay
+// bit for bit those of PyTorch's DDP.
 // Include only from model .cpp files: it pulls in torch::nn.
 #pragma once
 

@@ -5,11 +5,11 @@
 #include <torch/nn/init.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
 #include <cmath>
 
+#include "core/models/bucket_linear.h"
 #include "core/models/builtin_models.h"
 #include "core/models/torch_module_model.h"
 
@@ -36,11 +36,11 @@ class BlockImpl : public torch::nn::Module {
   BlockImpl(const TransformerOptions& o) : heads_(o.heads) {
     const auto d = o.d_model;
     ln1_ = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
-    qkv_ = register_module("qkv", torch::nn::Linear(d, 3 * d));
-    proj_ = register_module("proj", torch::nn::Linear(d, d));
+    qkv_ = register_module("qkv", BucketLinear(d, 3 * d));
+    proj_ = register_module("proj", BucketLinear(d, d));
     ln2_ = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
-    fc1_ = register_module("fc1", torch::nn::Linear(d, o.mlp_ratio * d));
-    fc2_ = register_module("fc2", torch::nn::Linear(o.mlp_ratio * d, d));
+    fc1_ = register_module("fc1", BucketLinear(d, o.mlp_ratio * d));
+    fc2_ = register_module("fc2", BucketLinear(o.mlp_ratio * d, d));
   }
   at::Tensor forward(const at::Tensor& x, const at::Tensor& causal_mask) {
     const auto batch = x.size(0), time = x.size(1), d = x.size(2), head_dim = d / heads_;
@@ -56,7 +56,7 @@ class BlockImpl : public torch::nn::Module {
  private:
   std::int64_t heads_;
   torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
-  torch::nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
+  BucketLinear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
 };
 TORCH_MODULE(Block);
 
@@ -69,7 +69,7 @@ class TransformerLmImpl : public torch::nn::Module {
     blocks_ = register_module("blocks", torch::nn::ModuleList());
     for (std::int64_t i = 0; i < o.layers; ++i) blocks_->push_back(Block(o));
     ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})));
-    head_ = register_module("head", torch::nn::Linear(o.d_model, vocab));
+    head_ = register_module("head", BucketLinear(o.d_model, vocab));
   }
   at::Tensor forward(const at::Tensor& ids) {
     const auto time = ids.size(1);
@@ -84,7 +84,7 @@ class TransformerLmImpl : public torch::nn::Module {
   at::Tensor pos_emb_;
   torch::nn::ModuleList blocks_{nullptr};
   torch::nn::LayerNorm ln_f_{nullptr};
-  torch::nn::Linear head_{nullptr};
+  BucketLinear head_{nullptr};
 };
 TORCH_MODULE(TransformerLm);
 

@@ -1,6 +1,7 @@
 #include "core/optim/optimizer.h"
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -97,13 +98,31 @@ class Adam final : public Optimizer {
     step_.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
     step_.eps = static_cast<float>(options_.eps);
     step_.neg_step_size = static_cast<float>(-(lr / bias_correction1));
+    step_.lerp_first_moment = TORCH_VERSION_MAJOR >= 2;
   }
   void update(std::int64_t offset, std::int64_t numel) override {
     const auto& values = params_.values();
-    kernels::adam_step(kernel_device(values), values.data_ptr<float>() + offset,
-                       params_.grads().data_ptr<float>() + offset,
-                       params_.state("exp_avg").data_ptr<float>() + offset,
-                       params_.state("exp_avg_sq").data_ptr<float>() + offset, numel, step_, kernel_stream(values));
+    float* param = values.data_ptr<float>() + offset;
+    const float* grad = params_.grads().data_ptr<float>() + offset;
+    float* exp_avg = params_.state("exp_avg").data_ptr<float>() + offset;
+    const auto& exp_avg_sq = params_.state("exp_avg_sq");
+    float* v = exp_avg_sq.data_ptr<float>() + offset;
+    if (!values.is_cpu()) {
+      kernels::adam_step(kernel_device(values), param, grad, exp_avg, v, numel, step_, kernel_stream(values));
+      return;
+    }
+    // torch.optim.Adam's square root is ATen's: on the PyPI wheels MKL's,
+    // within an ulp of the correctly rounded one, not always equal to it. It
+    // is taken between the moments and the update, a cache-sized piece at a time.
+    constexpr std::int64_t kPiece = 16384;
+    if (!root_.defined()) root_ = at::empty({kPiece}, values.options());
+    for (std::int64_t first = 0; first < numel; first += kPiece) {
+      const auto count = std::min(kPiece, numel - first);
+      kernels::adam_moments(param + first, grad + first, exp_avg + first, v + first, count, step_);
+      auto root = root_.narrow(0, 0, count);
+      at::sqrt_out(root, exp_avg_sq.narrow(0, offset + first, count));
+      kernels::adam_apply(param + first, exp_avg + first, root.data_ptr<float>(), count, step_);
+    }
   }
   void save_state(c10::impl::GenericDict& out) const override { out.insert("adam_steps", steps_); }
   void load_state(const c10::impl::GenericDict& in) override { steps_ = in.at("adam_steps").toInt(); }
@@ -114,6 +133,7 @@ class Adam final : public Optimizer {
   AdamOptions options_;
   std::int64_t steps_ = 0;
   kernels::AdamStep step_;  // this step's settings, from begin_step
+  at::Tensor root_;         // a piece's square roots of the second moment (CPU)
 };
 
 }  // namespace

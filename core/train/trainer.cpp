@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +21,7 @@
 
 #include "core/catalog.h"
 #include "core/dist/devices.h"
+#include "core/io/error_text.h"
 #include "core/io/pickle_file.h"
 #include "core/models/weights_file.h"
 #include "core/store/run_metrics.h"
@@ -31,14 +33,38 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-// ATen's intra-op threads, and the BLAS library's own pool: OpenBLAS sizes
-// its pool to the machine regardless of ATen, so two ranks on two cores would
-// otherwise run four matrix-multiply threads.
-void set_compute_threads(int threads) {
+// ATen's intra-op threads, and the BLAS library's: MKL (the PyPI wheels')
+// takes ATen's count, OpenBLAS (Debian's) sizes its pool to the machine
+// regardless of ATen, so two ranks on two cores would otherwise run four
+// matrix-multiply threads. MKL first gets its conditional numerical
+// reproducibility mode (MKL_CBWR=AUTO, unless the environment chose one):
+// without it its matrix products round differently for operands at other
+// addresses, and a bucket's slices are not where PyTorch's own gradients are.
+// Before any MKL call: MKL reads the variable once, when it starts.
+void set_up_math_libraries(int threads) {
+  ::setenv("MKL_CBWR", "AUTO", /*overwrite=*/0);
   at::set_num_threads(threads);
   using SetThreads = void (*)(int);
   if (auto set_blas = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
     set_blas(threads);
+}
+
+// The first batch through the model: a model (from a file) that cannot take
+// the dataset's samples is a configuration error naming both shapes, in one line.
+at::Tensor first_forward(Model& model, const at::Tensor& input, const DataSpec& data) {
+  try {
+    return model.forward(input);
+  } catch (const c10::OutOfMemoryError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw ConfigError("model", "the model cannot take a batch " + c10::str(input.sizes()) + " of the dataset's " +
+                                   data.describe() + ": " + one_line_error(e.what_without_backtrace()));
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {  // the TorchScript interpreter's errors
+    throw ConfigError("model", "the model cannot take a batch " + c10::str(input.sizes()) + " of the dataset's " +
+                                   data.describe() + ": " + one_line_error(e.what()));
+  }
 }
 
 double seconds_between(steady::time_point a, steady::time_point b) {
@@ -271,7 +297,7 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
       hook->begin_step(step, optimizer_common.lr_at(step));
       const auto t1 = steady::now();
 
-      const auto logits = model->forward(input);
+      const auto logits = step == first_step ? first_forward(*model, input, dataset->spec()) : model->forward(input);
       if (step == first_step) check_logits(logits, target);
       auto loss = cross_entropy(logits, target);
       const auto t2 = steady::now();
@@ -383,7 +409,7 @@ bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
       config.run.threads > 0 ? static_cast<int>(config.run.threads) : std::max(1, cores / env.local_world_size);
-  set_compute_threads(threads);
+  set_up_math_libraries(threads);
 
   Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
                     std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));
@@ -401,12 +427,8 @@ bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter
 }
 
 std::string failure_message(const std::exception& error) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) {
-    std::string text = c10_error->what_without_backtrace();
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    return text;
-  }
-  return error.what();
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+  return one_line_error(c10_error ? c10_error->what_without_backtrace() : error.what());
 }
 
 std::string failure_kind(const std::exception& error) {

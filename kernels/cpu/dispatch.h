@@ -25,6 +25,9 @@
 namespace commtune::kernels::cpu {
 void sgd_step(float* param, const float* grad, float* buf, std::int64_t n, const SgdStep& h);
 void adam_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n, const AdamStep& h);
+void adam_moments(const float* param, const float* grad, float* exp_avg, float* exp_avg_sq, std::int64_t n,
+                  const AdamStep& h);
+void adam_apply(float* param, const float* exp_avg, const float* root, std::int64_t n, const AdamStep& h);
 void sum_bf16_rows(const std::uint16_t* rows, std::int64_t row_count, std::int64_t n, std::uint16_t* out);
 void add_into_both(float* gradient, float* error, std::int64_t n);
 double subtract_and_square_sum(float* error, const float* approximation, std::int64_t n);

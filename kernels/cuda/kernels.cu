@@ -37,7 +37,10 @@ __global__ void adam_kernel(float* __restrict__ param, const float* __restrict__
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float g = decay ? __fmaf_rn(param[i], h.weight_decay, grad[i]) : grad[i];
-    const float m = __fmaf_rn(g, h.one_minus_beta1, __fmul_rn(exp_avg[i], h.beta1));
+    const float w = h.one_minus_beta1, m0 = exp_avg[i];
+    const float m = !h.lerp_first_moment ? __fmaf_rn(g, w, __fmul_rn(m0, h.beta1))
+                    : fabsf(w) < 0.5f    ? __fmaf_rn(w, __fsub_rn(g, m0), m0)
+                                         : __fmaf_rn(__fsub_rn(w, 1.0f), __fsub_rn(g, m0), g);
     const float v = __fmaf_rn(__fmul_rn(h.one_minus_beta2, g), g, __fmul_rn(exp_avg_sq[i], h.beta2));
     exp_avg[i] = m;
     exp_avg_sq[i] = v;

@@ -157,11 +157,13 @@ int main() {
     adam.weight_decay = 0.01f;
     adam.bias_correction2_sqrt = 0.0447f;
     adam.neg_step_size = -0.01f;
-    for (int step = 0; step < 3; ++step) {
+    for (int step = 0; step < 6; ++step) {
+      adam.lerp_first_moment = step >= 3;  // 1.13's first moment, then 2.x's lerp
       commtune::kernels::adam_step(Device::Cpu, p.data(), g.data(), m.data(), v.data(), n, adam);
       commtune::kernels::adam_step(Device::Cuda, dp.ptr, dg.ptr, dm.ptr, dv.ptr, n, adam);
     }
     expect_same(p, dp, "adam", n);
+    expect_same(m, dm, "adam exp_avg", n);
     expect_same(v, dv, "adam exp_avg_sq", n);
 
     auto e = random_floats(n, rng, 0.1f), approx = random_floats(n, rng, 1.0f), x = g;

@@ -5,7 +5,7 @@ for op, and the synthetic datasets draw the same tensors with the same
 generator calls, so a run replayed from commtune's initial weights
 (weights.save_initial) sees the same numbers as commtune did.
 
-    /usr/bin/python3 commtune_reference.py --config summary.json --init init.pt --out ref.json
+    .venv/bin/python commtune_reference.py --config summary.json --init init.pt --out ref.json
 
 --config takes commtune's normalised configuration (the "config" of a run
 summary, or a summary itself). The output holds every rank's loss per step.
@@ -19,6 +19,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections import OrderedDict
 from datetime import timedelta
 
 import torch
@@ -27,8 +28,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import debugging_hooks, default_hooks, post_localSGD_hook, powerSGD_hook
-from torch.distributed.algorithms.model_averaging import averagers
-from torch.distributed.algorithms.model_averaging import utils as model_averaging_utils
+from torch.distributed.algorithms.model_averaging import averagers, hierarchical_model_averager
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
@@ -173,7 +173,43 @@ def make_dataset(cfg, seed):
             x.sub_(torch.tensor([0.4914, 0.4822, 0.4465]).view(1, 3, 1, 1))
             x.div_(torch.tensor([0.2470, 0.2435, 0.2616]).view(1, 3, 1, 1))
         return x.contiguous(), y, {"input_shape": [3, 32, 32], "classes": 10}
+    if name == "tensors":
+        x, y = read_user_tensors(cfg)
+        if cfg["limit"] > 0:
+            x, y = x[:cfg["limit"]], y[:cfg["limit"]]
+        tokens = not x.is_floating_point()
+        x = x.long() if tokens else x.float().contiguous()
+        y = y.long()
+        largest = int(y.max())
+        if tokens and y.dim() == 2:
+            largest = max(largest, int(x.max()))
+        return x, y, {"input_shape": list(x.shape[1:]), "classes": cfg["classes"] or largest + 1}
     raise ValueError(f"no reference for dataset {name}")
+
+
+def read_user_tensors(cfg):
+    """The inputs and labels of the "tensors" dataset, read with numpy and torch's own readers
+    (safetensors' header by hand: the format is 8 bytes of header length, a JSON header, the data)."""
+    import numpy as np
+    path, keys = cfg["path"], (cfg["inputs"], cfg["targets"])
+    if os.path.isdir(path):
+        return [torch.from_numpy(np.load(os.path.join(path, k + ".npy"))) for k in keys]
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw.startswith(b"PK"):
+        d = torch.load(path, weights_only=True)
+        return [d[k] for k in keys]
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    types = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
+             "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+             "BOOL": torch.bool}
+    out = []
+    for k in keys:
+        begin, end = header[k]["data_offsets"]
+        data = bytearray(raw[8 + n + begin:8 + n + end])
+        out.append(torch.frombuffer(data, dtype=types[header[k]["dtype"]]).view(header[k]["shape"]))
+    return out
 
 
 def read_idx(path):
@@ -191,54 +227,14 @@ def loss_fn(logits, target):
 
 # --- hooks -------------------------------------------------------------------
 
-def bf16_allreduce_fut(tensor):
-    """commtune's bf16 sum on Gloo (which lacks bf16), written independently:
-    gather every rank's bf16 values, sum them in float32 in rank order, round
-    once. Returns a completed future holding the summed bf16 tensor."""
-    world = dist.get_world_size()
-    gathered = [torch.empty_like(tensor).view(torch.float16) for _ in range(world)]
-    dist.all_gather(gathered, tensor.view(torch.float16))
-    total = gathered[0].view(torch.bfloat16).float()
-    for g in gathered[1:]:
-        total = total + g.view(torch.bfloat16).float()
-    fut = torch.futures.Future()
-    fut.set_result(total.to(torch.bfloat16))
-    return fut
-
-
-def emulated_bf16_compress_hook(state, bucket):
-    buffer = bucket.buffer()
-    compressed = buffer.to(torch.bfloat16).div_(dist.get_world_size())
-    return bf16_allreduce_fut(compressed).then(lambda fut: buffer.copy_(fut.value()))
-
-
-def allreduce_hook_any_dtype(state, bucket):
-    """allreduce_hook, routing bf16 through the emulation above."""
-    tensor = bucket.buffer()
-    if tensor.dtype == torch.bfloat16:
-        tensor.div_(dist.get_world_size())
-        return bf16_allreduce_fut(tensor)
-    return default_hooks.allreduce_hook(state, bucket)
-
-
-# (PyTorch refuses to register hooks named bf16_compress_hook or
-# bf16_compress_wrapper_hook without CUDA, hence the names.)
-def emulated_bf16_compress_wrapper(hook):
-    def emulated_bf16_wrapper_hook(state, bucket):
-        original = bucket.buffer()
-        bucket.set_buffer(original.to(torch.bfloat16))
-        return hook(state, bucket).then(lambda fut: original.copy_(fut.value()))
-    return emulated_bf16_wrapper_hook
-
-
-def make_hook(cfg, on_cuda=False):
-    """Returns (state, hook) or None for "none". PyTorch's own hooks; on Gloo
-    (CPU), which lacks bf16, the bf16 ones use the emulation above."""
+def make_hook(cfg):
+    """Returns (state, hook) or None for "none": PyTorch's own hooks (on Gloo too: PyTorch 2.x's
+    Gloo sums bf16, which 1.13's could not)."""
     name = cfg["name"]
     hooks = {
-        "allreduce": default_hooks.allreduce_hook if on_cuda else allreduce_hook_any_dtype,
+        "allreduce": default_hooks.allreduce_hook,
         "fp16_compress": default_hooks.fp16_compress_hook,
-        "bf16_compress": default_hooks.bf16_compress_hook if on_cuda else emulated_bf16_compress_hook,
+        "bf16_compress": default_hooks.bf16_compress_hook,
         "noop": debugging_hooks.noop_hook,
     }
     if name == "none":
@@ -250,12 +246,9 @@ def make_hook(cfg, on_cuda=False):
         hooks[name] = threshold_sparsify_hook(cfg["threshold"])
     if name == "post_local_sgd":
         size = cfg["subgroup_size"]
-        world, subgroup = dist.get_world_size(), dist.group.WORLD
-        if 0 < size < world:  # dist.new_subgroups wants CUDA in 1.13: the same groups by hand
-            for start in range(0, world, size):
-                group = dist.new_group(list(range(start, start + size)))
-                if start <= dist.get_rank() < start + size:
-                    subgroup = group
+        subgroup = dist.group.WORLD
+        if 0 < size < dist.get_world_size():
+            subgroup, _ = dist.new_subgroups(group_size=size)
         state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=subgroup,
                                                      start_localSGD_iter=cfg["start_localSGD_iter"],
                                                      post_local_gradient_allreduce=cfg["post_local_gradient_allreduce"])
@@ -270,34 +263,8 @@ def make_hook(cfg, on_cuda=False):
     if wrapper == "fp16":
         hook = default_hooks.fp16_compress_wrapper(hook)
     elif wrapper == "bf16":
-        hook = default_hooks.bf16_compress_wrapper(hook) if on_cuda else emulated_bf16_compress_wrapper(hook)
+        hook = default_hooks.bf16_compress_wrapper(hook)
     return state, hook
-
-
-class HierarchicalAverager:
-    """HierarchicalModelAverager of PyTorch 1.13, whose constructor wants CUDA for its
-    subgroups (dist.new_subgroups): the same logic, with the groups made by new_group."""
-
-    def __init__(self, hierarchy, warmup_steps):
-        world, rank = dist.get_world_size(), dist.get_rank()
-        self.levels, self.warmup_steps, self.step = [], warmup_steps, 0
-        for item in hierarchy.split(","):
-            period, size = (int(v) for v in item.split(":"))
-            group = dist.group.WORLD
-            if size != world:
-                for start in range(0, world, size):
-                    made = dist.new_group(list(range(start, start + size)))
-                    if start <= rank < start + size:
-                        group = made
-            self.levels.append((period, group))
-
-    def average_parameters(self, params):
-        if self.step >= self.warmup_steps:
-            for period, group in reversed(self.levels):
-                if self.step % period == 0:
-                    model_averaging_utils.average_parameters_or_parameter_groups(params, group)
-                    break
-        self.step += 1
 
 
 def threshold_sparsify_hook(threshold):
@@ -313,8 +280,10 @@ def make_averager(cfg):
     """The model averager a hook runs after the optimizer, or None."""
     if cfg["name"] != "post_local_sgd":
         return None
-    if cfg["hierarchy"]:
-        return HierarchicalAverager(cfg["hierarchy"], cfg["warmup_steps"])
+    if cfg["hierarchy"]:  # "period:group size,...", the whole world last
+        levels = (item.split(":") for item in cfg["hierarchy"].split(","))
+        return hierarchical_model_averager.HierarchicalModelAverager(
+            OrderedDict((int(period), int(size)) for period, size in levels), warmup_steps=cfg["warmup_steps"])
     return averagers.PeriodicModelAverager(period=cfg["period"], warmup_steps=cfg["warmup_steps"])
 
 
@@ -421,6 +390,28 @@ def batches(sampler, x, y, batch_size, drop_last):
         yield x.index_select(0, index), y.index_select(0, index)
 
 
+def load_initial_weights(model, path):
+    """commtune's initial weights (weights.save_initial: its trainable parameters, each tensor once)
+    into the model. What they leave out must be a buffer or a tied weight's second name."""
+    result = model.load_state_dict(torch.load(path), strict=False)
+    parameters = dict(model.named_parameters())  # each tensor once, under its first name
+    if result.unexpected_keys or any(name in parameters for name in result.missing_keys):
+        raise ValueError(f"{path} does not fit the model: {result}")
+
+
+def ddp_bucket_caps(ddp):
+    """DDP's keyword arguments for the run's bucket caps. DDP reads the first bucket's cap from
+    a module global: 1.13 always, 2.x only without bucket_cap_mb (given, it caps every bucket)."""
+    first, cap = int(ddp["first_bucket_cap_mb"] * 2**20), ddp["bucket_cap_mb"]
+    dist._DEFAULT_FIRST_BUCKET_BYTES = first
+    if int(torch.__version__.split(".")[0]) < 2 or first == int(cap * 2**20):
+        return {"bucket_cap_mb": cap}
+    if cap == 25:  # DDP's default
+        return {}
+    raise ValueError(f"PyTorch {torch.__version__}'s DDP cannot cap the first bucket at {first} bytes and the "
+                     f"others at {cap} MiB")
+
+
 def pin_to_share_of_cores(rank, world):
     """Binds this rank to its share of the allowed cores, as commtune's launcher does."""
     cores = sorted(os.sched_getaffinity(0))
@@ -486,10 +477,9 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
                             world_size=world, timeout=timedelta(seconds=config["timeout_s"]))
     x, y, spec = make_dataset(config["data"], config["seed"])
     model = make_model(config["model"], spec)
-    model.load_state_dict(torch.load(init_path), strict=True)
+    load_initial_weights(model, init_path)
     model.to(device)
-    # DDP reads its first bucket's cap from this module global when built.
-    dist._DEFAULT_FIRST_BUCKET_BYTES = int(config["ddp"]["first_bucket_cap_mb"] * 1024 * 1024)
+    bucket_caps = ddp_bucket_caps(config["ddp"])
     exported = None
     if powersgd_state:  # everything through the exported file, as a production job would use it
         snippet, state, document = exported_hook(powersgd_state, rank)
@@ -501,8 +491,8 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
         ddp = snippet.make_ddp(model)
         exported = (snippet, snippet.register(ddp), {})
     else:
-        ddp = DDP(model, device_ids=[rank] if on_cuda else None, bucket_cap_mb=config["ddp"]["bucket_cap_mb"])
-        hook = make_hook(config["hook"], on_cuda)
+        ddp = DDP(model, device_ids=[rank] if on_cuda else None, **bucket_caps)
+        hook = make_hook(config["hook"])
         if hook is not None:
             state, function = hook
             if time_hook:
@@ -572,10 +562,10 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
         result["powersgd_buckets_with_error"] = sorted(exported[1].error_dict)
     with open(os.path.join(out_dir, f"losses-{rank}.json"), "w") as f:
         json.dump(result, f)
-    if rank == 0 and final_path:
-        torch.save({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}, final_path)
+    if rank == 0 and final_path:  # the trainable parameters, each once, as commtune's weights.save_final
+        torch.save({k: v.detach().cpu().clone() for k, v in model.named_parameters()}, final_path)
     dist.barrier()  # every rank's results are on disk
-    # PyTorch 1.13 sometimes deadlocks tearing down a process whose Gloo
+    # PyTorch (1.13, and 2.11 still) sometimes deadlocks or aborts tearing down a process whose Gloo
     # threads ran Python hook callbacks (seen here: one rank gone, the other
     # waiting for the GIL forever). The work is done; leave without teardown.
     sys.stdout.flush()
@@ -597,6 +587,8 @@ def replay(config, init_path, final_path=None, world_size=None, dump_dir=None, p
     # Like commtune's `threads`, bound the BLAS pool too (read by each spawned rank at import).
     threads = config["threads"] or max(1, (os.cpu_count() or 1) // world)
     os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+    # MKL's reproducible mode, as commtune's workers set it (MKL reads it when it starts, at a rank's first op).
+    os.environ.setdefault("MKL_CBWR", "AUTO")
     # On the CPU each rank is a fork of this process, which has imported torch
     # and run no ATen op (libgomp's pool does not survive a fork): a spawned
     # rank imports torch again, a second per rank. CUDA cannot be forked into.

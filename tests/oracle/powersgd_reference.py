@@ -1,7 +1,9 @@
 """An independent float64 implementation of PowerSGD, the reference for what
-PyTorch 1.13 cannot run on CPU: the batched variant (its CPU path asserts),
-PowerSGD under the fp16/bf16 wrappers (no half matrix kernels on CPU), and
-several buckets on Gloo (its hook deadlocks).
+PyTorch 2.11 cannot run on CPU: the batched variant (its CPU path asserts)
+and several buckets on Gloo (its hook aborts: gloo::EnforceNotMet, the ranks'
+collectives out of step). PowerSGD under the fp16/bf16 wrappers, which 1.13
+could not run on CPU either, is checked here too, and against PyTorch 2.11's
+own hook in test_powersgd.py.
 
 It replays a commtune run from its gradient dumps: at every step it takes
 every rank's local gradients and reduces them bucket by bucket. Each step
@@ -12,9 +14,10 @@ step's arithmetic alone: run on from its own state, a single half-precision
 rounding that falls the other way compounds through error feedback and warm
 start, and the comparison would measure the drift instead. Arithmetic is float64; where commtune keeps
 a tensor in the bucket's half-precision dtype, the value is rounded to that
-dtype (`store`), which is the semantics commtune defines for wrapped
-PowerSGD: storage and communication in the bucket's dtype, matrix products
-and orthogonalization computed from the stored values.
+dtype (`store`): storage and communication in the bucket's dtype, and, as
+ATen computes half-precision tensors (on GPUs, and on CPUs from PyTorch
+2.x on: PowerSGD's own semantics there), every matrix product and every
+step of the Gram-Schmidt orthogonalization rounded to it.
 """
 import math
 
@@ -43,22 +46,26 @@ class PowerSGDReference:
         return self.store(sum(tensors))
 
     def orthogonalize(self, a, epsilon):
-        """a: [batch, n, r] float64; Gram-Schmidt for r <= 2 or half storage, else QR."""
+        """a: [batch, n, r] float64; Gram-Schmidt for r <= 2 or half storage (each op's result
+        stored), else QR."""
+        s = self.store
         if a.shape[2] <= 2 or self.half:
             a = a.clone()
             for i in range(a.shape[2]):
-                norm = a[:, :, i:i + 1].norm(dim=1, keepdim=True)
-                a[:, :, i:i + 1] /= norm + epsilon if epsilon else norm
+                norm = s(a[:, :, i:i + 1].norm(dim=1, keepdim=True))
+                a[:, :, i:i + 1] = s(a[:, :, i:i + 1] / (s(norm + epsilon) if epsilon else norm))
                 if i + 1 < a.shape[2]:
                     col = a[:, :, i:i + 1]
-                    a[:, :, i + 1:] -= (col * a[:, :, i + 1:]).sum(dim=1, keepdim=True) * col
-            return self.store(a)
+                    dots = s(s(col * a[:, :, i + 1:]).sum(dim=1, keepdim=True))
+                    a[:, :, i + 1:] = s(a[:, :, i + 1:] - s(dots * col))
+            return a
         return self.store(torch.linalg.qr(a)[0])
 
     def random_q(self, shapes):
-        """PyTorch's draw: torch.manual_seed(rng.randint(1e9)), then torch.randn per shape, in order."""
+        """PyTorch's draw: torch.manual_seed(rng.randint(1e9)), then torch.randn per shape, in order, in
+        the bucket's dtype (a half-precision draw is not the float32 one rounded)."""
         g = torch.Generator().manual_seed(int(self.rng.randint(1_000_000_000)))
-        return [self.store(torch.randn(*shape, generator=g).double()) for shape in shapes]
+        return [torch.randn(*shape, generator=g, dtype=self.storage).double() for shape in shapes]
 
     def start_from(self, errors, q_memory):
         """errors: {(rank, bucket): tensor}, q_memory: {bucket: tensor}: commtune's state before the step."""

@@ -1,7 +1,7 @@
 """The byteps hook (byteps_aggregation=server, the default) against an
 independent reference written from BytePS's source (byteps_reference.py,
 which names the file each rule comes from), and its export: the PyTorch DDP
-hook (use_byteps.py) gives commtune's losses bit for bit in PyTorch 1.13 on
+hook (use_byteps.py) gives commtune's losses bit for bit in PyTorch 2.11 on
 Gloo, from the start and continued from a commtune checkpoint, and runs as
 its docstring says; the MXNet file has BytePS's keys.
 

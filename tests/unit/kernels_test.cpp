@@ -5,9 +5,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <filesystem>
+#include <vector>
 
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
@@ -71,16 +73,20 @@ TEST(Kernels, SgdMatchesTorchOptimBitForBit) {
 }
 
 TEST(Kernels, AdamMatchesTorchOptimBitForBit) {
-  const double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  for (double weight_decay : {0.0, 0.01}) {
+  const double lr = 1e-3, beta2 = 0.999, eps = 1e-8;
+  // beta1 0.3: lerp's weight 0.7 takes its other branch (from the end).
+  for (const auto& [beta1, weight_decay] : {std::pair{0.9, 0.0}, std::pair{0.9, 0.01}, std::pair{0.3, 0.0}}) {
     const std::int64_t n = 4096 + 13;
     auto p_ref = random(n, 2), p = p_ref.clone();
     auto m_ref = at::zeros({n}), v_ref = at::zeros({n}), m = at::zeros({n}), v = at::zeros({n});
     for (int t = 1; t <= 5; ++t) {
       const auto g = random(n, 20 + t, 0.1);
-      // torch.optim.Adam's _single_tensor_adam
+      // torch.optim.Adam's _single_tensor_adam, as the linked libtorch has it
       const auto grad = weight_decay != 0 ? g.add(p_ref, weight_decay) : g;
-      m_ref.mul_(beta1).add_(grad, 1 - beta1);
+      if (TORCH_VERSION_MAJOR >= 2)
+        m_ref.lerp_(grad, 1 - beta1);
+      else
+        m_ref.mul_(beta1).add_(grad, 1 - beta1);
       v_ref.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
       const double bc1 = 1 - std::pow(beta1, t), bc2 = 1 - std::pow(beta2, t);
       const auto denom = (v_ref.sqrt() / std::sqrt(bc2)).add_(eps);
@@ -95,12 +101,40 @@ TEST(Kernels, AdamMatchesTorchOptimBitForBit) {
       h.bias_correction2_sqrt = static_cast<float>(std::sqrt(bc2));
       h.eps = static_cast<float>(eps);
       h.neg_step_size = static_cast<float>(-(lr / bc1));
-      commtune::kernels::adam_step(Device::Cpu, p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
-                                   v.data_ptr<float>(), n, h);
+      h.lerp_first_moment = TORCH_VERSION_MAJOR >= 2;
+      // As the engine takes it on the CPU: ATen's square root between the halves.
+      commtune::kernels::adam_moments(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
+                                      v.data_ptr<float>(), n, h);
+      const auto root = v.sqrt();
+      commtune::kernels::adam_apply(p.data_ptr<float>(), m.data_ptr<float>(), root.data_ptr<float>(), n, h);
     }
     expect_bit_equal(p, p_ref, "adam params");
     expect_bit_equal(m, m_ref, "adam exp_avg");
     expect_bit_equal(v, v_ref, "adam exp_avg_sq");
+  }
+}
+
+TEST(Kernels, AdamStepIsItsHalvesAroundACorrectlyRoundedRoot) {
+  const std::int64_t n = 1000;
+  auto p = random(n, 2), m = random(n, 3, 0.01), v = random(n, 4, 0.01).abs();
+  auto p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
+  commtune::kernels::AdamStep h;
+  h.weight_decay = 0.01f;
+  h.bias_correction2_sqrt = 0.0447f;
+  h.neg_step_size = -0.01f;
+  for (bool lerp : {false, true}) {
+    h.lerp_first_moment = lerp;
+    const auto g = random(n, lerp ? 5 : 6, 0.1);
+    commtune::kernels::adam_step(Device::Cpu, p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
+                                 v.data_ptr<float>(), n, h);
+    commtune::kernels::adam_moments(p2.data_ptr<float>(), g.data_ptr<float>(), m2.data_ptr<float>(),
+                                    v2.data_ptr<float>(), n, h);
+    std::vector<float> root(n);
+    for (std::int64_t i = 0; i < n; ++i) root[i] = std::sqrt(v2.data_ptr<float>()[i]);
+    commtune::kernels::adam_apply(p2.data_ptr<float>(), m2.data_ptr<float>(), root.data(), n, h);
+    expect_bit_equal(p2, p, "params");
+    expect_bit_equal(m2, m, "exp_avg");
+    expect_bit_equal(v2, v, "exp_avg_sq");
   }
 }
 

@@ -31,8 +31,19 @@ TEST(Schema, EmptyConfigTakesEveryDefault) {
   EXPECT_EQ(c.optimizer["momentum"], 0.9);
   EXPECT_EQ(c.hook["wrapper"], "none");
   EXPECT_DOUBLE_EQ(c.ddp.bucket_cap_mb, 25.0);
+  EXPECT_DOUBLE_EQ(c.ddp.first_bucket_cap_mb, 1.0);
   // Normalisation is idempotent: a written config parses to itself.
   EXPECT_EQ(RunConfig::parse(c.to_json()).to_json(), c.to_json());
+}
+
+TEST(Schema, TheFirstBucketIsCappedAsPyTorch2sDdpCapsIt) {
+  // DDP(bucket_cap_mb=X) in PyTorch 2.x caps every bucket at X; its own 1 MiB
+  // first bucket only under the default 25 MiB. A cap given is kept.
+  const auto first_cap = [](const json& ddp) { return RunConfig::parse({{"ddp", ddp}}).ddp.first_bucket_cap_mb; };
+  EXPECT_DOUBLE_EQ(first_cap({{"bucket_cap_mb", 5}}), 5.0);
+  EXPECT_DOUBLE_EQ(first_cap({{"bucket_cap_mb", 25}}), 1.0);
+  EXPECT_DOUBLE_EQ(first_cap({{"bucket_cap_mb", 5}, {"first_bucket_cap_mb", 0.5}}), 0.5);
+  EXPECT_DOUBLE_EQ(first_cap({{"first_bucket_cap_mb", 0}}), 1.0);
 }
 
 TEST(Schema, OutOfRangeNamesTheFieldAndTheRange) {
