@@ -35,22 +35,50 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
 nlohmann::json validated_config(const nlohmann::json& raw) { return RunConfig::parse(raw).to_json(); }
 
 std::string check_command(const std::string& file) {
-  return "python3 -m torch.distributed.run --standalone --nproc_per_node 2 --redirects 1 --tee 1 " + file;
+  return "python3 -m torch.distributed.run --standalone --nproc_per_node 2 " + file;
 }
 
+namespace {
+
+// make_ddp's lines that give DDP the run's bucket caps, from the module
+// global DDP reads its first cap from (1.13 always; 2.x only when
+// bucket_cap_mb is not given, which then caps every bucket) and the
+// bucket_cap_mb argument ("" when left out).
+struct BucketArguments {
+  std::string lines;
+  std::string argument;
+};
+
+BucketArguments bucket_arguments(const nlohmann::json& ddp) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const auto first = static_cast<long long>(ddp.at("first_bucket_cap_mb").get<double>() * kMiB);
+  const double cap = ddp.at("bucket_cap_mb").get<double>();
+  const std::string cap_text = nlohmann::json(cap).dump();
+  BucketArguments out{"    dist._DEFAULT_FIRST_BUCKET_BYTES = " + std::to_string(first) + "\n", ""};
+  if (cap == ReducerOptions::kDefaultBucketCapMb) return out;  // the default: both versions read the global
+  out.argument = ", bucket_cap_mb=" + cap_text;
+  if (first != static_cast<long long>(cap * kMiB))
+    out.lines += "    if int(torch.__version__.split(\".\")[0]) >= 2:\n"
+                 "        raise RuntimeError(\"PyTorch 2.x's DDP caps every bucket at bucket_cap_mb when it is given: the \"\n"
+                 "                           \"run's first bucket of " + std::to_string(first) + " bytes before buckets of " +
+                 cap_text + " MiB cannot be \"\n"
+                 "                           \"had there (run commtune with ddp.first_bucket_cap_mb=0, DDP's own rule)\")\n";
+  return out;
+}
+
+}  // namespace
+
 std::string job_source(const nlohmann::json& config, const ExportedJob& job) {
-  const auto& ddp = config.at("ddp");
-  const auto first_bucket_bytes = static_cast<long long>(ddp.at("first_bucket_cap_mb").get<double>() * 1024 * 1024);
+  const auto buckets = bucket_arguments(config.at("ddp"));
   return R"PY(def make_ddp(model):
     """`model` (already on its device) in DistributedDataParallel, bucketed like the commtune run:
     on a GPU (NCCL) with device_ids=[its device], on the CPU (Gloo) without."""
-    # DDP reads its first bucket's cap from this module global when it is built.
-    dist._DEFAULT_FIRST_BUCKET_BYTES = )PY" +
-         std::to_string(first_bucket_bytes) + R"PY(
-    device = next(model.parameters()).device
+    # DDP reads its first bucket's cap from this module global when it is built (PyTorch 2.x
+    # only when bucket_cap_mb is not given; given, it caps every bucket).
+)PY" + buckets.lines + R"PY(    device = next(model.parameters()).device
     device_ids = [device] if device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, bucket_cap_mb=)PY" +
-         nlohmann::json(ddp.at("bucket_cap_mb")).dump() + R"PY()
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)PY" +
+         buckets.argument + R"PY()
 
 
 def trainable(model):
@@ -95,11 +123,12 @@ def load_checkpoint(model, optimizer, path):
 
 
 def finish(exit_code=0):
-    """Ends this rank's process with `exit_code`: call it last, on every rank. PyTorch 1.13
-    cannot always tear Gloo down after Python hooks ran (a rank hangs in the process group's
-    destructor waiting for the interpreter lock, or aborts with "terminate called without an
-    active exception", and torchrun reports the job failed), so after a barrier, which lets
-    every rank's last collective finish, the process exits without running destructors."""
+    """Ends this rank's process with `exit_code`: call it last, on every rank. PyTorch cannot
+    always tear Gloo down after Python hooks ran (1.13 and 2.11 alike: a rank aborts with
+    "terminate called without an active exception", 3 runs in 28 of a bf16-wrapped check here
+    with destroy_process_group(), or hangs in the process group's destructor), and torchrun then
+    reports the job failed; so after a barrier, which lets every rank's last collective
+    finish, the process exits without running destructors."""
     import logging
     import os
     import sys
@@ -159,7 +188,7 @@ def check_here(steps=)PY" +
 if __name__ == "__main__":
     try:
         check_here()
-    except BaseException:  # exit without the teardown that can hang after Python hooks ran
+    except BaseException:  # exit without the teardown that can abort after Python hooks ran
         import os
         import traceback
         traceback.print_exc()
@@ -168,42 +197,20 @@ if __name__ == "__main__":
 }
 
 std::string gloo_bf16_source() {
-  return R"PY(def gloo_bf16_allreduce(tensor):
-    """The mean of a bf16 tensor over the ranks on Gloo, which has no bf16 sum: every rank's
-    values gathered, summed in float32 in rank order, rounded to bf16 once (commtune's sum)."""
-    world = dist.get_world_size()
-    tensor.div_(world)
-    gathered = [torch.empty_like(tensor).view(torch.float16) for _ in range(world)]
-    dist.all_gather(gathered, tensor.view(torch.float16))
-    total = gathered[0].view(torch.bfloat16).float()
-    for g in gathered[1:]:
-        total = total + g.view(torch.bfloat16).float()
-    fut = torch.futures.Future()
-    fut.set_result(total.to(torch.bfloat16))
-    return fut
-
-
-def gloo_allreduce_hook(state, bucket):
-    """allreduce_hook, with bf16 buckets (inside a bf16 wrapper) through gloo_bf16_allreduce."""
-    if bucket.buffer().dtype == torch.bfloat16:
-        return gloo_bf16_allreduce(bucket.buffer())
-    return default_hooks.allreduce_hook(state, bucket)
-
-
-# (PyTorch 1.13 refuses to register functions named bf16_compress_hook or
-# bf16_compress_wrapper_hook without NCCL, hence other names.)
+  return R"PY(# PyTorch's bf16 hooks under other names: DDP refuses functions named
+# bf16_compress_hook or bf16_compress_wrapper_hook where PyTorch has no NCCL
+# (the CPU-only wheels), though Gloo sums bf16 (PyTorch 2.x).
 def gloo_bf16_compress_hook(state, bucket):
-    """bf16_compress_hook on Gloo."""
-    buffer = bucket.buffer()
-    return gloo_bf16_allreduce(buffer.to(torch.bfloat16)).then(lambda fut: buffer.copy_(fut.value()))
+    """PyTorch's bf16_compress_hook."""
+    return default_hooks.bf16_compress_hook(state, bucket)
 
 
 def gloo_bf16_compress_wrapper(hook):
-    """bf16_compress_wrapper on Gloo: `hook` sees a bf16 bucket."""
+    """PyTorch's bf16_compress_wrapper(hook)."""
+    wrapped = default_hooks.bf16_compress_wrapper(hook)
+
     def gloo_bf16_wrapper_hook(state, bucket):
-        original = bucket.buffer()
-        bucket.set_buffer(original.to(torch.bfloat16))
-        return hook(state, bucket).then(lambda fut: original.copy_(fut.value()))
+        return wrapped(state, bucket)
     return gloo_bf16_wrapper_hook
 
 

@@ -21,9 +21,7 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
 nlohmann::json validated_config(const nlohmann::json& raw);
 
 // The command that runs an exported file's own check on one machine: two
-// ranks, Gloo on the CPU (NCCL where every rank has a GPU). Debian's
-// torchrun 1.13 under Python 3.11 cannot parse its default for --redirects
-// and --tee, hence both (valid on every PyTorch since 1.10).
+// ranks, Gloo on the CPU (NCCL where every rank has a GPU).
 std::string check_command(const std::string& file);
 
 // What an exported file adds to the helpers every export shares.
@@ -43,9 +41,8 @@ struct ExportedJob {
 std::string job_source(const nlohmann::json& config, const ExportedJob& job);
 
 // Python source of gloo_bf16_compress_hook and gloo_bf16_compress_wrapper:
-// PyTorch's bf16 hooks need NCCL; on Gloo (no bf16 sum) these gather every
-// rank's bf16 values and sum them in float32 in rank order, rounding once,
-// as commtune does, so the numbers are commtune's bit for bit.
+// PyTorch's own bf16 hooks, under names DDP registers in a PyTorch without
+// NCCL (it refuses theirs by name there, though Gloo sums bf16 in 2.x).
 std::string gloo_bf16_source();
 
 }  // namespace commtune

@@ -38,17 +38,16 @@ const char* const kTorchrunScript = R"SH(#!/bin/sh
 # Environment: RDZV_ENDPOINT (default @RDZV@: a node every node reaches),
 # EVENT_DIR (default events/ beside this script: a folder every node writes),
 # COMMTUNE_WORKER (default commtune-worker on PATH), PYTHON (default: the first of
-# python3, /usr/bin/python3, python that imports torch), TORCHRUN_ARGS (default
-# "--redirects 1 --tee 1": Debian's torchrun 1.13 under Python 3.11 cannot parse
-# its own default for them; set it empty for none).
+# python3, python, /usr/bin/python3 that imports torch), TORCHRUN_ARGS (more
+# torchrun options, none by default).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -z "${PYTHON:-}" ]; then
-  for candidate in python3 /usr/bin/python3 python; do
+  for candidate in python3 python /usr/bin/python3; do
     if "$candidate" -c "import torch.distributed.run" >/dev/null 2>&1; then PYTHON=$candidate; break; fi
   done
   if [ -z "${PYTHON:-}" ]; then
-    echo "launch_torchrun.sh: no python3 here imports torch (tried python3, /usr/bin/python3, python): set PYTHON" >&2
+    echo "launch_torchrun.sh: no python3 here imports torch (tried python3, python, /usr/bin/python3): set PYTHON" >&2
     exit 1
   fi
 fi
@@ -59,7 +58,7 @@ export COMMTUNE_EVENT_FILE="$EVENT_DIR/events-{rank}.ctev"
 # shellcheck disable=SC2086
 exec "$PYTHON" -m torch.distributed.run --nnodes @NODES@ --nproc_per_node @PER_NODE@ \
   --rdzv_backend c10d --rdzv_endpoint "${RDZV_ENDPOINT:-@RDZV@}" --rdzv_id @NAME@ \
-  ${TORCHRUN_ARGS---redirects 1 --tee 1} --no_python "${COMMTUNE_WORKER:-commtune-worker}" --config "$HERE/run.json"
+  ${TORCHRUN_ARGS:-} --no_python "${COMMTUNE_WORKER:-commtune-worker}" --config "$HERE/run.json"
 )SH";
 
 const char* const kSbatchScript = R"SH(#!/bin/bash

@@ -109,15 +109,15 @@ std::string snippet(const nlohmann::json& config, std::optional<std::int64_t> ru
   const auto& hook = config.at("hook");
   const std::string function = hook_function(hook.at("name"));
   const std::string wrapper = wrapper_function(hook.value("wrapper", "none"));
-  const std::string registered =
-      wrapper == "none" ? "psgd." + function : "default_hooks." + wrapper + "(psgd." + function + ")";
+  // A bf16 wrapper under a name DDP registers without NCCL (gloo_bf16_source).
+  const std::string registered = wrapper == "none"                    ? "psgd." + function
+                                 : wrapper == "bf16_compress_wrapper" ? "gloo_bf16_compress_wrapper(psgd." + function + ")"
+                                                                      : "default_hooks." + wrapper + "(psgd." + function + ")";
   const std::string file = runtime_step ? "powersgd_state-rank0.pt" : "powersgd_state.pt";
   const std::string file_name = "use_powersgd.py";
-  std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13),
+  std::string s = R"PY("""PowerSGD as tuned with commtune, for a production DDP job (PyTorch 2.x),
+on the CPU (Gloo) or GPUs (NCCL).
 )PY";
-  s += wrapper == "none" ? "on the CPU (Gloo) or GPUs (NCCL).\n"
-                         : "on GPUs (NCCL). PyTorch 1.13 cannot run PowerSGD inside a fp16/bf16 wrapper on the CPU\n"
-                           "(no half matrix products; Gloo has no bf16 sum): register() refuses a model on the CPU.\n";
   s += "Check it here (2 ranks):\n\n    " + check_command(file_name) + "\n\n";
   s += runtime_step ? "Files: powersgd_state-rank<R>.pt, one per rank: the hyperparameters and that\n"
                       "rank's runtime state as the run left it before step " +
@@ -149,12 +149,8 @@ def load_powersgd_state(path, process_group=None):
 
 def register(ddp_model, state):
     """Registers the hook commtune ran (wrapped as it was)."""
-)PY" + (wrapper == "none" ? std::string()
-                          : "    if next(ddp_model.parameters()).device.type != \"cuda\":\n"
-                            "        raise RuntimeError(\"PowerSGD in a " + wrapper.substr(0, 4) +
-                                " wrapper needs GPUs in PyTorch: on the CPU it has no half \"\n"
-                            "                           \"matrix products and no bf16 sum; commtune ran it with its own kernels\")\n") +
-       "    ddp_model.register_comm_hook(state, " + registered + ")\n\n\n";
+)PY" + "    ddp_model.register_comm_hook(state, " + registered + ")\n\n\n" +
+       (wrapper == "bf16_compress_wrapper" ? gloo_bf16_source() : std::string());
   if (runtime_step)
     s += R"PY(def resume(ddp_model, state, d, warmup):
     """Continues exactly where commtune stopped. Call it once, after make_ddp() and

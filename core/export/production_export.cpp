@@ -14,7 +14,8 @@ namespace commtune {
 namespace {
 
 // The Python expression of a default hook (wrapped as in the run) on NCCL,
-// and on Gloo, where PyTorch's bf16 hooks cannot run: gloo_bf16_source()'s.
+// and on Gloo, where DDP refuses PyTorch's bf16 hooks by name in a PyTorch
+// without NCCL: gloo_bf16_source()'s.
 struct HookExpression {
   std::string nccl, gloo;
   bool uses_bf16 = false;
@@ -23,7 +24,7 @@ struct HookExpression {
 HookExpression default_hook_expression(const std::string& name, const std::string& wrapper) {
   HookExpression e;
   if (name == "allreduce") {
-    e = {"default_hooks.allreduce_hook", wrapper == "bf16" ? "gloo_allreduce_hook" : "default_hooks.allreduce_hook"};
+    e = {"default_hooks.allreduce_hook", "default_hooks.allreduce_hook"};
   } else if (name == "fp16_compress") {
     e = {"default_hooks.fp16_compress_hook", "default_hooks.fp16_compress_hook"};
   } else if (name == "bf16_compress") {
@@ -58,14 +59,14 @@ std::string default_hook_snippet(const nlohmann::json& config) {
     } else {
       body = "    if dist.get_backend() == \"nccl\":\n"
              "        ddp_model.register_comm_hook(None, " + e.nccl + ")\n"
-             "    else:  # PyTorch's bf16 hooks need NCCL: the same numbers on Gloo\n"
+             "    else:  # the same hooks under names DDP takes without NCCL\n"
              "        ddp_model.register_comm_hook(None, " + e.gloo + ")\n";
     }
     if (e.uses_bf16) helpers = gloo_bf16_source();
   }
   const std::string file = "use_hook.py";
   return "\"\"\"The communication hook tuned with commtune (hook " + name + ", wrapper " + wrapper +
-         "), for a production DDP job (PyTorch >= 1.13)\non the CPU (Gloo) or GPUs (NCCL). "
+         "), for a production DDP job (PyTorch 2.x)\non the CPU (Gloo) or GPUs (NCCL). "
          "Check it here (2 ranks):\n\n    " + check_command(file) + "\n\"\"\"\n"
          "import torch\n"
          "import torch.distributed as dist\n"
@@ -153,7 +154,7 @@ std::string byteps_torch_snippet(const nlohmann::json& config) {
   const std::string file = "use_byteps.py";
   return "\"\"\"BytePS's compressed push-pull as tuned with commtune (" +
          hook.at("byteps_compressor_type").get<std::string>() +
-         "), as a PyTorch DDP communication hook (PyTorch >= 1.13),\non the CPU (Gloo) or GPUs (NCCL): each rank "
+         "), as a PyTorch DDP communication hook (PyTorch 2.x),\non the CPU (Gloo) or GPUs (NCCL): each rank "
          "compresses every partition of its large gradients\n(momentum, error feedback, compressor), the pushes are "
          "allgathered, every rank runs the\nserver stage alike (decode, sum in rank order, compress again with the "
          "server's error\nfeedback) and decodes that pull, as commtune's byteps hook does, bit for bit. Compression "
@@ -174,7 +175,7 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
   const auto& h = config.at("hook");
   const auto size = h.value("subgroup_size", 0);
   const auto hierarchy = h.value("hierarchy", std::string());
-  std::string averager, gloo_averager;
+  std::string averager;
   if (hierarchy.empty()) {
     averager = "averagers.PeriodicModelAverager(period=" + std::to_string(h.value("period", 4)) +
                ", warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
@@ -182,54 +183,27 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
     std::string pairs;
     for (const auto& [period, group_size] : hierarchy_levels(hierarchy))
       pairs += (pairs.empty() ? "(" : ", (") + std::to_string(period) + ", " + std::to_string(group_size) + ")";
-    const auto warmup = std::to_string(h.value("warmup_steps", 0));
-    averager = "(hierarchical_model_averager.HierarchicalModelAverager(OrderedDict([" + pairs +
-               "]), warmup_steps=" + warmup + ")\n            if torch.cuda.is_available() else GlooHierarchicalAverager([" +
-               pairs + "], warmup_steps=" + warmup + "))";
-    gloo_averager =
-        "\n\nclass GlooHierarchicalAverager:\n"
-        "    \"\"\"HierarchicalModelAverager's logic where PyTorch 1.13's wants CUDA (for dist.new_subgroups):\n"
-        "    at each step past warmup, the largest level whose period divides the step averages within\n"
-        "    its groups of consecutive ranks.\"\"\"\n\n"
-        "    def __init__(self, levels, warmup_steps):\n"
-        "        world, rank = dist.get_world_size(), dist.get_rank()\n"
-        "        self.levels, self.warmup_steps, self.step = [], warmup_steps, 0\n"
-        "        for period, size in levels:\n"
-        "            groups = [dist.new_group(list(range(start, start + size))) if size != world else "
-        "dist.group.WORLD\n"
-        "                      for start in range(0, world, size)]\n"
-        "            self.levels.append((period, groups[rank // size]))\n\n"
-        "    def average_parameters(self, params):\n"
-        "        if self.step >= self.warmup_steps:\n"
-        "            for period, group in reversed(self.levels):\n"
-        "                if self.step % period == 0:\n"
-        "                    model_averaging_utils.average_parameters_or_parameter_groups(params, group)\n"
-        "                    break\n"
-        "        self.step += 1\n";
+    averager = "hierarchical_model_averager.HierarchicalModelAverager(OrderedDict([" + pairs +
+               "]), warmup_steps=" + std::to_string(h.value("warmup_steps", 0)) + ")";
   }
-  // dist.new_subgroups (and PyTorch's default, one subgroup per machine)
-  // wants CUDA in 1.13: the same consecutive groups by new_group run anywhere.
+  // Groups of consecutive ranks; without a size, one per machine (PyTorch's
+  // own default counts GPUs, and a CPU job has none).
   const std::string subgroup =
-      std::string("    size = ") +
-      (size > 0 ? std::to_string(size)
-                : std::string("int(os.environ.get(\"LOCAL_WORLD_SIZE\", dist.get_world_size()))  # one per machine")) +
-      "\n"
-      "    groups = [dist.new_group(list(range(start, start + size)))\n"
-      "              for start in range(0, dist.get_world_size(), size)]  # every rank makes every group\n"
-      "    subgroup = groups[dist.get_rank() // size]\n";
+      "    subgroup, _ = dist.new_subgroups(group_size=" +
+      (size > 0 ? std::to_string(size) + ")\n"
+                : std::string("int(os.environ.get(\"LOCAL_WORLD_SIZE\", dist.get_world_size())))  # one per machine\n"));
   const std::string file = "use_post_local_sgd.py";
   // Long enough for local SGD to start and average at least twice.
   const int check_steps = static_cast<int>(std::clamp<std::int64_t>(
       h.value("start_localSGD_iter", 10) + 2 * h.value("period", 4) + 2, 6, 2000));
-  return "\"\"\"Post-local SGD as tuned with commtune, for a production DDP job (PyTorch >= 1.13).\n"
+  return "\"\"\"Post-local SGD as tuned with commtune, for a production DDP job (PyTorch 2.x).\n"
          "Check it here (2 ranks):\n\n    " + check_command(file) + "\n\"\"\"\n"
          "import os\n"
          "from collections import OrderedDict\n\n"
          "import torch\n"
          "import torch.distributed as dist\n"
          "from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook\n"
-         "from torch.distributed.algorithms.model_averaging import averagers, hierarchical_model_averager\n"
-         "from torch.distributed.algorithms.model_averaging import utils as model_averaging_utils\n\n\n"
+         "from torch.distributed.algorithms.model_averaging import averagers, hierarchical_model_averager\n\n\n"
          "def register(ddp_model):\n"
          "    \"\"\"Registers the hook; returns the averager to call after every optimizer.step():\n"
          "    averager.average_parameters(ddp_model.parameters()).\"\"\"\n" +
@@ -243,7 +217,7 @@ std::string post_local_sgd_snippet(const nlohmann::json& config) {
          ")\n"
          "    ddp_model.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)\n"
          "    return " +
-         averager + "\n" + gloo_averager + "\n\n" +
+         averager + "\n\n\n" +
          job_source(config, {file, "    averager = register(ddp_model)\n",
                              "#   averager = register(ddp_model)\n"
                              "#   ... after every optimizer.step():  averager.average_parameters(ddp_model.parameters())\n",
@@ -259,12 +233,20 @@ std::string slowmo_snippet(const nlohmann::json& config) {
   for (const char* key : {"nprocs_per_node", "localsgd_frequency", "slowmo_frequency", "slowmo_momentum", "slowmo_lr",
                           "slowmo_memory_efficient", "slowmo_num_shards"})
     if (h.contains(key)) args += ",\n        " + std::string(key) + "=" + python_value(h.at(key));
-  return "\"\"\"SlowMo as tuned with commtune, for a production job with fairscale\n"
-         "(fairscale.experimental.nn.data_parallel.SlowMoDistributedDataParallel).\"\"\"\n"
+  return "\"\"\"SlowMo as tuned with commtune, for a production job on GPUs with fairscale\n"
+         "(fairscale.experimental.nn.data_parallel.SlowMoDistributedDataParallel; fairscale 0.4.13\n"
+         "from PyPI imports and wraps on PyTorch 2.11). Its wrapper needs CUDA: it synchronizes the\n"
+         "GPU while it builds its process groups. On the CPU, wrap() says so; what runs there is\n"
+         "PyTorch's own local SGD, SlowMo's base algorithm without the slow momentum (commtune's\n"
+         "hook.name=post_local_sgd, exported as use_post_local_sgd.py).\"\"\"\n"
+         "import torch\n"
          "from fairscale.experimental.nn.data_parallel import SlowMoBaseAlgorithm, SlowMoDistributedDataParallel\n\n\n"
          "def wrap(model):\n"
          "    \"\"\"The model wrapped as commtune ran it; call model.perform_slowmo(optimizer) after every\n"
          "    optimizer.step().\"\"\"\n"
+         "    if not torch.cuda.is_available():\n"
+         "        raise RuntimeError(\"fairscale's SlowMoDistributedDataParallel needs CUDA GPUs; on the CPU, \"\n"
+         "                           \"PyTorch's local SGD runs: export a run with hook.name=post_local_sgd\")\n"
          "    return SlowMoDistributedDataParallel(\n        model" +
          args + ")\n";
 }

@@ -177,11 +177,20 @@ for _ in range(3):
     optimizer.step()
     averager.average_parameters(model.parameters())
 print("ok", flush=True)
-os._exit(0)  # PyTorch 1.13 sometimes aborts tearing Gloo down; everything is checked by now
+os._exit(0)  # PyTorch (1.13, 2.11 too) sometimes aborts tearing Gloo down; everything is checked by now
 """
             out = subprocess.run([ct.ORACLE_PYTHON, "-c", script], capture_output=True, text=True, timeout=120)
             self.assertEqual(out.returncode, 0, out.stderr)
-            # fairscale is not installed here: the SlowMo file must parse and carry the run's settings.
+            # fairscale (PyPI) imports on PyTorch 2.11, and its wrapper needs CUDA: on the CPU the file
+            # says so in one line, naming what runs there instead.
+            wrap = subprocess.run([ct.ORACLE_PYTHON, "-c", "import torch; from use_slowmo import wrap; "
+                                   "wrap(torch.nn.Linear(8, 4))"], cwd=os.path.join(d, "slow"),
+                                  capture_output=True, text=True, timeout=120)
+            self.assertNotEqual(wrap.returncode, 0)
+            self.assertIn("RuntimeError: fairscale's SlowMoDistributedDataParallel needs CUDA GPUs; on the CPU, "
+                          "PyTorch's local SGD runs: export a run with hook.name=post_local_sgd",
+                          wrap.stderr.strip().splitlines()[-1])
+            # The wrapper carries the run's settings.
             import ast
             tree = ast.parse(open(os.path.join(d, "slow", "use_slowmo.py")).read())
             call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
