@@ -7,4 +7,5 @@ namespace commtune {
 void register_synthetic_datasets(DatasetRegistry& registry);
 void register_mnist_dataset(DatasetRegistry& registry);
 void register_cifar10_dataset(DatasetRegistry& registry);
+void register_tensor_dataset(DatasetRegistry& registry);
 }  // namespace commtune

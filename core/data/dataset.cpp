@@ -36,6 +36,7 @@ void register_builtin_datasets(DatasetRegistry& registry) {
   register_synthetic_datasets(registry);
   register_mnist_dataset(registry);
   register_cifar10_dataset(registry);
+  register_tensor_dataset(registry);
 }
 
 }  // namespace commtune

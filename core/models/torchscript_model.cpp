@@ -2,9 +2,12 @@
 // the built-ins, on any dataset whose samples its forward accepts.
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <torch/version.h>
 
 #include <filesystem>
+#include <unordered_set>
 
+#include "core/io/error_text.h"
 #include "core/io/input_file.h"
 #include "core/models/builtin_models.h"
 
@@ -29,10 +32,15 @@ class TorchScriptModel final : public Model {
     if (!out.isTensor()) throw std::runtime_error("the TorchScript model's forward must return one tensor of logits");
     return out.toTensor();
   }
+  // Each tensor once, under its first name, as PyTorch's named_parameters
+  // gives them: a tied weight (an embedding shared with the output layer) is
+  // one parameter that two submodules hold.
   NamedTensors named_parameters() override {
     NamedTensors out;
+    std::unordered_set<const c10::TensorImpl*> seen;
     for (const auto& item : module_.named_parameters(/*recurse=*/true))
-      if (item.value.requires_grad()) out.emplace_back(item.name, item.value);
+      if (item.value.requires_grad() && seen.insert(item.value.unsafeGetTensorImpl()).second)
+        out.emplace_back(item.name, item.value);
     return out;
   }
   NamedTensors named_buffers() override {
@@ -47,6 +55,21 @@ class TorchScriptModel final : public Model {
   torch::jit::Module module_;
 };
 
+// Why a TorchScript file does not load, in one line naming it: an operator
+// this libtorch lacks (the file comes from a newer PyTorch), else
+// libtorch's own first line (a file format too new, a damaged archive).
+std::string load_problem(const std::string& path, const std::string& what) {
+  constexpr std::string_view kUnknown = "Unknown builtin op: ";
+  if (const auto at = what.find(kUnknown); at != std::string::npos) {
+    auto op = what.substr(at + kUnknown.size());
+    op = op.substr(0, op.find_first_of(" \n"));
+    if (!op.empty() && op.back() == '.') op.pop_back();
+    return path + " calls " + op + ", an operator this engine's libtorch " TORCH_VERSION
+                  " does not have: it was saved by a newer PyTorch; save it with PyTorch " TORCH_VERSION " or older";
+  }
+  return path + " is not a TorchScript file this engine's libtorch " TORCH_VERSION " loads: " + one_line_error(what);
+}
+
 }  // namespace
 
 void register_torchscript_model(ModelRegistry& registry) {
@@ -58,8 +81,9 @@ void register_torchscript_model(ModelRegistry& registry) {
         try {
           return std::make_unique<TorchScriptModel>(torch::jit::load(o.path));
         } catch (const c10::Error& e) {
-          throw ConfigError("model.path",
-                            o.path + " is not a loadable TorchScript file: " + e.what_without_backtrace());
+          throw ConfigError("model.path", load_problem(o.path, e.what_without_backtrace()));
+        } catch (const std::exception& e) {  // the TorchScript compiler's ErrorReport
+          throw ConfigError("model.path", load_problem(o.path, e.what()));
         }
       });
 }

@@ -1,11 +1,26 @@
 // libFuzzer target: the headers of data files (MNIST's idx-ubyte, CIFAR-10's
-// records). A header that lies must be a ConfigError before anything is
-// allocated for it; the first byte picks the idx rank.
+// records, .npy and .safetensors). A header that lies must be a ConfigError
+// before anything is allocated for it; the first byte picks the idx rank.
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/data/file_reader.h"
+#include "core/data/tensor_files.h"
+
+namespace {
+
+// The promise the tensor parsers make: each tensor lies whole inside the
+// file, with exactly the bytes its type and shape need.
+void check(const commtune::StoredTensor& t, std::uint64_t file_size) {
+  std::uint64_t count = 1;
+  for (const auto d : t.shape) count *= static_cast<std::uint64_t>(d);
+  if (t.bytes != count * commtune::element_bytes(t.type) || t.offset > file_size || t.bytes > file_size - t.offset)
+    __builtin_trap();
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -20,6 +35,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     commtune::check_cifar10_records(bytes, "fuzz");
+  } catch (const commtune::ConfigError&) {
+  }
+  const std::string_view file(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  try {
+    check(commtune::parse_npy_header(file, file.size(), "fuzz", "data.path"), file.size());
+  } catch (const commtune::ConfigError&) {
+  }
+  try {
+    for (const auto& t : commtune::parse_safetensors_header(file, file.size(), "fuzz", "data.path"))
+      check(t, file.size());
   } catch (const commtune::ConfigError&) {
   }
   return 0;
