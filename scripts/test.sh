@@ -5,8 +5,10 @@
 #   2. the Debian package's build (Debian's libtorch 1.13) into
 #      ./build-package, its unit tests built and run there, so that the code
 #      for both libtorch versions is compiled and tested (the package test
-#      in step 3 then packages from that folder);
-#   3. ctest over the main build: every test. Arguments go to this ctest.
+#      in step 4 then packages from that folder);
+#   3. the GPU machines' build (scripts/gpu-check.sh --build-only: CUDA for
+#      sm_90, no GUI, no tests) into ./build-gpu, compiled only: no GPU here;
+#   4. ctest over the main build: every test. Arguments go to this ctest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup-deps.sh" --tests
@@ -17,6 +19,8 @@ COMMTUNE_TORCH=debian COMMTUNE_BUILD_DIR="$debian_build" \
   -DCMAKE_BUILD_TYPE=Release -DCOMMTUNE_TORCH=debian -DCOMMTUNE_CUDA=OFF -DCOMMTUNE_BUILD_TESTS=ON \
   -DCOMMTUNE_BUILD_BENCH=OFF
 (cd "$debian_build" && ctest --output-on-failure --timeout 300 --parallel "$(nproc)" -L unit)
+PYTHON="${COMMTUNE_VENV:-$root/.venv}/bin/python" COMMTUNE_GPU_BUILD_DIR="$root/build-gpu" \
+  "$root/scripts/gpu-check.sh" --build-only >/dev/null
 cd "${COMMTUNE_BUILD_DIR:-$root/build}"
 # One test more than there are cores: many tests wait on their processes
 # (rendezvous, event files, SLURM) part of the time, and a third one fills
