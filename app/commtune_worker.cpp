@@ -15,6 +15,7 @@
 #include "core/version.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,6 +50,17 @@ void flush_events_on_stop(commtune::events::EventWriter* events) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &action, nullptr);
 }
 
+// A rank ends when whatever started it does (commtune's launcher, torchrun's
+// agent, srun's step daemon), even by SIGKILL: SIGTERM then, which flushes
+// the event stream. torchrun (2.x) starts each rank in a session of its own,
+// out of reach of a signal to its process group, so a killed agent would
+// otherwise leave its ranks training with nobody to stop them.
+void stop_with_the_parent() {
+  const pid_t parent = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::raise(SIGTERM);  // it died before the request
+}
+
 int run_worker(int argc, char** argv) {
   CLI::App app{"commtune-worker: one rank of a commtune DDP job (reads torchrun's environment variables)"};
   std::string config_path;
@@ -67,6 +79,7 @@ int run_worker(int argc, char** argv) {
         {commtune::events::kProtocolVersion, static_cast<std::uint32_t>(env.rank),
          static_cast<std::uint32_t>(env.world_size), static_cast<std::uint32_t>(::getpid())});
     flush_events_on_stop(events.get());
+    stop_with_the_parent();
     nlohmann::json raw = nlohmann::json::object();
     if (!config_path.empty()) raw = commtune::RunConfig::from_file(config_path).to_json();
     for (const auto& o : overrides) commtune::apply_override(raw, o);

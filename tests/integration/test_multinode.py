@@ -53,11 +53,32 @@ def start_nodes(job, count=2):
             for _ in range(count)]
 
 
-def stop(procs):
+def ranks_of(job):
+    """The pids of the ranks that write into `job`'s event folder, wherever they are in the process tree."""
+    marker = ("COMMTUNE_EVENT_FILE=" + os.path.join(job, "events")).encode()
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if any(item.startswith(marker) for item in f.read().split(b"\0")):
+                    pids.append(int(pid))
+        except OSError:  # gone meanwhile, or not ours to read
+            pass
+    return pids
+
+
+def stop(procs, job):
+    """SIGKILLs each node (torchrun and its shell); the ranks, which torchrun 2.x starts in sessions of
+    their own, must follow their agent within seconds: none is left training."""
     for p in procs:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
         p.wait()
+    gone = ct.wait_for(lambda: not ranks_of(job), 30)
+    for pid in ranks_of(job):  # leave nothing behind for the next test, then fail
+        os.kill(pid, signal.SIGKILL)
+    if gone is None:
+        raise AssertionError(f"ranks of {job} outlived their torchrun agents")
 
 
 def export_job(job, steps, local_steps=None):
@@ -98,7 +119,7 @@ class MultiNode(unittest.TestCase):
                 for node in nodes:
                     self.assertEqual(node.wait(timeout=120), 0, node.stderr.read()[-2000:])
             finally:
-                stop(nodes)
+                stop(nodes, job)
             self.assertEqual(importer.returncode, 0, err)
             # Live: the store had some of its steps, not all, while the job ran.
             self.assertTrue(any(0 < n < 2 * 150 for n in seen), seen[-20:])
@@ -181,7 +202,7 @@ class MultiNode(unittest.TestCase):
                 out, err = importer.communicate(timeout=120)
                 waited = time.monotonic() - started
             finally:
-                stop(nodes)
+                stop(nodes, job)
             self.assertEqual(importer.returncode, 1, err)
             run = next(r for r in ct.cli_json("list") if r["name"] == "dies")
             self.assertEqual(run["status"], "failed")
@@ -210,7 +231,7 @@ class MultiNode(unittest.TestCase):
                 out, err = importer.communicate(timeout=60)
                 self.assertTrue(all(node.poll() is None for node in nodes))  # still training
             finally:
-                stop(nodes)
+                stop(nodes, job)
             self.assertEqual(importer.returncode, 130, err)
             self.assertIn(f"run {run_id} cancelled", stop_cli.stderr)
             run = next(r for r in ct.cli_json("list") if r["name"] == "followed")
