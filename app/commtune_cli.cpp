@@ -67,13 +67,14 @@ int main(int argc, char** argv) {
     // Usage errors exit 2, as configuration errors do (CLI11's own codes are 100 and up).
     return app.exit(e) == 0 ? kExitOk : kExitConfig;
   } catch (const commtune::ConfigError& e) {
-    std::fprintf(stderr, "commtune: configuration error: %s\n", e.what());
+    // Messages quote files from elsewhere (a spec, a stored configuration): escaped, on one line.
+    std::fprintf(stderr, "commtune: configuration error: %s\n", printable(e.what()).c_str());
     return kExitConfig;
   } catch (const std::invalid_argument& e) {  // a command's arguments that do not fit together
-    std::fprintf(stderr, "commtune: %s\n", e.what());
+    std::fprintf(stderr, "commtune: %s\n", printable(e.what()).c_str());
     return kExitConfig;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "commtune: %s\n", e.what());
+    std::fprintf(stderr, "commtune: %s\n", printable(e.what()).c_str());
     return kExitFailed;
   }
   return context.exit_code;

@@ -1,5 +1,8 @@
 #include "db/sqlite.h"
 
+#include <unistd.h>
+
+#include <cctype>
 #include <cmath>
 
 #include <sqlite3.h>
@@ -13,6 +16,48 @@ namespace {
 std::string database_path(sqlite3* db) {
   const char* name = db ? sqlite3_db_filename(db, "main") : nullptr;
   return name && *name ? name : "(database)";
+}
+
+// The path made absolute, from the working folder (POSIX calls only: a
+// std::filesystem call here made every process that opened a store abort at
+// exit, in libtorch's static destructors, with the PyPI libtorch).
+std::string absolute_path(const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
+}
+
+std::string folder_of(const std::string& path) {
+  const auto absolute = absolute_path(path);
+  const auto slash = absolute.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : absolute.substr(0, slash);
+}
+
+bool folder_is_writable(const std::string& path) { return ::access(folder_of(path).c_str(), W_OK) == 0; }
+
+// A path as a file: URI's path (RFC 3986: what is not unreserved or a slash, escaped).
+std::string uri_path(const std::string& path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : absolute_path(path)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// What a write that failed for want of a writable folder should say.
+std::string read_only_folder_note(const std::string& path) {
+  if (folder_is_writable(path)) return "";
+  return "; its folder " + folder_of(path) +
+         " is not writable here (SQLite writes its journal beside the file): commands that only read the store "
+         "work, a run or a sweep needs another --db";
 }
 
 }  // namespace
@@ -33,9 +78,10 @@ void throw_error(sqlite3* db, int code, const std::string& path, std::string_vie
     case SQLITE_FULL:
       throw Error("the disk holding " + path + " is full", primary);
     case SQLITE_READONLY:
-      throw Error("the database " + path + " is read-only here (" + detail + ")", primary);
+      throw Error("the database " + path + " is read-only here (" + detail + ")" + read_only_folder_note(path),
+                  primary);
     case SQLITE_CANTOPEN:
-      throw Error("cannot open the database " + path + " (" + detail + ")", primary);
+      throw Error("cannot open the database " + path + " (" + detail + ")" + read_only_folder_note(path), primary);
     default:
       throw Error(std::string(context) + " on " + path + ": " + detail, primary);
   }
@@ -128,16 +174,36 @@ std::optional<double> Statement::optional_real(int column) const {
 }
 
 Connection::Connection(const std::string& path, Access access, int busy_timeout_ms) : path_(path), access_(access) {
-  const int flags = (access == Access::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                    SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (access == Access::ReadWrite) {
+    open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    // SQLite opens a file it may not write read-only without a word: say so now, not at the first write.
+    if (sqlite3_db_readonly(db_, "main") == 1) {
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+      throw_error(nullptr, SQLITE_READONLY, path, "opening");
+    }
+  } else {
+    open(path, SQLITE_OPEN_READONLY);
+    // The first read is where a WAL store in a folder we cannot write fails.
+    // (SQLITE_CANTOPEN, or SQLITE_READONLY_CANTINIT where the shared-memory file is missing.)
+    if (sqlite3_exec(db_, "PRAGMA schema_version", nullptr, nullptr, nullptr) != SQLITE_OK &&
+        !folder_is_writable(path)) {
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+      open("file:" + uri_path(path) + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    }
+  }
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+}
+
+void Connection::open(const std::string& name, int flags) {
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw_error(nullptr, rc, path, "opening");
+    throw_error(nullptr, rc, path_, "opening");
   }
   sqlite3_extended_result_codes(db_, 1);
-  sqlite3_busy_timeout(db_, busy_timeout_ms);
 }
 
 Connection::~Connection() { sqlite3_close_v2(db_); }

@@ -93,7 +93,11 @@ class Connection {
  public:
   enum class Access { ReadWrite, ReadOnly };
   // Opens (and for ReadWrite creates) the file. Waits up to `busy_timeout_ms`
-  // when another connection holds the write lock.
+  // when another connection holds the write lock. ReadOnly also reads a store
+  // in a folder this process cannot write (a WAL database wants to create its
+  // shared-memory file beside it): it then opens the file as immutable, which
+  // is right because nobody who shares such a folder with us can be writing
+  // through SQLite's locks we could see.
   Connection(const std::string& path, Access access, int busy_timeout_ms = 10000);
   ~Connection();
   Connection(Connection&& other) noexcept;
@@ -112,6 +116,8 @@ class Connection {
   sqlite3* handle() const { return db_; }
 
  private:
+  void open(const std::string& name, int flags);
+
   sqlite3* db_ = nullptr;
   std::string path_;
   Access access_ = Access::ReadWrite;

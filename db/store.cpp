@@ -180,8 +180,17 @@ void Store::set_sweep_status(std::int64_t sweep_id, const std::string& s) {
 }
 
 void Store::claim_sweep(std::int64_t sweep_id) {
+  // The look and the claim under one write lock: two processes resuming the
+  // same sweep at the same instant must not both see it free.
+  Transaction transaction(connection_);
+  const auto found = sweep(sweep_id);
+  if (!found) throw Error("there is no sweep " + std::to_string(sweep_id) + " in " + connection_.path());
+  const auto me = this_process_owner();
+  if (found->status == status::kRunning && found->owner != me && owner_alive(found->owner))
+    throw Error("sweep " + std::to_string(sweep_id) + " is running in another process (" + found->owner + ")");
   connection_.prepare("UPDATE sweeps SET status = ?, owner = ?, finished_at = NULL WHERE id = ?")
-      .run(status::kRunning, this_process_owner(), sweep_id);
+      .run(status::kRunning, me, sweep_id);
+  transaction.commit();
 }
 
 std::optional<SweepRecord> Store::sweep(std::int64_t sweep_id) const {

@@ -182,7 +182,9 @@ class Store {
   std::int64_t create_sweep(const std::string& name, const nlohmann::json& spec);
   // Sets the status; the end time too when it is an end.
   void set_sweep_status(std::int64_t sweep_id, const std::string& status);
-  // Claims a sweep for this process (resuming it), marking it running.
+  // Claims a sweep for this process (resuming it), marking it running;
+  // throws Error when another live process runs it. One step: of two
+  // processes claiming at once, one wins.
   void claim_sweep(std::int64_t sweep_id);
   std::optional<SweepRecord> sweep(std::int64_t sweep_id) const;
   std::vector<SweepRecord> sweeps() const;

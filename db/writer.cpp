@@ -1,5 +1,7 @@
 #include "db/writer.h"
 
+#include <algorithm>
+
 namespace commtune::db {
 
 namespace {
@@ -42,6 +44,7 @@ void Writer::add(EventRow row) { enqueue(std::move(row)); }
 void Writer::enqueue(Item item) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!error_.empty()) {
+    if (std::holds_alternative<StepRow>(item)) ++stats_.lost_step_rows;
     if (auto* task = std::get_if<Task>(&item)) {
       lock.unlock();
       task->fail(std::make_exception_ptr(Error("the run store stopped writing: " + error_)));
@@ -102,6 +105,9 @@ void Writer::thread_main() {
     const bool healthy = commit(batch);
     std::lock_guard<std::mutex> lock(mutex_);
     committed_total_ += batch.size();
+    if (!healthy)
+      stats_.lost_step_rows += static_cast<std::uint64_t>(
+          std::count_if(batch.begin(), batch.end(), [](const Item& i) { return std::holds_alternative<StepRow>(i); }));
     if (healthy) {
       stats_.rows += batch.size();
       ++stats_.transactions;

@@ -33,6 +33,7 @@ struct WriterStats {
   std::uint64_t rows = 0;          // committed rows of every kind
   std::uint64_t transactions = 0;  // committed transactions
   double max_latency_s = 0;        // longest time from queueing a row to its commit
+  std::uint64_t lost_step_rows = 0;  // step rows handed in that were not stored (the store stopped writing)
 };
 
 class Writer {

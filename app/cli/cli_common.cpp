@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <stdexcept>
+#include <utility>
 
 #include "core/config/run_config.h"
 #include "core/netmodel/recommend.h"
@@ -86,37 +88,95 @@ std::unique_ptr<db::Writer> open_writer(const std::string& path) {
   return std::make_unique<db::Writer>(store_path(path));
 }
 
+namespace {
+
+// The code point of the UTF-8 sequence starting at text[at] and its length in
+// bytes; length 0 when the bytes there are not UTF-8 (overlong forms and
+// surrogates included).
+std::pair<char32_t, std::size_t> decode_utf8(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[at + i]); };
+  const auto lead = byte(0);
+  std::size_t length = 0;
+  char32_t c = 0, least = 0;
+  if (lead < 0x80) return {lead, 1};
+  if (lead >= 0xc2 && lead <= 0xdf) length = 2, c = lead & 0x1f, least = 0x80;
+  else if (lead >= 0xe0 && lead <= 0xef) length = 3, c = lead & 0x0f, least = 0x800;
+  else if (lead >= 0xf0 && lead <= 0xf4) length = 4, c = lead & 0x07, least = 0x10000;
+  else return {0, 0};
+  if (at + length > text.size()) return {0, 0};
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) return {0, 0};
+    c = (c << 6) | (byte(i) & 0x3f);
+  }
+  if (c < least || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return {0, 0};
+  return {c, length};
+}
+
+// Characters a terminal acts on or draws misleadingly (text reordered by an
+// override it never shows): C1 controls, the bidirectional marks, embeddings,
+// overrides and isolates, line and paragraph separators, the byte order mark.
+bool steers_the_terminal(char32_t c) {
+  return (c >= 0x80 && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+         (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
+}
+
+}  // namespace
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c != 0x7f) {
-      out += ch;
+  char escape[16];
+  for (std::size_t at = 0; at < text.size();) {
+    const auto [c, length] = decode_utf8(text, at);
+    if (length == 0) {
+      std::snprintf(escape, sizeof escape, "\\x%02x", static_cast<unsigned char>(text[at]));
+      out += escape;
+      ++at;
       continue;
     }
-    switch (c) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default: {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "\\x%02x", c);
-        out += hex;
-      }
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(escape, sizeof escape, "\\x%02x", static_cast<unsigned>(c));
+      out += escape;
+    } else if (steers_the_terminal(c)) {
+      std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
+      out += escape;
+    } else {
+      out.append(text.substr(at, length));
     }
+    at += length;
   }
   return out;
 }
 
+namespace {
+
+// Characters (code points) in printable UTF-8 text, which is what a column is as wide as.
+std::size_t characters(std::string_view text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xc0) != 0x80; }));
+}
+
+// The first `count` characters of printable UTF-8 text.
+std::string first_characters(const std::string& text, std::size_t count) {
+  std::size_t at = 0;
+  for (std::size_t seen = 0; at < text.size(); ++at)
+    if ((static_cast<unsigned char>(text[at]) & 0xc0) != 0x80 && seen++ == count) break;
+  return text.substr(0, at);
+}
+
+}  // namespace
+
 void Table::add(std::vector<std::string> row) {
-  for (auto& cell : row) cell = printable(cell);
+  for (auto& cell : row) {
+    cell = printable(cell);
+    if (characters(cell) > kMaxCellChars) cell = first_characters(cell, kMaxCellChars - 3) + "...";
+  }
   rows_.push_back(std::move(row));
 }
 
@@ -131,14 +191,14 @@ void Table::print(std::ostream& out) const {
   for (std::size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
   for (const auto& row : rows_)
     for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      width[c] = std::max(width[c], row[c].size());
+      width[c] = std::max(width[c], characters(row[c]));
       if (row[c] != "-" && !is_number(row[c])) numeric[c] = false;
     }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string text;
     for (std::size_t c = 0; c < width.size(); ++c) {
       const std::string cell = c < cells.size() ? cells[c] : "";
-      const std::string pad(width[c] - cell.size(), ' ');
+      const std::string pad(width[c] - characters(cell), ' ');
       if (c) text += "  ";
       text += numeric[c] ? pad + cell : (c + 1 == width.size() ? cell : cell + pad);
     }

@@ -66,6 +66,10 @@ std::unique_ptr<db::Writer> open_writer(const std::string& path);
 // Columns separated by two spaces; numbers right-aligned.
 class Table {
  public:
+  // A cell longer than this many characters is cut, ending in "...": one long
+  // run name must not pad every row of a listing.
+  static constexpr std::size_t kMaxCellChars = 60;
+
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
   // Cells are shown through printable(): text from the store cannot drive the terminal.
   void add(std::vector<std::string> row);
@@ -77,9 +81,11 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// `text` with control characters (ESC, BEL, newlines, DEL, ...) written as
-// \x1b, \n and the like: run names and reasons come from a shared store, and
-// must not reach a terminal as escape sequences.
+// `text` with what could drive or mislead a terminal written out as escapes:
+// control characters (ESC, BEL, newlines, DEL) as \x1b, \n and the like; C1
+// controls, bidirectional overrides and isolates, and line separators as
+// \u202e and the like; bytes that are not UTF-8 as \xff. Run names, reasons
+// and configuration files come from a shared store or another person.
 std::string printable(std::string_view text);
 
 // JSON as text, for output: bytes that are not UTF-8 (a store row from

@@ -2,6 +2,8 @@
 // tuned configuration for a production PyTorch job (`production` for any
 // hook, `powersgd` for PowerSGD's state file), and scripts that launch a
 // configuration on several nodes (`launch`).
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,10 +28,13 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string csv_value(const nlohmann::json& v) {
+// A CSV field for `v`; escaped through printable() when it goes to a
+// terminal (names and reasons come from a shared store), as written when it
+// goes to a file or a pipe.
+std::string csv_value(const nlohmann::json& v, bool to_terminal) {
   if (v.is_null()) return "";
-  if (v.is_string()) return csv_field(v.get<std::string>());
-  return csv_field(json_text(v));
+  const auto text = v.is_string() ? v.get<std::string>() : json_text(v);
+  return csv_field(to_terminal ? printable(text) : text);
 }
 
 void write_csv_row(std::ostream& out, const std::vector<std::string>& fields) {
@@ -73,6 +78,7 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
     if (!file) throw std::runtime_error("cannot write " + args.out);
   }
   std::ostream& out = args.out.empty() ? std::cout : file;
+  const bool to_terminal = args.out.empty() && ::isatty(STDOUT_FILENO);
 
   if (args.metrics) {
     bool header = true;
@@ -91,7 +97,7 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
           header = false;
         }
         std::vector<std::string> fields;
-        for (const auto& [k, v] : row.items()) fields.push_back(csv_value(v));
+        for (const auto& [k, v] : row.items()) fields.push_back(csv_value(v, to_terminal));
         write_csv_row(out, fields);
       }
     if (args.format == "json") out << json_text(all, 1) << "\n";
@@ -124,9 +130,10 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
   write_csv_row(out, header);
   for (const auto& row : rows) {
     std::vector<std::string> fields;
-    for (const auto& c : run_columns) fields.push_back(csv_value(row[c]));
-    for (const auto& c : digest_columns) fields.push_back(csv_value(row["digest"][c]));
-    for (const auto& p : param_names) fields.push_back(csv_value(row["params"].value(p, nlohmann::json(nullptr))));
+    for (const auto& c : run_columns) fields.push_back(csv_value(row[c], to_terminal));
+    for (const auto& c : digest_columns) fields.push_back(csv_value(row["digest"][c], to_terminal));
+    for (const auto& p : param_names)
+      fields.push_back(csv_value(row["params"].value(p, nlohmann::json(nullptr)), to_terminal));
     write_csv_row(out, fields);
   }
   return out ? kExitOk : kExitFailed;

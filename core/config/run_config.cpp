@@ -18,7 +18,7 @@ Schema<RunOptions> RunOptions::schema() {
       .choice("device", &RunOptions::device, {"auto", "cpu", "cuda"},
               "where ranks train: cuda with NCCL, cpu with Gloo; auto picks cuda when a GPU is visible")
       .integer("steps", &RunOptions::steps, {1, 1LL << 40}, "steps", "optimizer steps to run")
-      .integer("seed", &RunOptions::seed, {0, (1LL << 53)}, "",
+      .integer("seed", &RunOptions::seed, {0, static_cast<double>(kMaxSeed)}, "",
                "seed for model initialisation, synthetic data and shuffling")
       .integer("threads", &RunOptions::threads, {0, 1024}, "threads",
                "intra-op CPU threads per rank (0: cores divided among the local ranks)")

@@ -28,6 +28,10 @@
 
 namespace commtune {
 
+// The largest seed: every integer up to it is exact where seeds pass through
+// a double (JSON readers, Python's float()).
+inline constexpr std::int64_t kMaxSeed = std::int64_t{1} << 53;
+
 struct RunOptions {
   std::int64_t world_size = 0;
   std::string device = "auto";

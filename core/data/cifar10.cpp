@@ -26,8 +26,9 @@ std::unique_ptr<Dataset> make_cifar10(const FileDatasetOptions& o, const DataCon
     }
   }
   std::vector<unsigned char> all;
+  DataBudget budget(o.max_gib);
   for (const auto& f : files) {
-    auto bytes = read_data_file(f, "data.path");
+    auto bytes = read_data_file(f, "data.path", budget, cifar10_size_problem);
     check_cifar10_records(bytes, f);
     all.insert(all.end(), bytes.begin(), bytes.end());
   }

@@ -12,8 +12,8 @@ namespace commtune {
 namespace {
 
 // An idx file of unsigned bytes as a tensor of its dimensions.
-at::Tensor read_idx(const std::string& file, std::size_t rank) {
-  const auto bytes = read_data_file(file, "data.path");
+at::Tensor read_idx(const std::string& file, std::size_t rank, DataBudget& budget) {
+  const auto bytes = read_data_file(file, "data.path", budget);
   const auto header = parse_idx_header(bytes, rank, file);
   auto out = at::empty(header.dims, at::TensorOptions().dtype(at::kByte));
   std::memcpy(out.data_ptr(), bytes.data() + header.data_offset, bytes.size() - header.data_offset);
@@ -23,8 +23,9 @@ at::Tensor read_idx(const std::string& file, std::size_t rank) {
 std::unique_ptr<Dataset> make_mnist(const FileDatasetOptions& o, const DataContext&) {
   const std::string prefix = o.split == "train" ? "train" : "t10k";
   const auto dir = std::filesystem::path(o.path);
-  auto images = read_idx((dir / (prefix + "-images-idx3-ubyte")).string(), 3);
-  auto labels = read_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), 1);
+  DataBudget budget(o.max_gib);
+  auto images = read_idx((dir / (prefix + "-images-idx3-ubyte")).string(), 3, budget);
+  auto labels = read_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), 1, budget);
   if (const auto most = labels.max().item<std::int64_t>(); most > 9)
     throw ConfigError("data.path", prefix + "-labels-idx1-ubyte holds label " + std::to_string(most) +
                                        " (at index " + std::to_string(labels.argmax().item<std::int64_t>()) +

@@ -20,6 +20,7 @@
 #include <fstream>
 
 #include "core/data/builtin_datasets.h"
+#include "core/data/file_reader.h"
 #include "core/data/tensor_files.h"
 #include "core/io/input_file.h"
 #include "core/io/pickle_file.h"
@@ -71,22 +72,6 @@ at::ScalarType scalar_type(ElementType type) {
 
 std::string shape_of(const at::Tensor& t) { return c10::str(t.sizes()); }
 
-// The memory budget, shared by the two tensors of a dataset.
-class Budget {
- public:
-  explicit Budget(double gib) : left_(static_cast<std::uint64_t>(gib * double(std::uint64_t{1} << 30))), gib_(gib) {}
-  void take(std::uint64_t bytes, const std::string& what) {
-    if (bytes > left_)
-      throw ConfigError("data.max_gib", what + " needs " + std::to_string(bytes) + " bytes, more than the " +
-                                            c10::str(gib_) + " GiB this dataset may take: raise data.max_gib");
-    left_ -= bytes;
-  }
-
- private:
-  std::uint64_t left_;
-  double gib_;
-};
-
 std::uint64_t file_size(const std::string& path, const std::string& field) {
   if (const auto problem = input_file_problem(path); !problem.empty()) throw ConfigError(field, problem);
   struct stat st {};
@@ -104,7 +89,7 @@ std::string read_prefix(const std::string& path, std::uint64_t bytes) {
 }
 
 // The first `rows` rows of a stored tensor, read from its file into a new tensor.
-at::Tensor read_rows(const std::string& path, const StoredTensor& stored, std::int64_t rows, Budget& budget) {
+at::Tensor read_rows(const std::string& path, const StoredTensor& stored, std::int64_t rows, DataBudget& budget) {
   auto shape = stored.shape;
   const auto row_bytes = shape[0] ? stored.bytes / static_cast<std::uint64_t>(shape[0]) : 0;
   shape[0] = rows;
@@ -136,7 +121,7 @@ struct Loaded {
   at::Tensor inputs, targets;
 };
 
-Loaded load_npy_folder(const TensorFileOptions& o, Budget& budget) {
+Loaded load_npy_folder(const TensorFileOptions& o, DataBudget& budget) {
   const auto stored = [&](const std::string& name) {
     const auto path = (std::filesystem::path(o.path) / (name + ".npy")).string();
     const auto size = file_size(path, kField);
@@ -150,7 +135,7 @@ Loaded load_npy_folder(const TensorFileOptions& o, Budget& budget) {
   return {read_rows(x_path, x, rows_wanted(x, o.limit), budget), read_rows(y_path, y, rows_wanted(y, o.limit), budget)};
 }
 
-Loaded load_safetensors(const TensorFileOptions& o, std::uint64_t size, Budget& budget) {
+Loaded load_safetensors(const TensorFileOptions& o, std::uint64_t size, DataBudget& budget) {
   auto head = read_prefix(o.path, 8);
   head = read_prefix(o.path, std::min(safetensors_header_bytes(head), size));
   const auto tensors = parse_safetensors_header(head, size, o.path, kField);
@@ -166,8 +151,15 @@ Loaded load_safetensors(const TensorFileOptions& o, std::uint64_t size, Budget& 
   return {read_rows(o.path, x, rows_wanted(x, o.limit), budget), read_rows(o.path, y, rows_wanted(y, o.limit), budget)};
 }
 
-Loaded load_torch_save(const TensorFileOptions& o, std::uint64_t size, Budget& budget) {
-  budget.take(size, o.path);  // torch.save keeps tensors as their raw bytes: the file is what they take
+Loaded load_torch_save(const TensorFileOptions& o, std::uint64_t size, DataBudget& budget) {
+  std::optional<ZipDirectory> directory;
+  try {
+    directory = read_pickle_directory(o.path);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(kField, e.what());
+  }
+  // What its entries hold decompressed (torch.save stores tensors raw: about the file's size).
+  budget.take(directory ? directory->uncompressed_bytes : size, o.path);
   c10::IValue value;
   try {
     value = read_pickle_file(o.path);
@@ -191,7 +183,7 @@ Loaded load_torch_save(const TensorFileOptions& o, std::uint64_t size, Budget& b
 }
 
 std::unique_ptr<Dataset> make_tensor_dataset(const TensorFileOptions& o, const DataContext&) {
-  Budget budget(o.max_gib);
+  DataBudget budget(o.max_gib);
   Loaded data;
   std::error_code ec;
   if (std::filesystem::is_directory(o.path, ec)) {

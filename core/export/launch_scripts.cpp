@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <string_view>
 
 #include "core/config/run_config.h"
 #include "core/export/export_files.h"
@@ -14,6 +15,21 @@ namespace {
 namespace fs = std::filesystem;
 
 bool is_host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'; }
+
+// A host name or IPv4 address: dot-separated labels of 1 to 63 of those
+// characters, none starting or ending with '-' ("-x" would reach torchrun as
+// an option).
+bool is_host_name(const std::string& host) {
+  if (host.empty() || host.size() > 253 || !std::all_of(host.begin(), host.end(), is_host_char)) return false;
+  std::size_t at = 0;
+  while (true) {
+    const auto end = std::min(host.find('.', at), host.size());
+    const auto label = std::string_view(host).substr(at, end - at);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    if (end == host.size()) return true;
+    at = end + 1;
+  }
+}
 
 // Letters, digits, '-' and '_' only: the name goes into a shell script and SLURM's job name.
 std::string job_name(const std::string& name) {
@@ -117,8 +133,7 @@ void check_launch_plan(const LaunchPlan& plan) {
   // A name or IPv4 address, or an IPv6 address in brackets as torchrun takes it ([::1]:29400).
   const bool ipv6 = host.size() > 2 && host.front() == '[' && host.back() == ']' &&
                     host.find_first_not_of("0123456789abcdefABCDEF:.", 1) == host.size() - 1;
-  const bool host_ok =
-      ipv6 || (!host.empty() && host.size() <= 253 && std::all_of(host.begin(), host.end(), is_host_char));
+  const bool host_ok = ipv6 || is_host_name(host);
   const bool port_ok = !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit) &&
                        std::stoi(port) >= 1 && std::stoi(port) <= 65535;
   for (const auto& option : plan.sbatch_options)

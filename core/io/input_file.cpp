@@ -2,11 +2,13 @@
 
 #include "core/io/json_text.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <algorithm>
 #include <stdexcept>
 
 namespace commtune {
@@ -20,19 +22,61 @@ std::string input_file_problem(const std::string& path) {
   return "";
 }
 
+InputFile::InputFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {
+  if (fd_ < 0) {
+    problem_ = path + ": " + std::strerror(errno);
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0)
+    problem_ = path + ": " + std::strerror(errno);
+  else if (S_ISDIR(st.st_mode))
+    problem_ = path + " is a folder, not a file";
+  else if (!S_ISREG(st.st_mode))
+    problem_ = path + " is not a regular file (a pipe, a socket or a device)";
+  else
+    size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool InputFile::read_at(char* into, std::size_t count, std::uint64_t offset) const {
+  while (count > 0) {
+    const auto got = ::pread(fd_, into, count, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    into += got;
+    count -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+  return true;
+}
+
 std::vector<char> read_input_file(const std::string& path, std::uint64_t max_bytes) {
-  if (const auto problem = input_file_problem(path); !problem.empty()) throw std::runtime_error(problem);
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-  const auto size = static_cast<std::uint64_t>(in.tellg());
+  if (path.empty()) throw std::runtime_error("no file was named");
+  const InputFile file(path);
+  if (!file.problem().empty()) throw std::runtime_error(file.problem());
+  const auto size = file.size();
   if (size > max_bytes)
     throw std::runtime_error(path + " is " + std::to_string(size) + " bytes, more than the " +
                              std::to_string(max_bytes) + " this file may have");
   std::vector<char> bytes(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
+  if (!file.read_at(bytes.data(), bytes.size(), 0))
     throw std::runtime_error("cannot read " + path + " to its end (" + std::to_string(size) + " bytes)");
   return bytes;
+}
+
+std::string read_regular_file_tail(const std::string& path, std::size_t max_bytes) {
+  const InputFile file(path);
+  if (!file.problem().empty()) return "";
+  const auto size = file.size();
+  const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(size, max_bytes));
+  std::string tail(count, '\0');
+  // A file that shrank meanwhile gives what was there.
+  if (!file.read_at(tail.data(), count, size - count)) return "";
+  return tail;
 }
 
 nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) {

@@ -1,6 +1,8 @@
 #include "core/launch/event_files.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -96,7 +98,7 @@ class EventFilesReader {
     auto file = std::make_unique<RankFile>();
     file->path = path;
     file->in.open(path, std::ios::binary);
-    if (!file->in) throw std::runtime_error("cannot read " + path);
+    if (!file->in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
     files_.push_back(std::move(file));
   }
 

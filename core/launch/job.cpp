@@ -110,6 +110,9 @@ JobResult run_job(const JobRequest& request) {
     result.outcome.status = RunStatus::Failed;
     result.outcome.reason = std::string("could not launch: ") + e.what();
   }
+  if (request.store)
+    if (const auto lost = request.store->stats().lost_step_rows; lost > 0)
+      result.outcome.reason += "; " + std::to_string(lost) + " step rows the ranks sent were not stored";
   result.summary = summary.to_json(result.outcome, options.config);
 
   if (request.store && result.run_id) {

@@ -6,8 +6,6 @@
 #include <ctime>
 #include <map>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <set>
@@ -16,6 +14,7 @@
 
 #include "core/export/launch_scripts.h"
 #include "core/io/command.h"
+#include "core/io/input_file.h"
 #include "core/launch/event_files.h"
 #include "core/launch/run_report.h"
 #include "core/store/run_recorder.h"
@@ -40,7 +39,7 @@ std::map<std::string, std::string> scontrol_fields(const std::string& line) {
   std::map<std::string, std::string> out;
   std::size_t at = 0;
   while (at < line.size()) {
-    const auto end = std::min(line.find(' ', at), line.size());
+    const auto end = std::min(line.find_first_of(" \n", at), line.size());  // -o: one line, ending in '\n'
     const auto token = line.substr(at, end - at);
     if (const auto eq = token.find('='); eq != std::string::npos) out[token.substr(0, eq)] = token.substr(eq + 1);
     at = end + 1;
@@ -251,12 +250,9 @@ JobResult run_slurm_job(const SlurmJobRequest& r) {
 }
 
 std::string slurm_output_ending(const std::string& folder, const std::string& job_id) {
-  std::ifstream in(fs::path(folder) / ("slurm-" + job_id + ".out"), std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::streamoff>(in.tellg());
-  in.seekg(std::max<std::streamoff>(0, size - 4096));
-  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Only its end, and only from a regular file: the folder is the user's, and
+  // a FIFO or a link to /dev/zero there must not stop the sweep.
+  const auto tail = read_regular_file_tail((fs::path(folder) / ("slurm-" + job_id + ".out")).string(), 4096);
   std::string last, srun_error_after;
   std::size_t at = 0;
   while (at < tail.size()) {

@@ -4,11 +4,13 @@
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/version.h>
 
-#include <filesystem>
+#include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 #include "core/io/error_text.h"
 #include "core/io/input_file.h"
+#include "core/io/zip_directory.h"
 #include "core/models/builtin_models.h"
 
 namespace commtune {
@@ -17,10 +19,14 @@ namespace {
 
 struct TorchScriptOptions {
   std::string path;
+  double max_gib = 2;
   static Schema<TorchScriptOptions> schema() {
-    return Schema<TorchScriptOptions>().text(
-        "path", &TorchScriptOptions::path,
-        "a TorchScript file whose forward maps a batch to logits [batch, classes] (or [batch, time, vocab])");
+    return Schema<TorchScriptOptions>()
+        .text("path", &TorchScriptOptions::path,
+              "a TorchScript file whose forward maps a batch to logits [batch, classes] (or [batch, time, vocab])")
+        .real("max_gib", &TorchScriptOptions::max_gib, Range::above(0), "GiB",
+              "the most the file's entries may hold, decompressed, checked from its zip directory before it is "
+              "loaded: every rank loads it whole");
   }
 };
 
@@ -70,6 +76,34 @@ std::string load_problem(const std::string& path, const std::string& what) {
   return path + " is not a TorchScript file this engine's libtorch " TORCH_VERSION " loads: " + one_line_error(what);
 }
 
+// Refuses a file whose entries would take more than `max_gib` to load (a
+// zip bomb: 2 MB that inflate to 2 GiB), or whose zip directory is damaged,
+// before libtorch allocates any of it.
+void check_archive(const std::string& path, double max_gib) {
+  const InputFile file(path);
+  if (!file.problem().empty()) throw ConfigError("model.path", file.problem());
+  std::optional<ZipDirectory> directory;
+  try {
+    directory = checked_pytorch_archive(path, file.size(), [&](char* into, std::size_t count, std::uint64_t offset) {
+      return file.read_at(into, count, offset);
+    });
+  } catch (const std::runtime_error& e) {
+    throw ConfigError("model.path", e.what());
+  }
+  if (!directory) throw ConfigError("model.path", path + " is not a TorchScript file (not a zip archive)");
+  const auto limit = static_cast<std::uint64_t>(max_gib * double(std::uint64_t{1} << 30));
+  if (directory->uncompressed_bytes > limit) {
+    const auto largest = std::max_element(
+        directory->entries.begin(), directory->entries.end(),
+        [](const ZipEntry& a, const ZipEntry& b) { return a.uncompressed_bytes < b.uncompressed_bytes; });
+    throw ConfigError("model.max_gib", path + " holds " + std::to_string(directory->uncompressed_bytes) +
+                                           " bytes decompressed (" + largest->name + ": " +
+                                           std::to_string(largest->uncompressed_bytes) + " from " +
+                                           std::to_string(largest->compressed_bytes) + " in the file), more than the " +
+                                           c10::str(max_gib) + " GiB a model may take: raise model.max_gib");
+  }
+}
+
 }  // namespace
 
 void register_torchscript_model(ModelRegistry& registry) {
@@ -77,7 +111,7 @@ void register_torchscript_model(ModelRegistry& registry) {
       "torchscript", "any TorchScript module file; pair it with a dataset its forward accepts",
       [](const TorchScriptOptions& o, const DataSpec&) -> std::unique_ptr<Model> {
         if (o.path.empty()) throw ConfigError("model.path", "set the TorchScript file to train");
-        if (const auto problem = input_file_problem(o.path); !problem.empty()) throw ConfigError("model.path", problem);
+        check_archive(o.path, o.max_gib);
         try {
           return std::make_unique<TorchScriptModel>(torch::jit::load(o.path));
         } catch (const c10::Error& e) {

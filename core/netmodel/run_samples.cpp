@@ -78,6 +78,10 @@ RunSamples RunSamples::from_store(const db::Store& store, std::int64_t run_id) {
     throw db::Error("run " + std::to_string(run_id) +
                     " has no communication profile (it was recorded by an older commtune): run it again");
 
+  // A run commtune recorded had at least one rank; a store edited by hand may say otherwise.
+  if (run->world_size < 1 || run->world_size > (std::int64_t{1} << 20))
+    throw db::Error("run " + std::to_string(run_id) + " says it had " + std::to_string(run->world_size) +
+                    " ranks: not a run commtune recorded");
   RunSamples s;
   s.run_id = run_id;
   s.world_size = static_cast<int>(run->world_size);

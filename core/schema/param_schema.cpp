@@ -82,9 +82,12 @@ const char* to_string(ParamKind kind) {
   return "?";
 }
 
-bool Range::contains(double v) const {
-  if (open_min ? !(v > min) : !(v >= min)) return false;
-  if (open_max ? !(v < max) : !(v <= max)) return false;
+bool Range::contains(double v) const { return contains(static_cast<long double>(v)); }
+
+bool Range::contains(long double v) const {
+  const long double low = min, high = max;
+  if (open_min ? !(v > low) : !(v >= low)) return false;
+  if (open_max ? !(v < high) : !(v <= high)) return false;
   return true;
 }
 
@@ -154,11 +157,18 @@ nlohmann::json check_param(const ParamSpec& spec, const nlohmann::json& value, c
     }
     case ParamKind::Integer: {
       if (!value.is_number()) return fail(describe(value) + " is not a number");
-      const double v = value.get<double>();
-      if (value.is_number_float() && (std::floor(v) != v || !std::isfinite(v)))
-        return fail(describe(value) + " is not an integer");
-      if (!spec.range.contains(v)) return fail(describe(value) + " is out of range");
-      return value.is_number_float() ? nlohmann::json(static_cast<std::int64_t>(v)) : value;
+      if (value.is_number_float()) {
+        const double v = value.get<double>();
+        if (std::floor(v) != v || !std::isfinite(v)) return fail(describe(value) + " is not an integer");
+        // 2^63 and beyond do not fit the 64-bit integer every setting is kept in.
+        if (!spec.range.contains(v) || std::fabs(v) >= 0x1p63) return fail(describe(value) + " is out of range");
+        return nlohmann::json(static_cast<std::int64_t>(v));
+      }
+      // Compared exactly: as a double, 2^53 + 1 would pass a range ending at 2^53.
+      const long double exact = value.is_number_unsigned() ? static_cast<long double>(value.get<std::uint64_t>())
+                                                           : static_cast<long double>(value.get<std::int64_t>());
+      if (!spec.range.contains(exact) || exact >= 0x1p63L) return fail(describe(value) + " is out of range");
+      return value;
     }
     case ParamKind::Real: {
       if (!value.is_number()) return fail(describe(value) + " is not a number");

@@ -29,6 +29,8 @@ struct Range {
   static Range at_least(double v) { return {v}; }
   static Range above(double v) { return {v, std::numeric_limits<double>::infinity(), true}; }
   bool contains(double v) const;
+  // Exactly, for any 64-bit integer: 2^53 + 1 is not 2^53 here.
+  bool contains(long double v) const;
 };
 
 struct ParamSpec {

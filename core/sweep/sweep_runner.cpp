@@ -147,9 +147,6 @@ class SweepExecution {
 void SweepExecution::load() {
   const auto sweep = store().call([id = id_](db::Store& s) { return s.sweep(id); }).get();
   if (!sweep) throw db::Error("there is no sweep " + std::to_string(id_) + " in " + store().path());
-  if (sweep->status == db::status::kRunning && db::owner_alive(sweep->owner) &&
-      sweep->owner != db::this_process_owner())
-    throw db::Error("sweep " + std::to_string(id_) + " is running in another process (" + sweep->owner + ")");
   if (sweep->status == db::status::kSucceeded)
     throw db::Error("sweep " + std::to_string(id_) + " has finished: nothing to resume");
   spec_ = SweepSpec::parse(sweep->spec);

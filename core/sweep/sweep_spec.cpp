@@ -23,7 +23,7 @@ Schema<SweepOptions> SweepOptions::schema() {
               "grid: every combination of the axes' values; random: `trials` draws from them; tpe: `trials` "
               "draws, each from a model of the trials finished before it (tree-structured Parzen estimator)")
       .integer("trials", &SweepOptions::trials, {1, 100000}, "trials", "how many trials random search or TPE draws")
-      .integer("seed", &SweepOptions::seed, {0, (1LL << 53)}, "", "seed of random search and TPE")
+      .integer("seed", &SweepOptions::seed, {0, static_cast<double>(kMaxSeed)}, "", "seed of random search and TPE")
       .choice("objective", &SweepOptions::objective, {"tail_loss", "step_time", "tail_loss,step_time"},
               "what TPE minimises: the tail loss, the median step time, or both (multi-objective TPE)")
       .text("objective_network", &SweepOptions::objective_network,
@@ -583,6 +583,10 @@ std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
   const auto seeds = std::max<std::int64_t>(1, spec.options.seeds);
   // Each planned configuration once per seed; the same run twice is planned once.
   auto add = [&](const PlannedTrial& planned) {
+    if (const auto seed = planned.config.run.seed; seed > kMaxSeed - (seeds - 1))
+      throw ConfigError("seeds", std::to_string(seeds) + " seeds from seed " + std::to_string(seed) + " reach seed " +
+                                     std::to_string(seed + seeds - 1) + ", above the largest seed " +
+                                     std::to_string(kMaxSeed) + ": lower seed or seeds");
     for (std::int64_t k = 0; k < seeds; ++k) {
       auto trial = planned;
       if (seeds > 1) {

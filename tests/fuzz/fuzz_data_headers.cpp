@@ -1,6 +1,7 @@
-// libFuzzer target: the headers of data files (MNIST's idx-ubyte, CIFAR-10's
-// records, .npy and .safetensors). A header that lies must be a ConfigError
-// before anything is allocated for it; the first byte picks the idx rank.
+// libFuzzer target: the headers of data and model files (MNIST's idx-ubyte,
+// CIFAR-10's records, .npy and .safetensors, the zip directory of torch.save
+// and TorchScript files). A header that lies must be an error before anything
+// is allocated for it; the first byte picks the idx rank.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -8,6 +9,7 @@
 
 #include "core/data/file_reader.h"
 #include "core/data/tensor_files.h"
+#include "core/io/zip_directory.h"
 
 namespace {
 
@@ -46,6 +48,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& t : commtune::parse_safetensors_header(file, file.size(), "fuzz", "data.path"))
       check(t, file.size());
   } catch (const commtune::ConfigError&) {
+  }
+  try {
+    const auto read_at = [&](char* into, std::size_t count, std::uint64_t offset) {
+      if (offset > file.size() || count > file.size() - offset) return false;
+      file.copy(into, count, offset);
+      return true;
+    };
+    if (const auto directory = commtune::checked_pytorch_archive("fuzz", file.size(), read_at)) {
+      // The promises: the sum is the entries' sum, and the deflated ones stay under the limit.
+      std::uint64_t all = 0, inflated = 0;
+      for (const auto& e : directory->entries) {
+        all += e.uncompressed_bytes;
+        if (e.method != 0) inflated += e.uncompressed_bytes;
+      }
+      if (all != directory->uncompressed_bytes || inflated > commtune::kMaxInflatedBytes ||
+          directory->entries.size() > commtune::kMaxZipEntries)
+        __builtin_trap();
+    }
+  } catch (const std::runtime_error&) {
   }
   return 0;
 }

@@ -144,7 +144,29 @@ class BadInput(unittest.TestCase):
         json.dump({"axes": {"optimizer.lr": {"min": 0.001, "max": 0.1, "points": 1000000000}}}, open(spec, "w"))
         self.refused(["sweep", "--spec", spec, "--plan"], "max_trials", timeout=20)
 
+    def test_seeds_beyond_the_largest_seed_are_refused_before_anything_is_stored(self):
+        """seed 2^53 with --seeds 3 used to pass --plan, store three trials the sweep then could not parse, and
+        leave a sweep that could not be resumed; 2^53 + 1 passed a range ending at 2^53 when compared as a
+        double."""
+        top = 1 << 53
+        for plan in (["--plan"], []):
+            self.refused(["sweep", "--set", f"seed={top}", "--seeds", "3", "--axis", "optimizer.lr=0.1", *plan],
+                         "seeds", f"reach seed {top + 2}", "largest seed")
+        self.refused(["sweep", "--strategy", "tpe", "--trials", "2", "--seed", str(top + 1),
+                      "--axis", "optimizer.lr=0.1,0.2", "--plan"], "seed", str(top + 1), "out of range")
+        self.run_refused({"seed": top + 1}, "seed", "out of range")
+        self.assertEqual(ct.query("SELECT count(*) FROM runs")[0][0] if os.path.exists(ct.store()) else 0, 0)
+
     # --- the command line -----------------------------------------------------------
+    def test_a_rendezvous_host_that_reads_as_an_option_is_refused(self):
+        run = ct.run_commtune(self.dir, {"steps": 2})
+        for rendezvous in ("-x:1", "node-:29400", "a..b:29400"):
+            self.refused(["export", "launch", "--run", str(run.summary["run_id"]), "--out",
+                          os.path.join(self.dir, "launch"), "--rendezvous", rendezvous], "rendezvous", rendezvous)
+
+    def test_counts_that_are_not_integers_are_refused(self):
+        self.refused(["list", "--limit", "1e23"], "--limit", "1e23")
+
     def test_bad_stores(self):
         self.refused(["--db", self.dir, "list"], "is a folder")
         self.refused(["--db", "/dev/null", "list"], "not a regular file")

@@ -129,6 +129,39 @@ class OwnFiles(unittest.TestCase):
         self.refused({"model.name": "torchscript", "model.path": model, "data.name": "tensors", "data.path": data},
                      "model:", "[32, 20]", "inputs [20] in 5 classes", "32x20 and 32x64")
 
+    def test_zip_bombs_are_refused_from_their_directory_before_anything_is_inflated(self):
+        """A 2 MB model or data file whose deflated entry inflates to 256 MiB (PyTorch compresses only small
+        code entries; tensors are stored raw) is refused from its zip directory in one line naming the entry.
+        Such a file used to be inflated whole by every rank: 4.3 GB and std::bad_alloc for a 2 GiB entry."""
+        model = user_models.save_scripted(user_models.Mlp(), os.path.join(self.dir, "mlp.pt"))
+        x, y = user_models.labelled((64, 32), 5)
+        data = user_models.write_tensors("torch", os.path.join(self.dir, "d.pt"), x, y)
+
+        def with_bomb(path, entry):
+            bombed = path + ".bomb"
+            with zipfile.ZipFile(path) as src, zipfile.ZipFile(bombed, "w") as out:
+                prefix = src.namelist()[0].split("/")[0]
+                for name in src.namelist():
+                    out.writestr(src.getinfo(name), src.read(name))
+                info = zipfile.ZipInfo(f"{prefix}/{entry}")
+                info.compress_type = zipfile.ZIP_DEFLATED
+                with out.open(info, "w", force_zip64=True) as f:
+                    zeros = bytes(16 << 20)
+                    for _ in range(16):
+                        f.write(zeros)
+            self.assertLess(os.path.getsize(bombed), 2 << 20)
+            return bombed
+
+        settings = {"model.name": "torchscript", "model.path": model, "data.name": "tensors", "data.path": data}
+        self.run_on(settings)  # the files as PyTorch wrote them train
+        bomb = with_bomb(model, "code/__torch__/bomb.py")
+        self.refused(dict(settings, **{"model.path": bomb}), "model.path", bomb, "bomb.py: 268435456 from",
+                     "not a file PyTorch wrote")
+        bomb = with_bomb(data, "data/99")
+        self.refused(dict(settings, **{"data.path": bomb}), "data.path", bomb, "data/99: 268435456 from")
+        self.refused(dict(settings, **{"model.max_gib": 0.00001}), "model.max_gib", model,
+                     "a model may take: raise model.max_gib")
+
     def test_a_torchscript_file_from_a_newer_pytorch_is_one_line(self):
         model = user_models.save_scripted(user_models.Mlp(), os.path.join(self.dir, "mlp.pt"))
         x, y = user_models.labelled((64, 32), 5)

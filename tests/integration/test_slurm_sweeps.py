@@ -90,6 +90,43 @@ class SlurmSpecErrors(unittest.TestCase):
             self.assertEqual(len([line for line in plan.stdout.splitlines() if "lr=" in line]), len(LRS))
 
 
+def fake_slurm(folder, output):
+    """A bin folder whose sbatch makes the job's output file with the shell line `output` (in the folder
+    sbatch runs in, where --output points) and answers job 4242; scontrol says it FAILED."""
+    bin_dir = os.path.join(folder, "fake-bin")
+    os.mkdir(bin_dir)
+    tools = {"sbatch": f"{output}\necho 4242", "squeue": "exit 0", "scancel": "exit 0",
+             "scontrol": "echo 'JobId=4242 JobName=x JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0'"}
+    for name, body in tools.items():
+        path = os.path.join(bin_dir, name)
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\n{body}\n")
+        os.chmod(path, 0o755)
+    return bin_dir
+
+
+class SlurmOutputFiles(unittest.TestCase):
+    """The job's folder is the user's: whatever takes the output file's place there (a FIFO, a link to
+    /dev/zero) is not read, the trial fails with SLURM's own reason, and the sweep ends. A FIFO used to
+    hang the sweep in open(), past SIGINT and SIGTERM; /dev/zero was read until memory ran out."""
+
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_a_fifo_or_a_device_as_the_output_does_not_stop_the_sweep(self):
+        for output in ("mkfifo slurm-4242.out", "ln -s /dev/zero slurm-4242.out"):
+            with self.subTest(output=output), tempfile.TemporaryDirectory() as folder:
+                env = dict(os.environ, COMMTUNE_DB=ct.store(),
+                           PATH=fake_slurm(folder, output) + os.pathsep + os.environ["PATH"])
+                proc = sweep_cli(env, "--spec", spec(folder, axes={"optimizer.lr": [0.01]}))
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                sweep_id = ct.query("SELECT max(id) FROM sweeps")[0][0]
+                (_, status, reason), = trial_runs(sweep_id).values()
+                self.assertEqual(status, "failed")
+                self.assertIn("SLURM job 4242 ended FAILED (NonZeroExitCode), exit code 1:0", reason)
+                self.assertNotIn("its output ends", reason)
+
+
 class SlurmSweeps(unittest.TestCase):
     def setUp(self):
         ct.fresh_store()

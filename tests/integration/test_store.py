@@ -154,6 +154,40 @@ class BadFiles(unittest.TestCase):
             self.assertIn("damaged", proc.stderr)
             self.assertEqual(digest(path), before)
 
+    def test_a_store_in_a_read_only_folder_is_read_and_not_written(self):
+        """A store on a read-only share (here: a folder this user cannot write; as root, whom permissions do
+        not stop, the commands run as `nobody`): every command that reads answers as it does elsewhere, and
+        one that writes says why it cannot, naming the folder. SQLite's WAL mode wants to create a file
+        beside the store even to read it: that used to fail every command with "unable to open database"."""
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o755)
+            folder = os.path.join(d, "share")
+            os.mkdir(folder)
+            path = os.path.join(folder, "runs.db")
+            for hook in ("allreduce", "fp16_compress"):
+                ct.cli("--db", path, "run", "--quiet", "--set", "steps=5", "--set", f"hook.name={hook}",
+                       "--summary", os.path.join(d, "s.json"))
+            expected = {args: ct.cli("--db", path, *args).stdout for args in
+                        (("list", "--json"), ("show", "2", "--json"), ("compare", "1", "2", "--json"),
+                         ("export", "runs", "1", "--metrics"))}
+            os.chmod(path, 0o444)
+            os.chmod(folder, 0o555)
+            before = digest(path)
+            as_reader = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+            try:
+                for args, output in expected.items():
+                    proc = subprocess.run([*as_reader, ct.CLI, "--db", path, *args], capture_output=True,
+                                          text=True, timeout=120)
+                    self.assertEqual((proc.returncode, proc.stdout), (0, output), f"{args}: {proc.stderr}")
+                proc = subprocess.run([*as_reader, ct.CLI, "--db", path, "run", "--quiet", "--set", "steps=2"],
+                                      capture_output=True, text=True, timeout=120)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                self.assertIn(f"its folder {folder} is not writable here", proc.stderr)
+                self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+            finally:
+                os.chmod(folder, 0o755)
+            self.assertEqual(digest(path), before, "the file was changed")
+
     def test_a_newer_store_is_not_downgraded(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "runs.db")

@@ -222,6 +222,32 @@ class Sweeps(unittest.TestCase):
                 self.assertTrue(kept[run_id] <= stored, f"run {run_id} lost metrics")
                 self.assertEqual((len(stored), rows), (2 * 80, 2 * 80), f"run {run_id}")
 
+    def test_two_resumes_at_once_run_the_sweep_once(self):
+        """Two `sweep --resume` started at the same instant: one runs the rest of the sweep, the other is
+        refused before it runs anything (both used to run the same trials into the same rows)."""
+        with tempfile.TemporaryDirectory() as work:
+            args = [ct.CLI, "sweep", *SMALL, "--set", "steps=30", "--no-baseline", "--work-dir", work,
+                    "--axis", "optimizer.lr=0.01,0.02,0.03"]
+            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            kill_while_training(self, proc, trial=0, rows=10)
+            sweep_id = str(ct.cli_json("list", "--sweeps")[0]["id"])
+            resumes = [subprocess.Popen([ct.CLI, "sweep", "--resume", sweep_id, "--work-dir", work],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                       for _ in range(2)]
+            ended = [(p.wait(timeout=300), p.stderr.read()) for p in resumes]
+            for p in resumes:
+                p.stdout.close()
+                p.stderr.close()
+            codes = sorted(code for code, _ in ended)
+            self.assertEqual(codes[0], 0, ended)
+            self.assertNotEqual(codes[1], 0, ended)
+            refused = [err for code, err in ended if code != 0][0]
+            self.assertIn(f"sweep {sweep_id} is running in another process", refused)
+            for run in ct.cli_json("list"):
+                self.assertEqual(run["status"], "succeeded")
+                stored, rows = steps_stored(run["id"])
+                self.assertEqual((len(stored), rows), (2 * 30, 2 * 30), f"run {run['id']}")
+
     def test_a_trial_stopped_as_it_ended_is_finished_by_a_resume(self):
         # A stop that comes as a trial takes its last step leaves the trial with every step stored and no end:
         # cancelled, as a stopped sweep's trials are (seen in CI on a SLURM sweep). A resume runs its last steps

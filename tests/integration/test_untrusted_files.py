@@ -8,6 +8,7 @@ the terminal, NaN taken for a number, a Ctrl-C lost at start, and a full
 disk that left the store unusable."""
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -180,6 +181,33 @@ class OneBadRowPoisonsNothing(Untrusted):
             out = ct.cli(*args).stdout
             self.assertNotIn("\x1b", out, args)
             self.assertNotIn("\x07", out, args)
+        # Characters that reorder or steer what a terminal shows, bytes that are not UTF-8, a 10 KB name.
+        steering = "\u202egnp.exe\u2066x\u2069\u009b31m\u200f"
+        connection = sqlite3.connect(ct.store())
+        connection.execute("UPDATE runs SET name = CAST(? AS BLOB) WHERE id = ?",
+                           (steering.encode() + b"\xff\xfe", run))
+        connection.commit()
+        connection.close()
+        for args in (("show", run), ("list",)):
+            out = subprocess.run([ct.CLI, *map(str, args)], capture_output=True, timeout=120).stdout
+            for raw in ("\u202e", "\u2066", "\u2069", "\u009b", "\u200f"):
+                self.assertNotIn(raw.encode(), out, args)
+            self.assertNotIn(b"\xff", out, args)
+            self.assertIn(b"\\u202egnp.exe\\u2066x", out, args)
+        connection = sqlite3.connect(ct.store())
+        connection.execute("UPDATE runs SET name = ? WHERE id = ?", ("n" * 10000, run))
+        connection.commit()
+        connection.close()
+        widest = max(len(line) for line in ct.cli("list").stdout.splitlines())
+        self.assertLess(widest, 400)
+        # A configuration file's text, quoted in an error, is escaped too.
+        spec = os.path.join(self.dir, "spec.json")
+        with open(spec, "w") as f:
+            json.dump({"axes": {"optimizer.lr": [0.1]}, "strategy": "grid\x1b[2J"}, f)
+        proc = ct.cli("sweep", "--plan", "--spec", spec, check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("grid\\x1b[2J", proc.stderr)
+        self.assertNotIn("\x1b", proc.stderr)
         # A rank's error text from an event file, in the one-line conclusion.
         events = event_file(self.dir, 0, hello(0, 1), run_start({"steps": 4, "world_size": 1}),
                             message({"kind": "error", "error_kind": "runtime", "message": "boom\x1b[2J"}))
@@ -375,13 +403,25 @@ class DiskFull(Untrusted):
         with open(filler, "wb") as f:
             f.write(bytes(1200 * 1024))
         started = time.monotonic()
+        summary_path = os.path.join(self.dir, "full-disk-summary.json")
         proc = subprocess.run([ct.CLI, "--db", store, "run", "--quiet", "--set", "steps=100000", "--set",
-                               "data.features=8", "--set", "model.hidden=8"], capture_output=True, text=True,
-                              timeout=300)
+                               "data.features=8", "--set", "model.hidden=8", "--summary", summary_path],
+                              capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertIn("stopped writing", proc.stderr)
+        # What the ranks sent and the store could not keep is counted, not lost silently.
+        with open(summary_path) as f:
+            summary = json.load(f)
         self.assertLess(time.monotonic() - started, 240)
         os.remove(filler)
+        connection = sqlite3.connect(store)
+        stored = connection.execute("SELECT count(*) FROM step_metrics").fetchone()[0]
+        connection.close()
+        completed = summary["steps"]["completed"] * summary["world_size"]
+        if stored < completed:
+            lost = re.search(r"(\d+) step rows the ranks sent were not stored", proc.stderr)
+            self.assertIsNotNone(lost, proc.stderr)
+            self.assertGreaterEqual(stored + int(lost.group(1)), completed, proc.stderr)
         listed = json.loads(subprocess.run([ct.CLI, "--db", store, "list", "--json"], capture_output=True,
                                            text=True, check=True).stdout)
         self.assertEqual(len(listed), 1)

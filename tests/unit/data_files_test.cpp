@@ -158,4 +158,42 @@ TEST_F(DataFiles, ReadsCifar10Batches) {
   EXPECT_THROW(load({{"name", "cifar10"}, {"path", dir_.string()}}), commtune::ConfigError);
 }
 
+// Data files are checked against what the dataset can be before they are
+// read: a 2 GiB sparse file named like a CIFAR-10 batch was read whole (4 GB
+// per rank) before its size was looked at; now its size refuses it at once.
+TEST_F(DataFiles, SizesAreCheckedBeforeAFileIsRead) {
+  const auto problem = [&](nlohmann::json section) -> std::pair<std::string, std::string> {
+    section["name"] = "cifar10";
+    section["path"] = dir_.string();
+    try {
+      load(section);
+      return {"", ""};
+    } catch (const commtune::ConfigError& e) {
+      return {e.field(), e.what()};
+    }
+  };
+  const auto batch = dir_ / "data_batch_1.bin";
+  std::ofstream(batch, std::ios::binary).flush();
+  fs::resize_file(batch, std::uint64_t{2} << 30);  // sparse: 2 GiB that take no disk
+  auto [field, what] = problem({});
+  EXPECT_EQ(field, "data.path");
+  EXPECT_NE(what.find("2147483648 bytes, not a multiple of 3073"), std::string::npos) << what;
+
+  // Whole records, but more than data.max_gib lets the dataset take.
+  fs::resize_file(batch, 3073 * 1000);
+  std::tie(field, what) = problem({{"max_gib", 0.001}});
+  EXPECT_EQ(field, "data.max_gib");
+  EXPECT_NE(what.find("needs 3073000 bytes, more than the 0.001 GiB"), std::string::npos) << what;
+  EXPECT_NE(what.find("raise data.max_gib"), std::string::npos) << what;
+  EXPECT_EQ(load({{"name", "cifar10"}, {"path", dir_.string()}, {"max_gib", 0.01}})->size(), 1000);
+
+  // A gzip bomb stops inflating where the budget ends (64 MiB of zeros in about 64 KB).
+  fs::remove(batch);
+  write("data_batch_1.bin", std::string(std::size_t{64} << 20, '\0'), /*gzip=*/true);
+  EXPECT_LT(fs::file_size(batch.string() + ".gz"), std::uintmax_t{1} << 20);
+  std::tie(field, what) = problem({{"max_gib", 0.01}});
+  EXPECT_EQ(field, "data.max_gib");
+  EXPECT_NE(what.find("bytes decompressed"), std::string::npos) << what;
+}
+
 }  // namespace

@@ -1,5 +1,6 @@
 // Why a SLURM job ended, from its output file (core/launch/slurm_job.h).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -48,6 +49,28 @@ TEST_F(SlurmOutput, NoOutputOrNoFileSaysNothing) {
   EXPECT_EQ(ending_of(""), "");
   EXPECT_EQ(ending_of("srun: Job 7 step creation temporarily disabled, retrying\n"), "");
   EXPECT_EQ(slurm_output_ending(folder_.string(), "8"), "");
+}
+
+// The job's folder is the user's: what is there under the output's name is
+// read only as far as a regular file's last 4 KiB, and never waited on
+// (a FIFO used to block the sweep in open(), where no signal could stop it).
+TEST_F(SlurmOutput, AFifoOrADeviceInPlaceOfTheOutputSaysNothingAndDoesNotWait) {
+  ASSERT_EQ(::mkfifo((folder_ / "slurm-9.out").c_str(), 0600), 0);
+  EXPECT_EQ(slurm_output_ending(folder_.string(), "9"), "");
+  fs::create_symlink("/dev/zero", folder_ / "slurm-10.out");
+  EXPECT_EQ(slurm_output_ending(folder_.string(), "10"), "");
+  fs::create_symlink(folder_, folder_ / "slurm-11.out");
+  EXPECT_EQ(slurm_output_ending(folder_.string(), "11"), "");
+}
+
+TEST_F(SlurmOutput, AHugeOutputIsReadFromItsEnd) {
+  const auto path = folder_ / "slurm-12.out";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.seekp((std::int64_t{2} << 30) - 1);  // a sparse 2 GiB of zeros, then the last line
+    out << "\nworker: error: out of memory\n";
+  }
+  EXPECT_EQ(slurm_output_ending(folder_.string(), "12"), "worker: error: out of memory");
 }
 
 }  // namespace
