@@ -80,10 +80,7 @@ int run_worker(int argc, char** argv) {
          static_cast<std::uint32_t>(env.world_size), static_cast<std::uint32_t>(::getpid())});
     flush_events_on_stop(events.get());
     stop_with_the_parent();
-    nlohmann::json raw = nlohmann::json::object();
-    if (!config_path.empty()) raw = commtune::RunConfig::from_file(config_path).to_json();
-    for (const auto& o : overrides) commtune::apply_override(raw, o);
-    const auto config = commtune::RunConfig::parse(raw);
+    const auto config = commtune::RunConfig::parse(commtune::load_raw_config(config_path, overrides));
     return commtune::train_rank(config, env, events.get()) ? commtune::kExitDiverged : 0;
   } catch (const std::exception& e) {
     const auto kind = commtune::failure_kind(e);

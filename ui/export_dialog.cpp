@@ -18,11 +18,11 @@
 #include <QSvgGenerator>
 #include <QTextStream>
 #include <QVBoxLayout>
-#include <filesystem>
 #include "ui/plot/qcustomplot.h"
 
 #include "core/export/launch_scripts.h"
 #include "core/export/production_export.h"
+#include "core/export/run_source.h"
 #include "core/netmodel/recommend.h"
 #include "db/store.h"
 #include "ui/async.h"
@@ -157,20 +157,14 @@ ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* pl
   run_async(
       this,
       [path = store_path_.toStdString(), run_id] {
-        db::Store store(path, db::Store::Access::ReadOnly);
-        const auto run = store.run(run_id);
-        if (!run) throw db::Error("there is no run " + std::to_string(run_id));
-        Source s{run->config,
-                 {},
-                 QString("Run %1 %2: %3, %4")
-                     .arg(run_id)
-                     .arg(QString::fromStdString(run->name))
-                     .arg(QString::fromStdString(describe_hook(*run)))
-                     .arg(QString::fromStdString(run->status))};
-        for (const auto& a : store.artifacts(run_id))
-          if (a.kind == "checkpoint" && std::filesystem::is_directory(a.path))
-            s.checkpoint = QString::fromStdString(a.path);
-        return s;
+        const db::Store store(path, db::Store::Access::ReadOnly);
+        const auto stored = run_export_source(store, run_id);  // as `export --run`: a refused configuration stops here
+        return Source{stored.config, QString::fromStdString(stored.checkpoint),
+                      QString("Run %1 %2: %3, %4")
+                          .arg(run_id)
+                          .arg(QString::fromStdString(stored.run.name))
+                          .arg(QString::fromStdString(describe_hook(stored.run)))
+                          .arg(QString::fromStdString(stored.run.status))};
       },
       [this](const Outcome<Source>& out) {
         if (!out.value) return report({}, out.error);

@@ -15,13 +15,6 @@
 
 namespace commtune::cli {
 
-nlohmann::json load_raw_config(const std::string& path, const std::vector<std::string>& overrides) {
-  nlohmann::json raw = nlohmann::json::object();
-  if (!path.empty()) raw = RunConfig::from_file(path).to_json();
-  for (const auto& o : overrides) apply_override(raw, o);
-  return raw;
-}
-
 std::atomic<bool> g_stop{false};
 
 namespace {
@@ -278,12 +271,10 @@ std::vector<std::int64_t> select_runs(const db::Store& store, const std::vector<
   return ids;
 }
 
-namespace {
 nlohmann::json optional_json(const std::optional<std::int64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 nlohmann::json optional_json(const std::optional<double>& v) { return figure_json(v); }
-}  // namespace
 
 nlohmann::json run_json(const db::RunRecord& r, bool full) {
   nlohmann::json j{{"id", r.id},

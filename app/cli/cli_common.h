@@ -30,9 +30,6 @@ constexpr int kExitCancelled = 130;
 // The exit code for how a run ended.
 int exit_code_for(const RunOutcome& outcome);
 
-// A raw configuration: the file's (when given), then each path=value override.
-nlohmann::json load_raw_config(const std::string& path, const std::vector<std::string>& overrides);
-
 // Set by SIGINT, SIGTERM and SIGHUP (SIGHUP not when it was ignored, as
 // under nohup). install_stop_signals() runs first thing in main, so a
 // signal is never lost, even one sent while the process starts (a
@@ -87,6 +84,10 @@ class Table {
 // \u202e and the like; bytes that are not UTF-8 as \xff. Run names, reasons
 // and configuration files come from a shared store or another person.
 std::string printable(std::string_view text);
+
+// null, or the value (a double as figure_json writes it).
+nlohmann::json optional_json(const std::optional<std::int64_t>& v);
+nlohmann::json optional_json(const std::optional<double>& v);
 
 // JSON as text, for output: bytes that are not UTF-8 (a store row from
 // elsewhere) become U+FFFD instead of an exception.

@@ -16,6 +16,7 @@
 #include "core/export/launch_scripts.h"
 #include "core/export/powersgd_export.h"
 #include "core/export/production_export.h"
+#include "core/export/run_source.h"
 #include "core/io/input_file.h"
 
 namespace commtune::cli {
@@ -157,15 +158,10 @@ std::pair<nlohmann::json, std::string> export_source(const ExportConfigArgs& arg
   std::string checkpoint, source;
   if (args.run) {
     const auto store = open_store(context.db);
-    const auto run = store->run(*args.run);
-    if (!run) throw db::Error("there is no run " + std::to_string(*args.run) + " in " + store->path());
-    if (!run->config_problem.empty())
-      throw std::runtime_error("run " + std::to_string(run->id) + " has no usable configuration: " +
-                               printable(run->config_problem));
-    config = run->config;
-    source = "run " + std::to_string(run->id);
-    for (const auto& a : store->artifacts(run->id))
-      if (a.kind == "checkpoint" && fs::is_directory(a.path)) checkpoint = a.path;
+    auto stored = run_export_source(*store, *args.run);
+    config = std::move(stored.config);
+    checkpoint = std::move(stored.checkpoint);
+    source = "run " + std::to_string(*args.run);
   } else if (fs::is_directory(args.from)) {
     source = (fs::path(args.from) / "config.json").string();
     if (!fs::exists(source)) throw std::runtime_error(args.from + " has no config.json: not a commtune checkpoint folder");

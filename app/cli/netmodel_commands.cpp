@@ -9,6 +9,7 @@
 #include "core/export/production_export.h"
 #include "core/netmodel/cost_model.h"
 #include "core/netmodel/recommend.h"
+#include "core/store/run_metrics.h"
 #include "core/verdict/evidence.h"
 
 namespace commtune::cli {
@@ -41,10 +42,8 @@ void add_cluster_options(CLI::App& command, ClusterArgs& args, const std::string
 // One cluster per network named, with `ranks` spread over nodes when
 // --nodes is not given.
 std::vector<net::Cluster> clusters(const ClusterArgs& args, int ranks, const std::vector<std::string>& defaults) {
-  net::Cluster shape;
-  shape.gpus_per_node = args.gpus_per_node;
-  shape.nodes = args.nodes ? *args.nodes : std::max(1, ranks / args.gpus_per_node);
-  shape.intra = net::link_preset(args.intra, "--intra");
+  auto shape = net::Cluster::of({}, ranks, args.gpus_per_node, args.nodes.value_or(0),
+                                net::link_preset(args.intra, "--intra"));
   std::vector<net::Cluster> out;
   if (args.bandwidth_gbit) {
     shape.inter = net::custom_link(*args.bandwidth_gbit, args.latency_us.value_or(20));
@@ -149,11 +148,16 @@ int predict_command(const PredictArgs& args, const Context& context) {
     ids.insert(ids.begin(), *args.baseline);
   }
   std::vector<std::int64_t> finished;
-  for (const auto id : ids)
-    if (const auto run = store->run(id);
-        run && (run->status == db::status::kSucceeded || run->status == db::status::kStopped))
+  std::string unfinished;
+  for (const auto id : ids) {
+    const auto run = store->run(id);
+    if (run && is_measured(run->status))
       finished.push_back(id);
-  if (finished.empty()) throw std::invalid_argument("none of these runs finished: nothing measured to predict from");
+    else
+      unfinished += (unfinished.empty() ? "" : ", ") + ("run " + std::to_string(id)) + " " +
+                    (run ? run->status : std::string("does not exist"));
+  }
+  if (finished.empty()) throw std::invalid_argument(unfinished + ": nothing measured to predict from");
   const auto evidence = Evidence::gather(*store, finished);
   const auto compute = target_compute(args.compute, *store);
   const auto& configs = evidence.configurations();

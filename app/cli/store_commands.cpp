@@ -11,7 +11,7 @@
 #include "core/netmodel/recommend.h"
 #include "core/store/run_metrics.h"
 #include "core/store/run_query.h"
-#include "core/verdict/evidence.h"
+#include "core/verdict/run_comparison.h"
 
 namespace commtune::cli {
 namespace {
@@ -19,8 +19,6 @@ namespace {
 std::string steps_text(const db::RunRecord& r) {
   return std::to_string(r.steps_completed) + "/" + std::to_string(r.steps_requested);
 }
-
-std::string label_of(const db::RunRecord& r) { return r.name.empty() ? describe_hook(r) : r.name; }
 
 struct ListArgs {
   std::optional<std::int64_t> sweep;
@@ -189,113 +187,34 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
   return kExitOk;
 }
 
-// Parameters with different values among the runs that have them (a hook's
-// own parameters are absent from runs of other hooks), bookkeeping aside.
-std::vector<std::string> differing_params(const std::vector<std::map<std::string, nlohmann::json>>& params) {
-  std::set<std::string> names;
-  for (const auto& p : params)
-    for (const auto& [name, value] : p)
-      if (name.rfind("checkpoint.", 0) != 0 && name.rfind("debug.", 0) != 0) names.insert(name);
-  std::vector<std::string> out;
-  for (const auto& name : names) {
-    std::set<std::string> values;
-    for (const auto& p : params)
-      if (p.count(name)) values.insert(json_text(p.at(name)));
-    if (values.size() > 1) out.push_back(name);
-  }
-  return out;
-}
-
 }  // namespace
 
 int compare_command(const CompareArgs& args, const Context& context) {
   const auto store = open_store(context.db);
   const auto ids = select_runs(*store, args.runs, args.sweep);
   if (ids.empty()) throw std::invalid_argument("nothing to compare: name runs, or a sweep with --sweep");
-  std::vector<db::RunRecord> runs;
-  std::vector<std::map<std::string, nlohmann::json>> params;
-  std::vector<RunDigest> digests;
-  for (const auto id : ids) {
-    runs.push_back(*store->run(id));
-    const auto p = store->params(id);
-    params.emplace_back(p.begin(), p.end());
-    digests.push_back(digest_run(*store, id));
-  }
-  // Each run against the allreduce run with its own settings outside the hook
-  // and its own seed (or the one named), never one baseline for all.
-  auto with_baseline = ids;
-  if (args.baseline && std::find(ids.begin(), ids.end(), *args.baseline) == ids.end()) {
-    if (!store->run(*args.baseline)) throw std::invalid_argument("there is no run " + std::to_string(*args.baseline));
-    with_baseline.push_back(*args.baseline);
-  }
-  const auto evidence = Evidence::gather(*store, with_baseline, {0, 0});
-  const auto& configs = evidence.configurations();
-  const auto baseline_config = [&](std::size_t c) -> std::optional<std::size_t> {
-    if (args.baseline) return evidence.configuration_of(*args.baseline);
-    return evidence.baseline_of(c);
-  };
-  // A run's baseline run: the one of its baseline configuration with the same seed, else its first.
-  const auto baseline_run_of = [&](const db::RunRecord& run) -> std::optional<std::int64_t> {
-    const auto c = evidence.configuration_of(run.id);
-    if (!c) return std::nullopt;
-    const auto b = baseline_config(*c);
-    if (!b) return std::nullopt;
-    const auto& base = configs[*b];
-    const auto seed = run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0;
-    for (std::size_t i = 0; i < base.runs.size(); ++i)
-      if (base.seeds[i] == seed) return base.runs[i];
-    return base.runs.front();
-  };
-  const auto columns = differing_params(params);
-
-  auto rows = nlohmann::json::array();
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    auto row = run_json(runs[i], false);
-    row["params"] = nlohmann::json::object();
-    for (const auto& c : columns) row["params"][c] = params[i].count(c) ? params[i].at(c) : nlohmann::json(nullptr);
-    row["digest"] = digest_json(digests[i]);
-    const auto& loss = digests[i].loss;
-    const auto baseline = baseline_run_of(runs[i]);
-    std::optional<double> baseline_loss;
-    if (baseline) baseline_loss = tail_loss(store->curve(*baseline));
-    row["loss_change"] = baseline_loss && loss && std::isfinite(*loss) && std::isfinite(*baseline_loss) &&
-                                 *baseline_loss != 0
-                             ? nlohmann::json(*loss / *baseline_loss - 1)
-                             : nlohmann::json(nullptr);
-    row["baseline"] = baseline && runs[i].id == *baseline;
-    row["baseline_run"] = baseline ? nlohmann::json(*baseline) : nlohmann::json(nullptr);
-    rows.push_back(row);
-  }
-  // Configurations run with several seeds: their mean, spread and the change
-  // against their baseline with its interval.
-  auto replicated = nlohmann::json::array();
-  for (std::size_t c = 0; c < configs.size(); ++c) {
-    if (configs[c].runs.size() < 2) continue;
-    const auto b = baseline_config(c);
-    nlohmann::json j{{"runs", configs[c].runs},
-                     {"label", configs[c].label},
-                     {"seeds", configs[c].runs.size()},
-                     {"tail_loss_mean", figure_json(configs[c].mean_loss())},
-                     {"tail_loss_sd", figure_json(configs[c].loss_sd())}};
-    if (b && *b != c) {
-      const auto change = evidence.loss_change(c, *b);
-      j["baseline_runs"] = configs[*b].runs;
-      j["loss_change"] = change.change.to_json();
-      j["loss_change_text"] = change.describe();
-    }
-    replicated.push_back(std::move(j));
-  }
-  // The baseline of the comparison: the one named, else the first baseline among the runs.
-  std::optional<std::int64_t> first_baseline = args.baseline;
-  for (const auto& row : rows)
-    if (!first_baseline && row["baseline"].get<bool>()) first_baseline = row["id"].get<std::int64_t>();
+  const auto comparison = compare_runs(*store, ids, args.baseline);
+  const auto& columns = comparison.differing;
   if (args.as_json) {
-    std::cout << json_text(nlohmann::json{{"baseline_run",
-                                 first_baseline ? nlohmann::json(*first_baseline) : nlohmann::json(nullptr)},
-                                {"params", columns},
-                                {"runs", rows},
-                                {"configurations", replicated}},
-                               2)
+    auto rows = nlohmann::json::array();
+    for (const auto& c : comparison.runs) {
+      auto row = run_json(c.run, false);
+      row["params"] = nlohmann::json::object();
+      for (const auto& name : columns) {
+        const auto it = c.params.find(name);
+        row["params"][name] = it == c.params.end() ? nlohmann::json(nullptr) : it->second;
+      }
+      row["digest"] = digest_json(c.digest);
+      row["loss_change"] = optional_json(c.loss_change);
+      row["baseline"] = c.is_baseline;
+      row["baseline_run"] = optional_json(c.baseline_run);
+      rows.push_back(std::move(row));
+    }
+    std::cout << json_text(nlohmann::json{{"baseline_run", optional_json(comparison.baseline_run)},
+                                          {"params", columns},
+                                          {"runs", rows},
+                                          {"configurations", comparison.configurations}},
+                           2)
               << "\n";
     return kExitOk;
   }
@@ -303,36 +222,31 @@ int compare_command(const CompareArgs& args, const Context& context) {
   for (const auto& c : columns) headers.push_back(c.substr(c.find('.') + 1));
   for (const char* h : {"tail loss", "vs base", "ms/step", "MB/step", "compr"}) headers.push_back(h);
   Table table(headers);
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto& row = rows[i];
-    std::vector<std::string> cells{std::to_string(runs[i].id) + (row["baseline"].get<bool>() ? "*" : ""),
-                                   label_of(runs[i]), runs[i].status, steps_text(runs[i])};
-    for (const auto& c : columns) {
-      const auto& v = row["params"][c];
-      // Six significant digits, as a person reads them (0.1, not 0.10000000000000002); --json keeps every digit.
-      cells.push_back(v.is_null()           ? "-"
-                      : v.is_string()       ? v.get<std::string>()
-                      : v.is_number_float() ? format("%.6g", v.get<double>())
-                                            : json_text(v));
+  for (const auto& c : comparison.runs) {
+    std::vector<std::string> cells{std::to_string(c.run.id) + (c.is_baseline ? "*" : ""), c.label, c.run.status,
+                                   steps_text(c.run)};
+    // Six significant digits, as a person reads them; --json keeps every digit.
+    for (const auto& name : columns) {
+      const auto it = c.params.find(name);
+      cells.push_back(param_text(it == c.params.end() ? nlohmann::json(nullptr) : it->second));
     }
-    cells.push_back(format_optional("%.5f", digests[i].loss));
-    cells.push_back(row["loss_change"].is_null() ? "-" : format("%+.2f%%", 100 * row["loss_change"].get<double>()));
-    cells.push_back(format_optional("%.2f", digests[i].step_ms));
-    cells.push_back(format_optional("%.3f", digests[i].wire_mb));
-    cells.push_back(format_optional("%.1fx", digests[i].compression_ratio));
+    cells.push_back(format_optional("%.5f", c.digest.loss));
+    cells.push_back(c.loss_change ? format("%+.2f%%", 100 * *c.loss_change) : "-");
+    cells.push_back(format_optional("%.2f", c.digest.step_ms));
+    cells.push_back(format_optional("%.3f", c.digest.wire_mb));
+    cells.push_back(format_optional("%.1fx", c.digest.compression_ratio));
     table.add(cells);
   }
   table.print(std::cout);
-  const bool any_baseline = std::any_of(rows.begin(), rows.end(), [](const nlohmann::json& r) { return r["baseline"].get<bool>(); });
-  std::cout << (any_baseline ? "* a baseline (allreduce); vs base: against the allreduce run with the same settings "
+  std::cout << (comparison.any_baseline ? "* a baseline (allreduce); vs base: against the allreduce run with the same settings "
                                "outside the hook and the same seed; "
                              : "no allreduce baseline among these runs; ")
             << "tail loss: mean over ranks and the last 10% of steps (inf: it diverged); ms/step: median over the "
                "steady second half\n";
-  if (!replicated.empty()) {
+  if (!comparison.configurations.empty()) {
     std::cout << "\nconfigurations run with several seeds:\n";
     Table seeds_table({"runs", "label", "seeds", "tail loss mean", "sd", "vs base (95% interval)"});
-    for (const auto& j : replicated) {
+    for (const auto& j : comparison.configurations) {
       std::string list;
       for (const auto& id : j["runs"]) list += (list.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
       seeds_table.add({list, j["label"].get<std::string>(), std::to_string(j["seeds"].get<std::size_t>()),

@@ -255,6 +255,13 @@ void apply_override(nlohmann::json& raw, std::string_view assignment) {
   set_param(raw, path, parse_param_text(param_spec(raw, path), assignment.substr(eq + 1), path));
 }
 
+nlohmann::json load_raw_config(const std::string& path, const std::vector<std::string>& overrides) {
+  nlohmann::json raw = nlohmann::json::object();
+  if (!path.empty()) raw = RunConfig::from_file(path).to_json();
+  for (const auto& o : overrides) apply_override(raw, o);
+  return raw;
+}
+
 nlohmann::json describe_schema() {
   nlohmann::json j;
   j["root"] = nlohmann::json::array();

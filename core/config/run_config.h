@@ -95,6 +95,11 @@ void set_param(nlohmann::json& raw, std::string_view path, const nlohmann::json&
 // text is read as the parameter's type; unknown paths are errors.
 void apply_override(nlohmann::json& raw, std::string_view assignment);
 
+// A raw configuration: the file's (when `path` is given), then each
+// path=value override, in order. What `run -c FILE --set ...` and a worker's
+// `--config FILE --set ...` both parse.
+nlohmann::json load_raw_config(const std::string& path, const std::vector<std::string>& overrides);
+
 // The whole schema, for `commtune-cli params` and the GUI's forms.
 nlohmann::json describe_schema();
 

@@ -165,19 +165,25 @@ void ProgressLine::on_event(const events::Event& event) {
   if (!step) return;
   auto& p = pending_[step->step];
   ++p.ranks;
-  p.loss += step->loss / world_size_;
-  p.times.forward += step->times.forward / world_size_;
-  p.times.backward += step->times.backward / world_size_;
-  p.times.comm_wait += step->times.comm_wait / world_size_;
-  p.times.hook += step->times.hook / world_size_;
-  p.times.optimizer += step->times.optimizer / world_size_;
-  p.times.total += step->times.total / world_size_;
-  p.wire += static_cast<double>(step->wire_bytes) / world_size_;
-  p.uncompressed += static_cast<double>(step->uncompressed_bytes) / world_size_;
+  // Sums here, one division when the step is whole: the mean over ranks as
+  // the store's avg() and the run's summary take it (run_metrics.h).
+  p.loss += step->loss;
+  p.times.forward += step->times.forward;
+  p.times.backward += step->times.backward;
+  p.times.comm_wait += step->times.comm_wait;
+  p.times.hook += step->times.hook;
+  p.times.optimizer += step->times.optimizer;
+  p.times.total += step->times.total;
+  p.wire += static_cast<double>(step->wire_bytes);
+  p.uncompressed += static_cast<double>(step->uncompressed_bytes);
   if (p.ranks < world_size_) return;
-  const auto done = *pending_.find(step->step);
+  auto done = *pending_.find(step->step);
   pending_.erase(pending_.begin(), std::next(pending_.find(step->step)));
-  show(done.first, done.second);
+  auto& mean = done.second;
+  for (double* figure : {&mean.loss, &mean.times.forward, &mean.times.backward, &mean.times.comm_wait,
+                         &mean.times.hook, &mean.times.optimizer, &mean.times.total, &mean.wire, &mean.uncompressed})
+    *figure /= world_size_;
+  show(done.first, mean);
 }
 
 void ProgressLine::show(std::int64_t step, const Pending& p) {

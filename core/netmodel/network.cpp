@@ -1,5 +1,6 @@
 #include "core/netmodel/network.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -44,6 +45,15 @@ Link custom_link(double bandwidth_gbit_s, double latency_us) {
   char name[64];
   std::snprintf(name, sizeof name, "%gGbit/%gus", bandwidth_gbit_s, latency_us);
   return {name, bandwidth_gbit_s * kGbit, latency_us * 1e-6, "custom link"};
+}
+
+Cluster Cluster::of(const Link& inter, int world_size, int ranks_per_node, int nodes, const Link& intra) {
+  Cluster c;
+  c.gpus_per_node = ranks_per_node;
+  c.nodes = nodes > 0 ? nodes : std::max(1, world_size / ranks_per_node);
+  c.inter = inter;
+  c.intra = intra;
+  return c;
 }
 
 std::string Cluster::describe() const {

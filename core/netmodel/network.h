@@ -35,6 +35,13 @@ struct Cluster {
   // than one node, and that link sets the pace.
   const Link& bottleneck() const { return nodes > 1 ? inter : intra; }
   std::string describe() const;
+
+  // The target a prediction asks about: `world_size` ranks, `ranks_per_node`
+  // to a node, on `nodes` nodes when given (0: as many as the ranks need),
+  // `inter` between them and `intra` inside one. The CLI's what-if commands
+  // and the Analysis page shape their targets here.
+  static Cluster of(const Link& inter, int world_size, int ranks_per_node = 1, int nodes = 0,
+                    const Link& intra = link_preset("nvlink", "intra"));
 };
 
 enum class Collective { Allreduce, Allgather, Alltoall, Broadcast, Reduce, SendRecv, PushPull };

@@ -66,6 +66,8 @@ std::string describe_hook(const db::RunRecord& run) {
   return run.config_problem.empty() ? describe_hook(run.config) : "(unreadable configuration)";
 }
 
+std::string run_label(const db::RunRecord& run) { return run.name.empty() ? describe_hook(run) : run.name; }
+
 std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids) {
   std::optional<std::int64_t> best;
   std::int64_t best_steps = -1;

@@ -83,5 +83,7 @@ std::string describe_hook(const nlohmann::json& config);
 // A stored run's hook, or "(unreadable configuration)" for a row whose
 // configuration the schema refused (db::RunRecord::config_problem).
 std::string describe_hook(const db::RunRecord& run);
+// What a run is called in every table and legend: its name, else its hook.
+std::string run_label(const db::RunRecord& run);
 
 }  // namespace commtune

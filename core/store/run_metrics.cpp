@@ -73,6 +73,17 @@ RunDigest digest_curve(const std::vector<db::CurvePoint>& curve) {
   return d;
 }
 
+const std::vector<std::string>& measured_statuses() {
+  static const std::vector<std::string> statuses{db::status::kSucceeded, db::status::kStopped, db::status::kPaused,
+                                                 db::status::kDiverged};
+  return statuses;
+}
+
+bool is_measured(const std::string& status) {
+  const auto& all = measured_statuses();
+  return std::find(all.begin(), all.end(), status) != all.end();
+}
+
 RunDigest digest_run(const db::Store& store, std::int64_t run_id) { return digest_curve(store.curve(run_id)); }
 
 }  // namespace commtune

@@ -30,6 +30,13 @@ nlohmann::json figure_json(const std::optional<double>& value);
 // figure_json's inverse: nullopt for anything else.
 std::optional<double> figure_from_json(const nlohmann::json& value);
 
+// The statuses of runs whose stored steps measure what they ran, which every
+// analysis reads (predict, the Analysis page): ended without a failure
+// (succeeded; stopped by the user or by successive halving; paused at a
+// rung) or diverged (its steps up to the divergence were measured).
+const std::vector<std::string>& measured_statuses();
+bool is_measured(const std::string& status);
+
 // Index of the first steady step among `count` steps.
 std::size_t first_steady_index(std::size_t count);
 

@@ -104,6 +104,11 @@ std::string param_value_text(const nlohmann::json& value) {
   return value.dump();
 }
 
+nlohmann::json configured_value(const db::RunRecord& run, const std::string& name, const nlohmann::json& stored) {
+  const auto* configured = at_path(run.config, name);
+  return configured && configured->is_boolean() ? *configured : stored;
+}
+
 QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, const RunDigest& digest,
                    const std::vector<std::pair<std::string, nlohmann::json>>& params) {
   QueryRow row;
@@ -121,11 +126,7 @@ QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, cons
   f["mb"] = optional_text(digest.wire_mb);
   f["ratio"] = optional_text(digest.compression_ratio);
   f["wall"] = number_text(run.wall_s);
-  for (const auto& [name, stored] : params) {
-    // The store keeps booleans as 1/0; the configuration says true/false.
-    const auto* configured = at_path(run.config, name);
-    row.params[name] = param_value_text(configured && configured->is_boolean() ? *configured : stored);
-  }
+  for (const auto& [name, stored] : params) row.params[name] = param_value_text(configured_value(run, name, stored));
   return row;
 }
 

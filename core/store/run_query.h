@@ -39,6 +39,10 @@ const std::vector<std::string>& query_figures();
 QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, const RunDigest& digest,
                    const std::vector<std::pair<std::string, nlohmann::json>>& params);
 
+// A stored parameter's value as the run's configuration holds it: the store
+// keeps booleans as 1/0.
+nlohmann::json configured_value(const db::RunRecord& run, const std::string& name, const nlohmann::json& stored);
+
 // A value as a table and a query show it: "1e-05", "true", a string unquoted.
 std::string param_value_text(const nlohmann::json& value);
 

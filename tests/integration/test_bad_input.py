@@ -164,6 +164,12 @@ class BadInput(unittest.TestCase):
             self.refused(["export", "launch", "--run", str(run.summary["run_id"]), "--out",
                           os.path.join(self.dir, "launch"), "--rendezvous", rendezvous], "rendezvous", rendezvous)
 
+    def test_predict_names_the_runs_it_cannot_measure(self):
+        proc = ct.cli("run", "--quiet", "--set", "steps=3", "--set", "debug.fail_rank=1", check=False)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        failed = ct.cli_json("list")[0]["id"]
+        self.refused(["predict", failed], f"run {failed} failed", "nothing measured")
+
     def test_counts_that_are_not_integers_are_refused(self):
         self.refused(["list", "--limit", "1e23"], "--limit", "1e23")
 

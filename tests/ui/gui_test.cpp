@@ -35,6 +35,7 @@
 #include <QtTest>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "core/netmodel/network.h"
 #include "db/store.h"
@@ -220,6 +221,14 @@ QString cli_search(const QString& store, const QString& query) {
   for (const auto& run : nlohmann::json::parse(p.readAllStandardOutput().toStdString()))
     ids << QString::number(run["id"].get<std::int64_t>());
   return ids.join(",");
+}
+
+// The window shown on its Runs page, the store read again.
+RunsPage* show_runs_page(MainWindow& window) {
+  window.show();
+  window.show_page(MainWindow::kRuns);
+  window.runs()->refresh();
+  return window.runs();
 }
 
 QString visible_ids(RunsPage* runs) {
@@ -771,15 +780,75 @@ class GuiTest : public QObject {
     window.set_theme(ThemeChoice::System);
   }
 
+  // The Runs page's comparison is `commtune-cli compare --json`'s, run by run,
+  // from one computation in core: over a sweep of the learning rate each run
+  // is compared with the allreduce run at its own rate. The page used to take
+  // one baseline for all, and listed checkpoint.* settings as differences.
+  void the_runs_comparison_is_the_clis() {
+    namespace db = commtune::db;
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    std::vector<std::int64_t> ids;
+    {
+      db::Store s(path.toStdString());
+      const std::vector<std::tuple<double, nlohmann::json, double, int>> runs{
+          {0.05, {{"name", "allreduce"}}, 1.30, 0}, {0.05, {{"name", "fp16_compress"}}, 1.32, 1},
+          {0.1, {{"name", "allreduce"}}, 1.10, 2},  {0.1, {{"name", "fp16_compress"}}, 1.21, 3}};
+      for (const auto& [lr, hook, loss, dump] : runs) {
+        db::NewRun run;
+        run.config = {{"world_size", 2}, {"steps", 20}, {"hook", hook}, {"optimizer", {{"lr", lr}}},
+                      {"checkpoint", {{"every", dump}}}};
+        ids.push_back(store_flat_run(s, run, 20, loss));
+      }
+    }
+    MainWindow window(path);
+    auto* runs = show_runs_page(window);
+    QTRY_VERIFY(!runs->loading());
+    runs->open_runs(ids);
+    QTRY_VERIFY(!runs->loading());
+    QTRY_COMPARE(runs->metrics()->rowCount(), 4);
+
+    const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
+    QProcess p;
+    QStringList args{"--db", path, "compare", "--json"};
+    for (const auto id : ids) args << QString::number(id);
+    p.start(cli, args);
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    const auto compared = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    QCOMPARE(compared["runs"].size(), std::size_t{4});
+    int column = -1;
+    for (int c = 0; c < runs->metrics()->columnCount(); ++c)
+      if (runs->metrics()->horizontalHeaderItem(c)->text() == "vs base") column = c;
+    QVERIFY(column >= 0);
+    for (int row = 0; row < 4; ++row) {
+      const auto& cli_row = compared["runs"][static_cast<std::size_t>(row)];
+      const auto change = cli_row["loss_change"];
+      const auto shown = runs->metrics()->item(row, column)->text();
+      QVERIFY2(!change.is_null(), qPrintable(QString::fromStdString(cli_row.dump())));
+      const auto want = QString("%1%2%").arg(change.get<double>() >= 0 ? "+" : "").arg(100 * change.get<double>(), 0, 'f', 2);
+      QCOMPARE(shown, want);
+      QCOMPARE(runs->metrics()->item(row, 0)->text().endsWith("*"), cli_row["baseline"].get<bool>());
+    }
+    // fp16 at 0.1 is 10% above allreduce at 0.1 (not 7% below allreduce at 0.05).
+    QCOMPARE(runs->metrics()->item(3, column)->text(), QString("+10.00%"));
+    // The differing parameters are the CLI's: bookkeeping (debug.*) is not a difference.
+    std::set<std::string> page_differing;
+    runs->findChild<QCheckBox*>("runs:only_differences")->setChecked(true);
+    QTRY_VERIFY(!runs->loading());
+    for (int row = 0; row < runs->diff()->rowCount(); ++row)
+      page_differing.insert(runs->diff()->item(row, 0)->text().toStdString());
+    const auto cli_differing = compared["params"].get<std::vector<std::string>>();
+    QCOMPARE(page_differing, std::set<std::string>(cli_differing.begin(), cli_differing.end()));
+    QVERIFY(!page_differing.count("checkpoint.every"));
+  }
+
   void the_runs_filter_is_the_clis_query_language() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
     const auto ids = seed_mixed_runs(path);
     MainWindow window(path);
-    window.show();
-    window.show_page(MainWindow::kRuns);
-    auto* runs = window.runs();
-    runs->refresh();
+    auto* runs = show_runs_page(window);
     QTRY_VERIFY(!runs->loading());
     QCOMPARE(runs->visible_runs(), 5);
     QStringList headers;

@@ -57,19 +57,14 @@ TargetCompute target_compute(const Query& q) {
 }
 
 net::Cluster cluster_for(const Query& q, const std::string& link, int world_size) {
-  net::Cluster c;
-  c.gpus_per_node = q.ranks_per_node;
-  c.nodes = q.nodes ? q.nodes : std::max(1, world_size / q.ranks_per_node);
-  c.intra = net::link_preset("nvlink", "intra");
-  c.inter = net::link_preset(link, "network");
-  return c;
+  return net::Cluster::of(net::link_preset(link, "network"), world_size, q.ranks_per_node, q.nodes);
 }
 
 AnalysisData compute(const Query& q) {
   db::Store store(q.path, db::Store::Access::ReadOnly);
   db::RunFilter filter;
   if (q.sweep_id) filter.sweep_id = q.sweep_id;
-  filter.statuses = {db::status::kSucceeded, db::status::kStopped, db::status::kPaused, db::status::kDiverged};
+  filter.statuses = measured_statuses();
   AnalysisData out;
   if (q.sweep_id)
     if (const auto sweep = store.sweep(q.sweep_id))
@@ -90,7 +85,7 @@ AnalysisData compute(const Query& q) {
     const auto c = evidence.configuration_of(run.id);
     AnalysisPoint p;
     p.run_id = run.id;
-    p.label = QString::fromStdString(run.name.empty() ? describe_hook(run) : run.name);
+    p.label = QString::fromStdString(run_label(run));
     p.loss = *digest.loss;
     p.wire_mb = digest.wire_mb;
     p.step_ms = digest.step_ms;

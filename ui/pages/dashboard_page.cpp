@@ -110,7 +110,7 @@ DashboardPage::Found found_run(const db::Store& store, const db::RunRecord& run)
   found.owner = run.owner;
   auto& start = found.start;
   start.run_id = run.id;
-  start.label = QString::fromStdString(run.name.empty() ? describe_hook(run) : run.name);
+  start.label = QString::fromStdString(run_label(run));
   start.to_step = run.steps_requested;
   if (run.sweep_id) {
     start.sweep_id = *run.sweep_id;

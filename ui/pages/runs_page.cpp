@@ -34,6 +34,7 @@
 #include "core/store/run_metrics.h"
 #include "core/store/run_query.h"
 #include "core/sweep/sweep_spec.h"
+#include "core/verdict/run_comparison.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/export_dialog.h"
@@ -689,7 +690,7 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
               values.emplace_back(QString::fromStdString(p), QString::fromStdString(it->second));
           out.push_back({id,
                          QString("%1 %2").arg(id).arg(
-                             QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name)),
+                             QString::fromStdString(run_label(*run))),
                          stored_points(id, store.steps(id)), std::move(buckets), std::move(values)});
         }
         return out;
@@ -712,60 +713,33 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
 }
 
 void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
-  struct Compared {
-    std::int64_t id;
-    QString label;
-    std::map<std::string, QString> params;
-    RunDigest digest;
-  };
-  struct Loaded {
-    std::vector<Compared> runs;
-    std::optional<std::int64_t> baseline;
-  };
   ++pending_;
   run_async(
       this,
       [path = store_path_.toStdString(), ids] {
-        db::Store store(path, db::Store::Access::ReadOnly);
-        Loaded out;
-        for (const auto id : ids) {
-          const auto run = store.run(id);
-          if (!run) continue;
-          Compared c{id, QString::fromStdString(run->name.empty() ? describe_hook(*run) : run->name), {},
-                     digest_run(store, id)};
-          for (const auto& [name, value] : query_row(*run, {}, {}, store.params(id)).params)
-            c.params[name] = QString::fromStdString(value);
-          out.runs.push_back(std::move(c));
-        }
-        out.baseline = find_allreduce_baseline(store, ids);
-        return out;
+        const db::Store store(path, db::Store::Access::ReadOnly);
+        return compare_runs(store, ids);  // as `commtune-cli compare`: each run against its own baseline
       },
-      [this](const Outcome<Loaded>& out) {
+      [this](const Outcome<RunComparison>& out) {
         --pending_;
         diff_->clear();
         metrics_->clear();
         if (!out.value) return;
         const auto& runs = out.value->runs;
-        // A parameter differs when the runs disagree on it, or only some runs
-        // have it: PowerSGD's rank is what sets it apart from allreduce.
-        std::vector<std::pair<std::string, bool>> rows;  // name, differs
+        const std::set<std::string> differing(out.value->differing.begin(), out.value->differing.end());
         std::set<std::string> names;
         for (const auto& r : runs)
           for (const auto& [name, value] : r.params) names.insert(name);
+        std::vector<std::pair<std::string, bool>> rows;  // name, differs
         for (const auto& name : names) {
-          std::set<QString> values;
-          for (const auto& r : runs) {
-            const auto it = r.params.find(name);
-            values.insert(it == r.params.end() ? QString("–") : it->second);
-          }
-          const bool differs = values.size() > 1;
+          const bool differs = differing.count(name) > 0;
           if (only_differences_->isChecked() && runs.size() > 1 && !differs) continue;
           rows.emplace_back(name, differs);
         }
         // Swept differences first, then the rest.
         std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
         QStringList headers{"parameter"};
-        for (const auto& r : runs) headers << QString("run %1").arg(r.id);
+        for (const auto& r : runs) headers << QString("run %1").arg(r.run.id);
         diff_->setColumnCount(static_cast<int>(headers.size()));
         diff_->setHorizontalHeaderLabels(headers);
         diff_->setRowCount(static_cast<int>(rows.size()));
@@ -774,7 +748,8 @@ void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
           diff_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(name)));
           for (std::size_t c = 0; c < runs.size(); ++c) {
             const auto it = runs[c].params.find(name);
-            auto* item = new QTableWidgetItem(it == runs[c].params.end() ? QString("–") : it->second);
+            auto* item = new QTableWidgetItem(it == runs[c].params.end() ? QString("–")
+                                                                         : QString::fromStdString(param_text(it->second)));
             QFont font = item->font();
             font.setBold(differs);
             item->setFont(font);
@@ -783,9 +758,6 @@ void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
         }
         diff_->resizeColumnsToContents();
 
-        std::optional<double> baseline_loss;
-        for (const auto& r : runs)
-          if (out.value->baseline && r.id == *out.value->baseline) baseline_loss = r.digest.loss;
         metrics_->setColumnCount(8);
         metrics_->setHorizontalHeaderLabels(
             {"run", "label", "steps", "tail loss", "vs base", "ms/step", "MB/step", "compr."});
@@ -795,18 +767,14 @@ void RunsPage::show_diff(const std::vector<std::int64_t>& ids) {
         };
         for (int row = 0; row < static_cast<int>(runs.size()); ++row) {
           const auto& r = runs[static_cast<std::size_t>(row)];
-          const bool is_baseline = out.value->baseline && r.id == *out.value->baseline;
-          std::optional<double> change;
-          if (baseline_loss && r.digest.loss && std::isfinite(*baseline_loss) && std::isfinite(*r.digest.loss) &&
-              *baseline_loss != 0)
-            change = 100 * (*r.digest.loss / *baseline_loss - 1);
+          const auto& change = r.loss_change;
           const QStringList cells{
-              QString::number(r.id) + (is_baseline ? "*" : ""),
-              r.label,
+              QString::number(r.run.id) + (r.is_baseline ? "*" : ""),
+              QString::fromStdString(r.label),
               QString::number(r.digest.steps),
               r.digest.loss && !std::isfinite(*r.digest.loss) ? QString::number(*r.digest.loss)
                                                               : text(r.digest.loss, 5),
-              change ? QString("%1%2%").arg(*change >= 0 ? "+" : "").arg(*change, 0, 'f', 2) : QString("–"),
+              change ? QString("%1%2%").arg(*change >= 0 ? "+" : "").arg(100 * *change, 0, 'f', 2) : QString("–"),
               text(r.digest.step_ms, 2),
               text(r.digest.wire_mb, 3),
               text(r.digest.compression_ratio, 1, "x")};

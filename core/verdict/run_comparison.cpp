@@ -1,0 +1,120 @@
+#include "core/verdict/run_comparison.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+
+#include "core/netmodel/recommend.h"
+#include "core/store/run_query.h"
+#include "core/verdict/evidence.h"
+
+namespace commtune {
+
+namespace {
+
+bool is_bookkeeping(const std::string& name) { return name.rfind("checkpoint.", 0) == 0 || name.rfind("debug.", 0) == 0; }
+
+// Parameters the runs disagree on, or that only some of them have.
+std::vector<std::string> differing_params(const std::vector<ComparedRun>& runs) {
+  std::set<std::string> names;
+  for (const auto& r : runs)
+    for (const auto& [name, value] : r.params)
+      if (!is_bookkeeping(name)) names.insert(name);
+  std::vector<std::string> out;
+  for (const auto& name : names) {
+    std::set<std::string> values;
+    for (const auto& r : runs) {
+      const auto it = r.params.find(name);
+      values.insert(it == r.params.end() ? std::string() : it->second.dump());  // "" (absent) is no JSON text
+    }
+    if (values.size() > 1) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string param_text(const nlohmann::json& value) {
+  if (value.is_null()) return "-";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value.get<double>());
+    return text;
+  }
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_t>& ids,
+                           std::optional<std::int64_t> baseline) {
+  RunComparison out;
+  for (const auto id : ids) {
+    const auto run = store.run(id);
+    if (!run) continue;
+    ComparedRun c;
+    c.run = *run;
+    c.label = run_label(*run);
+    for (const auto& [name, value] : store.params(id)) c.params[name] = configured_value(*run, name, value);
+    c.digest = digest_run(store, id);
+    out.runs.push_back(std::move(c));
+  }
+  out.differing = differing_params(out.runs);
+
+  auto with_baseline = ids;
+  if (baseline && std::find(ids.begin(), ids.end(), *baseline) == ids.end()) {
+    if (!store.run(*baseline)) throw std::invalid_argument("there is no run " + std::to_string(*baseline));
+    with_baseline.push_back(*baseline);
+  }
+  const auto evidence = Evidence::gather(store, with_baseline, {0, 0});
+  const auto& configs = evidence.configurations();
+  const auto baseline_config = [&](std::size_t c) -> std::optional<std::size_t> {
+    if (baseline) return evidence.configuration_of(*baseline);
+    return evidence.baseline_of(c);
+  };
+  // A run's baseline run: the one of its baseline configuration with the same seed, else its first.
+  const auto baseline_run_of = [&](const db::RunRecord& run) -> std::optional<std::int64_t> {
+    const auto c = evidence.configuration_of(run.id);
+    if (!c) return std::nullopt;
+    const auto b = baseline_config(*c);
+    if (!b) return std::nullopt;
+    const auto& base = configs[*b];
+    const auto seed = run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0;
+    for (std::size_t i = 0; i < base.runs.size(); ++i)
+      if (base.seeds[i] == seed) return base.runs[i];
+    return base.runs.front();
+  };
+  for (auto& c : out.runs) {
+    c.baseline_run = baseline_run_of(c.run);
+    c.is_baseline = c.baseline_run && *c.baseline_run == c.run.id;
+    out.any_baseline = out.any_baseline || c.is_baseline;
+    if (!c.baseline_run) continue;
+    const auto base_loss = tail_loss(store.curve(*c.baseline_run));
+    const auto& loss = c.digest.loss;
+    if (base_loss && loss && std::isfinite(*loss) && std::isfinite(*base_loss) && *base_loss != 0)
+      c.loss_change = *loss / *base_loss - 1;
+  }
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (configs[c].runs.size() < 2) continue;
+    const auto b = baseline_config(c);
+    nlohmann::json j{{"runs", configs[c].runs},
+                     {"label", configs[c].label},
+                     {"seeds", configs[c].runs.size()},
+                     {"tail_loss_mean", figure_json(configs[c].mean_loss())},
+                     {"tail_loss_sd", figure_json(configs[c].loss_sd())}};
+    if (b && *b != c) {
+      const auto change = evidence.loss_change(c, *b);
+      j["baseline_runs"] = configs[*b].runs;
+      j["loss_change"] = change.change.to_json();
+      j["loss_change_text"] = change.describe();
+    }
+    out.configurations.push_back(std::move(j));
+  }
+  out.baseline_run = baseline;
+  for (const auto& c : out.runs)
+    if (!out.baseline_run && c.is_baseline) out.baseline_run = c.run.id;
+  return out;
+}
+
+}  // namespace commtune
