@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/io/json_text.h"
+#include "db/json_text.h"
 #include "db/schema.h"
 
 namespace commtune::db {

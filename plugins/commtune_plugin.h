@@ -18,26 +18,8 @@
 // which, before any of its code runs. docs/plugins.md has the details.
 #pragma once
 
-#include <torch/version.h>
-
 #include "core/catalog.h"
-
-// Bumped whenever a type a plugin sees (the registries, CommHook, HookEnv,
-// GradBucket, Communicator, Schema, Model, Dataset, Optimizer) changes.
-#if defined(COMMTUNE_PLUGIN_ABI_OVERRIDE)  // tests build a stale plugin this way
-#define COMMTUNE_PLUGIN_ABI COMMTUNE_PLUGIN_ABI_OVERRIDE
-#else
-#define COMMTUNE_PLUGIN_ABI 4  // 4: Optimizer::begin_step/update (a step in pieces); 3: CommHook::begin_step, ...
-#endif
-
-#define COMMTUNE_PLUGIN_STRINGIFY_(x) #x
-#define COMMTUNE_PLUGIN_STRINGIFY(x) COMMTUNE_PLUGIN_STRINGIFY_(x)
-
-// What a plugin and commtune must agree on, as text: compared before the
-// plugin's registration runs.
-#define COMMTUNE_PLUGIN_BUILD                                                              \
-  "sdk=" COMMTUNE_PLUGIN_STRINGIFY(COMMTUNE_PLUGIN_ABI) ";torch=" TORCH_VERSION ";cxx11abi=" \
-      COMMTUNE_PLUGIN_STRINGIFY(_GLIBCXX_USE_CXX11_ABI)
+#include "core/plugins/plugin_abi.h"
 
 #define COMMTUNE_PLUGIN(NAME, REGISTER)                                                                 \
   extern "C" __attribute__((visibility("default"))) const char* commtune_plugin_build() {             \

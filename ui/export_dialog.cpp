@@ -23,7 +23,7 @@
 #include "core/export/launch_scripts.h"
 #include "core/export/production_export.h"
 #include "core/export/run_source.h"
-#include "core/netmodel/recommend.h"
+#include "core/store/run_label.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/plot/run_plots.h"

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "core/config/run_config.h"
-#include "core/netmodel/recommend.h"
+#include "core/store/run_label.h"
 
 namespace commtune::cli {
 

@@ -8,7 +8,7 @@
 #include "app/cli/commands.h"
 #include "core/export/production_export.h"
 #include "core/netmodel/cost_model.h"
-#include "core/netmodel/recommend.h"
+#include "core/verdict/recommend.h"
 #include "core/store/run_metrics.h"
 #include "core/verdict/evidence.h"
 

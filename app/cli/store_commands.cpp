@@ -8,7 +8,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "core/config/run_config.h"
-#include "core/netmodel/recommend.h"
+#include "core/store/run_label.h"
 #include "core/store/run_metrics.h"
 #include "core/store/run_query.h"
 #include "core/verdict/run_comparison.h"

@@ -6,7 +6,7 @@
 #include "core/catalog.h"
 #include "core/io/input_file.h"
 #include "db/store.h"
-#include "core/hooks/comm_hook.h"
+#include "core/hooks/hook_env.h"
 #include "core/hooks/local_sgd.h"
 
 namespace commtune {

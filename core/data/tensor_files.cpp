@@ -4,7 +4,7 @@
 #include <limits>
 #include <optional>
 
-#include "core/io/json_text.h"
+#include "db/json_text.h"
 #include "core/schema/param_schema.h"
 
 namespace commtune {

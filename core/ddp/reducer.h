@@ -26,6 +26,8 @@
 #include "core/ddp/flat_parameters.h"
 #include "core/ddp/gradient_destination.h"
 #include "core/hooks/comm_hook.h"
+#include "core/hooks/hook_clock.h"
+#include "core/schema/param_schema.h"
 
 namespace torch::autograd {
 struct Node;

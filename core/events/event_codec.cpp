@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/io/json_text.h"
+#include "db/json_text.h"
 
 namespace commtune::events {
 

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "core/compress/compressor.h"
-#include "core/hooks/comm_hook.h"
+#include "core/hooks/hook_env.h"
 
 namespace commtune {
 

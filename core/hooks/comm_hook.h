@@ -1,79 +1,19 @@
-// The communication hook interface: a bucket in, a future of the reduced
-// buffer out, as in PyTorch's register_comm_hook. The hook object is the state.
+// The communication hook contract, as PyTorch's register_comm_hook has it: a
+// bucket in (GradBucket), a future of the reduced buffer out. The hook object
+// is the state. What a hook is built with (its communicator, the sinks for
+// its statistics and timings) is core/hooks/hook_env.h.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <string>
-#include <vector>
 
 #include <ATen/core/Dict.h>
 
 #include "core/ddp/grad_bucket.h"
 #include "core/dist/communicator.h"
-#include "core/schema/param_schema.h"
 
 namespace commtune {
 
 class FlatParameters;
-
-// Statistics a hook reports for the current step (compression numel, rate,
-// residual norms, ...), whole-step and per bucket. Streamed with the step.
-class HookStats {
- public:
-  void set(const std::string& name, double value);
-  void add(const std::string& name, double value);
-  void set_bucket(std::size_t bucket, const std::string& name, double value);
-  // Moves out everything recorded since the last call.
-  void take(std::vector<std::pair<std::string, double>>& step,
-            std::vector<std::tuple<std::size_t, std::string, double>>& buckets);
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, double> step_;
-  std::map<std::pair<std::size_t, std::string>, double> buckets_;
-};
-
-// CPU time the calling thread has used, in nanoseconds. A thread blocked on
-// a collective uses none, so CPU time counts a hook's own work only.
-std::int64_t thread_cpu_ns();
-
-// CPU time spent computing inside hooks (compression, decompression), not
-// waiting for collectives. The reducer times `run`; callbacks on
-// communication threads add in through HookEnv::timed_then.
-class HookClock {
- public:
-  void add_compute_ns(std::int64_t ns) { compute_ns_.fetch_add(ns, std::memory_order_relaxed); }
-  std::int64_t compute_ns() const { return compute_ns_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<std::int64_t> compute_ns_{0};
-};
-
-// What a hook is given when it is built: the communicator and the sinks for
-// its statistics and timings.
-struct HookEnv {
-  Communicator& comm;
-  HookStats& stats;
-  HookClock& clock;
-
-  int rank() const { return comm.rank(); }
-  int world_size() const { return comm.size(); }
-
-  // `then`, with the callback's time counted as hook compute.
-  template <class Fn>
-  Future timed_then(const Future& future, Fn fn) const {
-    return then(future, [fn = std::move(fn), &clock = clock](at::Tensor t) {
-      const auto start = thread_cpu_ns();
-      auto out = fn(std::move(t));
-      clock.add_compute_ns(thread_cpu_ns() - start);
-      return out;
-    });
-  }
-};
 
 class CommHook {
  public:
@@ -113,20 +53,6 @@ class CommHook {
   using State = c10::impl::GenericDict;
   virtual void save_state(State& /*out*/) const {}
   virtual void load_state(const State& /*in*/) {}
-};
-
-// Throws ConfigError naming `field` unless `size` divides the world size.
-void check_group_size(int world_size, int size, const std::string& field);
-
-// This rank's group of `size` consecutive ranks (a node, a subgroup) as a
-// communicator; every rank calls it alike. Checks the size first.
-std::unique_ptr<Communicator> consecutive_group(Communicator& comm, int size, const std::string& field,
-                                                const std::string& tag);
-
-// Parameters every hook has: an optional compression wrapper around it.
-struct HookCommonOptions {
-  std::string wrapper = "none";
-  static Schema<HookCommonOptions> schema();
 };
 
 }  // namespace commtune

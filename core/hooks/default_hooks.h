@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "core/hooks/comm_hook.h"
+#include "core/hooks/hook_env.h"
 #include "core/schema/component_registry.h"
 
 namespace commtune {

@@ -1,6 +1,6 @@
 #include "core/io/input_file.h"
 
-#include "core/io/json_text.h"
+#include "db/json_text.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

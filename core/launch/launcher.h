@@ -14,16 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/events/event_codec.h"
+#include "core/events/event_subscriber.h"
 
 namespace commtune {
-
-class EventSubscriber {
- public:
-  virtual ~EventSubscriber() = default;
-  // Called on the launcher's thread, in arrival order per rank.
-  virtual void on_event(const events::Event& event) = 0;
-};
 
 struct LaunchOptions {
   nlohmann::json config;  // a validated configuration (RunConfig::to_json())

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "core/catalog.h"
-#include "plugins/commtune_plugin.h"
+#include "core/plugins/plugin_abi.h"
 
 namespace commtune {
 

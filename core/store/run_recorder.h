@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "core/config/run_config.h"
-#include "core/launch/launcher.h"
+#include "core/events/event_subscriber.h"
 #include "db/store.h"
 #include "db/writer.h"
 

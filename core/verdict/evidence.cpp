@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "core/hooks/hook_activity.h"
-#include "core/netmodel/recommend.h"
+#include "core/store/run_label.h"
 #include "core/store/run_metrics.h"
 #include "core/sweep/draw.h"
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/netmodel/recommend.h"
+#include "core/store/run_label.h"
 #include "core/store/run_query.h"
 #include "core/verdict/evidence.h"
 

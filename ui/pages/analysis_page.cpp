@@ -21,7 +21,7 @@
 #include "ui/plot/qcustomplot.h"
 
 #include "core/netmodel/cost_model.h"
-#include "core/netmodel/recommend.h"
+#include "core/verdict/recommend.h"
 #include "core/store/run_metrics.h"
 #include "core/sweep/sweep_spec.h"
 #include "core/verdict/evidence.h"

@@ -13,7 +13,7 @@
 #include <QFileInfo>
 #include <cmath>
 
-#include "core/netmodel/recommend.h"
+#include "core/store/run_label.h"
 #include "core/store/stop_requests.h"
 #include "core/sweep/sweep_spec.h"
 #include "db/store.h"

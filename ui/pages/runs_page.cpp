@@ -30,7 +30,7 @@
 #include <map>
 #include <set>
 
-#include "core/netmodel/recommend.h"
+#include "core/store/run_label.h"
 #include "core/store/run_metrics.h"
 #include "core/store/run_query.h"
 #include "core/sweep/sweep_spec.h"

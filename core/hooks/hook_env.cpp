@@ -1,4 +1,4 @@
-#include "core/hooks/comm_hook.h"
+#include "core/hooks/hook_env.h"
 
 #include <numeric>
 

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/netmodel/cost_model.h"
+#include "core/store/run_label.h"
 #include "core/verdict/evidence.h"
 #include "db/store.h"
 
@@ -70,20 +71,5 @@ struct Recommendation {
 Recommendation recommend(const Evidence& evidence, const RecommendOptions& options);
 Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>& run_ids,
                          const RecommendOptions& options);
-
-// Whether a configuration trains with plain allreduce (hook allreduce or none, no wrapper).
-bool is_plain_allreduce(const nlohmann::json& config);
-
-// The run among `run_ids` that plain allreduce trained, preferring the one
-// with most steps; nullopt if none.
-std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids);
-
-// "powersgd (fp16 wrapper)" and the like.
-std::string describe_hook(const nlohmann::json& config);
-// A stored run's hook, or "(unreadable configuration)" for a row whose
-// configuration the schema refused (db::RunRecord::config_problem).
-std::string describe_hook(const db::RunRecord& run);
-// What a run is called in every table and legend: its name, else its hook.
-std::string run_label(const db::RunRecord& run);
 
 }  // namespace commtune

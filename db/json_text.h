@@ -2,7 +2,8 @@
 // store's own rows), parsed with a bound on its nesting. nlohmann's
 // serializer and several readers recurse once per level: a document nested
 // a million deep is a crash, not an error, unless it is refused first.
-// Header-only (nlohmann alone), so the store library can use it too.
+// Header-only (nlohmann alone), in the store library, the lowest layer that
+// reads such JSON: the engine above it includes it from here.
 #pragma once
 
 #include <cstdint>

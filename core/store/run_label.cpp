@@ -1,0 +1,46 @@
+#include "core/store/run_label.h"
+
+namespace commtune {
+
+bool is_plain_allreduce(const nlohmann::json& config) {
+  if (!config.is_object()) return false;
+  const auto hook = config.value("hook", nlohmann::json::object());
+  if (!hook.is_object()) return false;
+  const auto name = hook.value("name", nlohmann::json("allreduce"));
+  const auto wrapper = hook.value("wrapper", nlohmann::json("none"));
+  return (name == "allreduce" || name == "none") && wrapper == "none";
+}
+
+std::string describe_hook(const nlohmann::json& config) {
+  const auto hook = config.is_object() ? config.value("hook", nlohmann::json::object()) : nlohmann::json::object();
+  const auto text_of = [&](const char* key, const char* fallback) {
+    const auto v = hook.is_object() ? hook.value(key, nlohmann::json(fallback)) : nlohmann::json(fallback);
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  std::string text = text_of("name", "allreduce");
+  const auto wrapper = text_of("wrapper", "none");
+  if (wrapper != "none") text += " (" + wrapper + " wrapper)";
+  return text;
+}
+
+std::string describe_hook(const db::RunRecord& run) {
+  return run.config_problem.empty() ? describe_hook(run.config) : "(unreadable configuration)";
+}
+
+std::string run_label(const db::RunRecord& run) { return run.name.empty() ? describe_hook(run) : run.name; }
+
+std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids) {
+  std::optional<std::int64_t> best;
+  std::int64_t best_steps = -1;
+  for (const auto id : run_ids) {
+    const auto run = store.run(id);
+    if (!run || run->status != db::status::kSucceeded || !is_plain_allreduce(run->config)) continue;
+    if (run->steps_completed > best_steps) {
+      best = id;
+      best_steps = run->steps_completed;
+    }
+  }
+  return best;
+}
+
+}  // namespace commtune

@@ -1,0 +1,32 @@
+// What a stored run is called and which hook it trained with, the same in
+// every table, legend and verdict; and which runs are plain allreduce (the
+// baselines every comparison is made against).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+
+namespace commtune {
+
+// Whether a configuration trains with plain allreduce (hook allreduce or none, no wrapper).
+bool is_plain_allreduce(const nlohmann::json& config);
+
+// The run among `run_ids` that plain allreduce trained, preferring the one
+// with most steps; nullopt if none.
+std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids);
+
+// "powersgd (fp16 wrapper)" and the like.
+std::string describe_hook(const nlohmann::json& config);
+// A stored run's hook, or "(unreadable configuration)" for a row whose
+// configuration the schema refused (db::RunRecord::config_problem).
+std::string describe_hook(const db::RunRecord& run);
+// What a run is called in every table and legend: its name, else its hook.
+std::string run_label(const db::RunRecord& run);
+
+}  // namespace commtune
