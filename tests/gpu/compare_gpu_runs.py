@@ -47,7 +47,7 @@ CASES = [
 
 
 def run(cli, workdir, overrides):
-    args = [cli, "run", "-q", "--summary", os.path.join(workdir, "summary.json"),
+    args = [cli, "run", "-q", "--no-store", "--summary", os.path.join(workdir, "summary.json"),
             "--metrics", os.path.join(workdir, "metrics.jsonl")]
     for k, v in overrides.items():
         args += ["--set", f"{k}={v}"]
@@ -65,41 +65,49 @@ def worst(a, b):
     return max(abs(x - y) / max(abs(y), 1e-12) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    cli = os.path.join(args.build, "app", "commtune-cli")
-    failures = 0
-    for name, overrides, with_pytorch in CASES:
-        workdir = os.path.join(args.out, name.replace(" ", "_").replace(",", ""))
-        os.makedirs(workdir, exist_ok=True)
-        init = os.path.join(workdir, "init.pt")
-        common = dict(overrides, **{"steps": 40, "world_size": 1, "weights.save_initial": init})
-        gpu, summary = run(cli, workdir, dict(common, device="cuda"))
-        line = f"{name:22s}"
-        if with_pytorch:
-            ref_out = os.path.join(workdir, "reference.json")
-            subprocess.run([sys.executable, REFERENCE, "--config", os.path.join(workdir, "summary.json"), "--init",
-                            init, "--out", ref_out], check=True)
-            vs_torch = worst(gpu, json.load(open(ref_out))["losses"])
-            line += f" GPU vs PyTorch DDP on GPU: {vs_torch:.2e}"
-            failures += vs_torch > 1e-5
-        cpu_dir = os.path.join(workdir, "cpu")
-        os.makedirs(cpu_dir, exist_ok=True)
-        try:
-            cpu, _ = run(cli, cpu_dir, dict(common, device="cpu", **{"weights.init": init}))
-            vs_cpu = worst(gpu, cpu)
-            line += f"   GPU vs CPU: {vs_cpu:.2e}"
-            # PowerSGD's QR and Gram-Schmidt, and the compressors' selections, amplify rounding differences
-            # between the devices.
-            failures += vs_cpu > (1e-2 if "powersgd" in name or "byteps" in name else 1e-3)
-        except RuntimeError as e:
-            line += f"   (no CPU run: {str(e).strip().splitlines()[-1]})"
-        print(line, flush=True)
-    # A PowerSGDState exported from a GPU run's checkpoint continues in PyTorch's own hook on the GPU.
-    workdir = os.path.join(args.out, "powersgd_export")
+def attempt(name, check):
+    """Runs one check: its exception fails it (its last line printed) and the other checks still run, since a
+    lent GPU's minutes are too few to rerun everything for one failure. True when it passed."""
+    try:
+        return bool(check())
+    except Exception as e:  # noqa: BLE001 - whatever one check raises is its failure, reported
+        text = str(e).strip().splitlines()
+        print(f"{name:22s} FAILED: {text[-1] if text else type(e).__name__}", flush=True)
+        return False
+
+
+def check_case(cli, out, name, overrides, with_pytorch):
+    workdir = os.path.join(out, name.replace(" ", "_").replace(",", ""))
+    os.makedirs(workdir, exist_ok=True)
+    init = os.path.join(workdir, "init.pt")
+    common = dict(overrides, **{"steps": 40, "world_size": 1, "weights.save_initial": init})
+    gpu, _ = run(cli, workdir, dict(common, device="cuda"))
+    line, ok = f"{name:22s}", True
+    if with_pytorch:
+        ref_out = os.path.join(workdir, "reference.json")
+        subprocess.run([sys.executable, REFERENCE, "--config", os.path.join(workdir, "summary.json"), "--init",
+                        init, "--out", ref_out], check=True)
+        vs_torch = worst(gpu, json.load(open(ref_out))["losses"])
+        line += f" GPU vs PyTorch DDP on GPU: {vs_torch:.2e}"
+        ok = ok and vs_torch <= 1e-5
+    cpu_dir = os.path.join(workdir, "cpu")
+    os.makedirs(cpu_dir, exist_ok=True)
+    try:
+        cpu, _ = run(cli, cpu_dir, dict(common, device="cpu", **{"weights.init": init}))
+        vs_cpu = worst(gpu, cpu)
+        line += f"   GPU vs CPU: {vs_cpu:.2e}"
+        # PowerSGD's QR and Gram-Schmidt, and the compressors' selections, amplify rounding differences
+        # between the devices.
+        ok = ok and vs_cpu <= (1e-2 if "powersgd" in name or "byteps" in name else 1e-3)
+    except RuntimeError as e:
+        line += f"   (no CPU run: {str(e).strip().splitlines()[-1]})"
+    print(line + ("" if ok else "   FAILED"), flush=True)
+    return ok
+
+
+def check_powersgd_export(cli, out):
+    """A PowerSGDState exported from a GPU run's checkpoint continues in PyTorch's own hook on the GPU."""
+    workdir = os.path.join(out, "powersgd_export")
     os.makedirs(workdir, exist_ok=True)
     init, checkpoints = os.path.join(workdir, "init.pt"), os.path.join(workdir, "checkpoints")
     psgd = {"hook.name": "powersgd", "hook.matrix_approximation_rank": 2, "hook.start_powerSGD_iter": 3,
@@ -122,55 +130,74 @@ def main():
     vs_torch = worst(mine, json.load(open(ref_out))["losses"])
     print(f"{'powersgd export':22s} PyTorch continues the GPU run from its exported state: {vs_torch:.2e}",
           flush=True)
-    failures += vs_torch > 1e-5
+    return vs_torch <= 1e-5
 
-    # The production files, checked as their docstrings say (torchrun, NCCL where every rank has a GPU).
+
+def check_snippet(cli, out, gpus, label, overrides, command, file):
+    """An exported production file, checked as its docstring says (torchrun, NCCL where every rank has a GPU)."""
+    workdir = os.path.join(out, "snippet_" + label.replace(" ", "_"))
+    os.makedirs(workdir, exist_ok=True)
+    run(cli, workdir, dict(overrides, **{"steps": 3, "device": "cuda", "world_size": 1}))
+    export_dir = os.path.join(workdir, "export")
+    subprocess.run([cli, "export", command, "--from", os.path.join(workdir, "summary.json"), "--out",
+                    export_dir], check=True, capture_output=True)
+    with open(os.path.join(export_dir, file)) as f:
+        check = next(line.strip() for line in f.read().split('"""')[1].splitlines()
+                     if "-m torch.distributed.run" in line)
+    check = check.replace("python3 ", sys.executable + " ", 1).replace("--nproc_per_node 2",
+                                                                      f"--nproc_per_node {max(1, min(2, gpus))}")
+    proc = subprocess.run(["sh", "-c", check], cwd=export_dir, capture_output=True, text=True)
+    ok = proc.returncode == 0 and "(nccl)" in proc.stdout
+    print(f"{'snippet ' + label:22s} exported {file} trains on NCCL and exits 0 under torchrun: "
+          f"{'yes' if ok else 'NO'}" + ("" if ok else ": " + (proc.stdout + proc.stderr).strip()[-300:]),
+          flush=True)
+    return ok
+
+
+def check_device_path(cli, out, gpus, kind):
+    """The device path (allgather variant) against the host path: the same losses, and each one's hook time."""
+    overrides = {"hook.name": "byteps", "hook.byteps_aggregation": "allgather", "hook.byteps_compressor_type": kind,
+                 "hook.byteps_compressor_k": 0.01, "hook.byteps_ef_type": "vanilla",
+                 "hook.byteps_momentum_type": "nesterov", "optimizer.momentum": 0, "steps": 40, "device": "cuda",
+                 "world_size": max(1, gpus), "model.hidden": 2048}
+    results = {}
+    for where in ("device", "host"):
+        workdir = os.path.join(out, f"byteps_{kind}_{where}")
+        os.makedirs(workdir, exist_ok=True)
+        results[where] = run(cli, workdir, dict(overrides, **{"hook.byteps_compress_on": where}))
+    same = results["device"][0] == results["host"][0]
+    hook_ms = {w: results[w][1]["step_time_ms"]["hook"] for w in results}
+    print(f"byteps {kind:8s} device path vs host path on {max(1, gpus)} GPU(s): "
+          f"{'bit-identical' if same else 'DIFFERS'}; hook {hook_ms['device']:.3f} ms/step on the device, "
+          f"{hook_ms['host']:.3f} via the host", flush=True)
+    return same
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    cli = os.path.join(args.build, "app", "commtune-cli")
     gpus = int(subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
                               capture_output=True, text=True).stdout.strip() or 0)
+    passed = [attempt(name, lambda: check_case(cli, args.out, name, overrides, with_pytorch))
+              for name, overrides, with_pytorch in CASES]
+    passed.append(attempt("powersgd export", lambda: check_powersgd_export(cli, args.out)))
     for label, overrides, command, file in (
             ("fp16 wrapper", {"hook.name": "allreduce", "hook.wrapper": "fp16"}, "production", "use_hook.py"),
             ("bf16 wrapper", {"hook.name": "allreduce", "hook.wrapper": "bf16"}, "production", "use_hook.py"),
             ("powersgd", {"hook.name": "powersgd", "hook.start_powerSGD_iter": 2}, "powersgd", "use_powersgd.py"),
             ("powersgd bf16", {"hook.name": "powersgd", "hook.start_powerSGD_iter": 2, "hook.wrapper": "bf16"},
              "powersgd", "use_powersgd.py")):
-        workdir = os.path.join(args.out, "snippet_" + label.replace(" ", "_"))
-        os.makedirs(workdir, exist_ok=True)
-        run(cli, workdir, dict(overrides, **{"steps": 3, "device": "cuda", "world_size": 1}))
-        export_dir = os.path.join(workdir, "export")
-        subprocess.run([cli, "export", command, "--from", os.path.join(workdir, "summary.json"), "--out",
-                        export_dir], check=True, capture_output=True)
-        with open(os.path.join(export_dir, file)) as f:
-            check = next(line.strip() for line in f.read().split('"""')[1].splitlines()
-                         if "-m torch.distributed.run" in line)
-        check = check.replace("python3 ", sys.executable + " ", 1).replace("--nproc_per_node 2",
-                                                                          f"--nproc_per_node {max(1, min(2, gpus))}")
-        proc = subprocess.run(["sh", "-c", check], cwd=export_dir, capture_output=True, text=True)
-        ok = proc.returncode == 0 and "(nccl)" in proc.stdout
-        print(f"{'snippet ' + label:22s} exported {file} trains on NCCL and exits 0 under torchrun: "
-              f"{'yes' if ok else 'NO'}" + ("" if ok else ": " + (proc.stdout + proc.stderr).strip()[-300:]),
-              flush=True)
-        failures += not ok
-
+        passed.append(attempt("snippet " + label,
+                              lambda: check_snippet(cli, args.out, gpus, label, overrides, command, file)))
     for kind in ("onebit", "topk", "randomk"):
-        # The device path belongs to the allgather variant (BytePS's own algorithm compresses on the host).
-        overrides = {"hook.name": "byteps", "hook.byteps_aggregation": "allgather", "hook.byteps_compressor_type": kind,
-                     "hook.byteps_compressor_k": 0.01, "hook.byteps_ef_type": "vanilla", "hook.byteps_momentum_type": "nesterov",
-                     "optimizer.momentum": 0, "steps": 40, "device": "cuda", "world_size": max(1, gpus),
-                     "model.hidden": 2048}
-        line = f"byteps {kind:8s} device path"
-        results = {}
-        for where in ("device", "host"):
-            workdir = os.path.join(args.out, f"byteps_{kind}_{where}")
-            os.makedirs(workdir, exist_ok=True)
-            results[where] = run(cli, workdir, dict(overrides, **{"hook.byteps_compress_on": where}))
-        same = results["device"][0] == results["host"][0]
-        hook_ms = {w: results[w][1]["step_time_ms"]["hook"] for w in results}
-        line += (f" vs host path on {max(1, gpus)} GPU(s): {'bit-identical' if same else 'DIFFERS'}; hook "
-                 f"{hook_ms['device']:.3f} ms/step on the device, {hook_ms['host']:.3f} via the host")
-        failures += not same
-        print(line, flush=True)
-    print("FAILED" if failures else "all GPU runs agree within the stated tolerances")
-    return 1 if failures else 0
+        passed.append(attempt("byteps " + kind, lambda: check_device_path(cli, args.out, gpus, kind)))
+    failed = passed.count(False)
+    print(f"FAILED: {failed} of {len(passed)} checks" if failed else
+          f"all {len(passed)} GPU checks agree within the stated tolerances")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
