@@ -213,7 +213,8 @@ int compare_command(const CompareArgs& args, const Context& context) {
     std::cout << json_text(nlohmann::json{{"baseline_run", optional_json(comparison.baseline_run)},
                                           {"params", columns},
                                           {"runs", rows},
-                                          {"configurations", comparison.configurations}},
+                                          {"configurations", comparison.configurations},
+                                          {"pareto_front", pareto_front(comparison.pareto_by_wire)}},
                            2)
               << "\n";
     return kExitOk;
@@ -243,6 +244,12 @@ int compare_command(const CompareArgs& args, const Context& context) {
                              : "no allreduce baseline among these runs; ")
             << "tail loss: mean over ranks and the last 10% of steps (inf: it diverged); ms/step: median over the "
                "steady second half\n";
+  if (const auto front = pareto_front(comparison.pareto_by_wire); !front.empty()) {
+    std::string runs;
+    for (const auto id : front) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
+    std::cout << "Pareto front (tail loss against MB on the wire, one point per configuration): run"
+              << (front.size() > 1 ? "s " : " ") << runs << "\n";
+  }
   if (!comparison.configurations.empty()) {
     std::cout << "\nconfigurations run with several seeds:\n";
     Table seeds_table({"runs", "label", "seeds", "tail loss mean", "sd", "vs base (95% interval)"});

@@ -111,6 +111,12 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
     }
     out.configurations.push_back(std::move(j));
   }
+  std::vector<TradeOff> by_wire;
+  for (const auto& config : configs)
+    for (const auto& c : out.runs)
+      if (c.run.id == config.runs.front() && c.digest.wire_mb)
+        by_wire.push_back({c.run.id, *c.digest.wire_mb, config.mean_loss()});
+  out.pareto_by_wire = pareto_order(std::move(by_wire));
   out.baseline_run = baseline;
   for (const auto& c : out.runs)
     if (!out.baseline_run && c.is_baseline) out.baseline_run = c.run.id;

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/store/run_metrics.h"
+#include "core/verdict/pareto.h"
 #include "db/store.h"
 
 namespace commtune {
@@ -44,6 +45,9 @@ struct RunComparison {
   nlohmann::json configurations = nlohmann::json::array();  // replicated ones: runs, label, seeds, mean, sd, change
   std::optional<std::int64_t> baseline_run;  // the one named, else the first baseline among the runs
   bool any_baseline = false;                 // some run is its own baseline
+  // Tail loss against MB on the wire per step, one point per configuration
+  // (core/verdict/pareto.h): the Analysis page's Pareto plot by bytes.
+  std::vector<ParetoPoint> pareto_by_wire;
 };
 
 // Throws std::invalid_argument when `baseline` names no stored run.

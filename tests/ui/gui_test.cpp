@@ -210,6 +210,15 @@ std::vector<std::int64_t> seed_mixed_runs(const QString& path) {
   return ids;
 }
 
+// What `commtune-cli ARGS` prints as JSON; null when it fails.
+nlohmann::json cli_json(const QStringList& args) {
+  const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
+  QProcess p;
+  p.start(cli, args);
+  if (!p.waitForFinished(60000) || p.exitCode() != 0) return nullptr;
+  return nlohmann::json::parse(p.readAllStandardOutput().toStdString(), nullptr, false);
+}
+
 // The ids `commtune-cli list --search QUERY` prints, or its error.
 QString cli_search(const QString& store, const QString& query) {
   const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
@@ -221,6 +230,15 @@ QString cli_search(const QString& store, const QString& query) {
   for (const auto& run : nlohmann::json::parse(p.readAllStandardOutput().toStdString()))
     ids << QString::number(run["id"].get<std::int64_t>());
   return ids.join(",");
+}
+
+// The window shown on its Analysis page, analysing `sweep` (the analysis runs on).
+AnalysisPage* analyse_sweep(MainWindow& window, std::int64_t sweep) {
+  window.show();
+  window.show_page(MainWindow::kAnalysis);
+  window.analysis()->select_sweep(sweep);
+  window.analysis()->refresh();
+  return window.analysis();
 }
 
 // The window shown on its Runs page, the store read again.
@@ -808,14 +826,10 @@ class GuiTest : public QObject {
     QTRY_VERIFY(!runs->loading());
     QTRY_COMPARE(runs->metrics()->rowCount(), 4);
 
-    const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
-    QProcess p;
     QStringList args{"--db", path, "compare", "--json"};
     for (const auto id : ids) args << QString::number(id);
-    p.start(cli, args);
-    QVERIFY(p.waitForFinished(60000));
-    QCOMPARE(p.exitCode(), 0);
-    const auto compared = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    const auto compared = cli_json(args);
+    QVERIFY(compared.is_object());
     QCOMPARE(compared["runs"].size(), std::size_t{4});
     int column = -1;
     for (int c = 0; c < runs->metrics()->columnCount(); ++c)
@@ -1071,6 +1085,25 @@ class GuiTest : public QObject {
     QVERIFY(plots.loss_plot()->yAxis->range().lower > 4 && plots.loss_plot()->yAxis->range().upper < 16);
   }
 
+  // The front the Pareto plot draws (by bytes on the wire) is `compare
+  // --json`'s pareto_front, run for run: one computation in core. Two start
+  // iterations per rank send alike and reach the same loss: the first run
+  // of each pair is on the front, on both sides.
+  void the_pareto_front_is_the_clis() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_sweep(path, {1, 2, 4, 8}, {2, 10});
+    MainWindow window(path);
+    auto* analysis = analyse_sweep(window, sweep);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 8 && !analysis->analysing(), 60000);
+    const auto compared = cli_json({"--db", path, "compare", "--sweep", QString::number(sweep), "--json"});
+    QVERIFY(compared.is_object());
+    const auto cli_front = compared["pareto_front"].get<std::vector<std::int64_t>>();
+    QCOMPARE(analysis->pareto_front_runs(), cli_front);
+    QCOMPARE(cli_front.size(), std::size_t{4});  // one per rank
+    QCOMPARE(analysis->plots()[0]->graph(1)->dataCount(), 4);  // and that is what is drawn
+  }
+
   void close_pareto_points_keep_their_labels_apart() {
     // Ranks 50 to 53 send within 6% of each other and differ in loss by 0.1% of the plot's range
     // (rank 1 stretches it): four front points within a few pixels, each labelled.
@@ -1079,11 +1112,7 @@ class GuiTest : public QObject {
     const auto sweep = seed_sweep(path, {1, 50, 51, 52, 53}, {2});
     MainWindow window(path);
     window.resize(1400, 900);
-    window.show();
-    window.show_page(MainWindow::kAnalysis);
-    auto* analysis = window.analysis();
-    analysis->select_sweep(sweep);
-    analysis->refresh();
+    auto* analysis = analyse_sweep(window, sweep);
     QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 5 && !analysis->analysing(), 60000);
     auto* pareto = analysis->plots()[0];
     analysis->views()->setCurrentIndex(0);
@@ -1144,11 +1173,7 @@ class GuiTest : public QObject {
     const auto path = dir.filePath("runs.db");
     const auto sweep = seed_drawn_sweep(path);
     MainWindow window(path);
-    window.show();
-    window.show_page(MainWindow::kAnalysis);
-    auto* analysis = window.analysis();
-    analysis->select_sweep(sweep);
-    analysis->refresh();
+    auto* analysis = analyse_sweep(window, sweep);
     QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 12 && !analysis->analysing(), 60000);
     auto* heatmap = analysis->plots()[1];
     auto* contour = heatmap->findChild<QCPColorMap*>("heatmap:contour");

@@ -21,6 +21,7 @@
 #include "ui/plot/qcustomplot.h"
 
 #include "core/netmodel/cost_model.h"
+#include "core/verdict/pareto.h"
 #include "core/verdict/recommend.h"
 #include "core/store/run_metrics.h"
 #include "core/sweep/sweep_spec.h"
@@ -580,17 +581,18 @@ void AnalysisPage::draw_pareto() {
   pareto_->xAxis->setLabel(by_time ? QString("predicted step time on %1 (ms)").arg(link_->currentText())
                                    : QString("MB on the wire per step per rank"));
   const Theme t = current_theme();
-  // One point per configuration: its seeds' mean loss, their spread as an error bar.
-  std::vector<std::pair<double, const AnalysisPoint*>> shown;
-  std::set<std::int64_t> seen;
+  // One point per configuration: its seeds' mean loss, their spread as an
+  // error bar; the order and the front are core/verdict/pareto.h's, as
+  // `compare` lists them.
+  std::map<std::int64_t, const AnalysisPoint*> by_configuration;
+  std::vector<TradeOff> candidates;
   for (const auto& p : data_.points) {
-    const auto x = by_time ? p.predicted_ms : p.wire_mb;
-    if (!seen.insert(p.configuration_run ? p.configuration_run : p.run_id).second) continue;
-    if (x && std::isfinite(p.loss_mean)) shown.emplace_back(*x, &p);  // a diverged trial is on no front
+    const auto id = p.configuration_run ? p.configuration_run : p.run_id;
+    if (!by_configuration.emplace(id, &p).second) continue;
+    if (const auto x = by_time ? p.predicted_ms : p.wire_mb) candidates.push_back({id, *x, p.loss_mean});
   }
-  std::sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) {
-    return a.first < b.first || (a.first == b.first && a.second->loss_mean < b.second->loss_mean);
-  });
+  const auto ordered = pareto_order(std::move(candidates));
+  pareto_front_ = pareto_front(ordered);
   auto* all = pareto_->addGraph();
   all->setLineStyle(QCPGraph::lsNone);
   all->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, t.series_color(0), 7));
@@ -601,18 +603,15 @@ void AnalysisPage::draw_pareto() {
   front->setPen(QPen(t.series_color(1), 1.5));
   front->setLineStyle(QCPGraph::lsStepLeft);
   front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(t.series_color(1), 2), QBrush(), 11));
-  double best = INFINITY;
   QVector<double> errors;
   std::vector<std::pair<double, const AnalysisPoint*>> labelled;  // the front and the baseline
-  for (const auto& [x, p] : shown) {
+  for (const auto& [point, on_front] : ordered) {
+    const auto* p = by_configuration.at(point.run_id);
+    const double x = point.cost;
     all->addData(x, p->loss_mean);
     pareto_points_.push_back(p);
     errors.push_back(std::isnan(p->loss_sd) ? 0.0 : p->loss_sd);
-    const bool on_front = p->loss_mean < best;  // nothing cheaper reaches this loss
-    if (on_front) {
-      best = p->loss_mean;
-      front->addData(x, p->loss_mean);
-    }
+    if (on_front) front->addData(x, p->loss_mean);
     if (on_front || p->baseline) labelled.emplace_back(x, p);
   }
   spread->setData(errors);

@@ -89,6 +89,8 @@ class AnalysisPage : public QWidget {
   QTableWidget* parallel_table() const { return parallel_table_; }
   QTabWidget* views() const { return views_; }
   PlotReadout* pareto_readout() const { return pareto_readout_; }
+  // The runs (one per configuration) on the Pareto plot's front, cheapest first.
+  const std::vector<std::int64_t>& pareto_front_runs() const { return pareto_front_; }
   PlotReadout* heatmap_readout() const { return heatmap_readout_; }
   PlotReadout* slice_readout() const { return slice_readout_; }
   PlotReadout* importance_readout() const { return importance_readout_; }
@@ -137,6 +139,7 @@ class AnalysisPage : public QWidget {
   QPushButton* resume_;
   AnalysisData data_;
   std::vector<const AnalysisPoint*> pareto_points_;  // in the order of the Pareto plot's points
+  std::vector<std::int64_t> pareto_front_;
   std::map<std::pair<int, int>, PlotHit> heat_cells_;  // what each heatmap cell reads
   bool heat_contour_ = false;                          // drawn as a filled contour (values not on a grid)
   std::vector<const AnalysisPoint*> heat_trials_;      // the contour's trial points, in their graph's order
