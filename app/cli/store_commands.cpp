@@ -247,8 +247,9 @@ int compare_command(const CompareArgs& args, const Context& context) {
   if (const auto front = pareto_front(comparison.pareto_by_wire); !front.empty()) {
     std::string runs;
     for (const auto id : front) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
-    std::cout << "Pareto front (tail loss against MB on the wire, one point per configuration): run"
-              << (front.size() > 1 ? "s " : " ") << runs << "\n";
+    std::cout << "Pareto front (mean tail loss against MB on the wire, one point per configuration): run"
+              << (front.size() > 1 ? "s " : " ") << runs
+              << "; a loss step smaller than the seeds' spread or vs base's interval may be noise\n";
   }
   if (!comparison.configurations.empty()) {
     std::cout << "\nconfigurations run with several seeds:\n";

@@ -24,6 +24,7 @@
 #include "core/data/tensor_files.h"
 #include "core/io/input_file.h"
 #include "core/io/pickle_file.h"
+#include "core/io/zip_directory.h"
 
 namespace commtune {
 
@@ -154,7 +155,7 @@ Loaded load_safetensors(const TensorFileOptions& o, std::uint64_t size, DataBudg
 Loaded load_torch_save(const TensorFileOptions& o, std::uint64_t size, DataBudget& budget) {
   std::optional<ZipDirectory> directory;
   try {
-    directory = read_pickle_directory(o.path);
+    directory = checked_pytorch_archive(o.path);
   } catch (const std::runtime_error& e) {
     throw ConfigError(kField, e.what());
   }

@@ -14,12 +14,8 @@
 namespace commtune {
 
 std::string input_file_problem(const std::string& path) {
-  struct stat st {};
   if (path.empty()) return "no file was named";
-  if (::stat(path.c_str(), &st) != 0) return path + ": " + std::strerror(errno);
-  if (S_ISDIR(st.st_mode)) return path + " is a folder, not a file";
-  if (!S_ISREG(st.st_mode)) return path + " is not a regular file (a pipe, a socket or a device)";
-  return "";
+  return InputFile(path).problem();
 }
 
 InputFile::InputFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {

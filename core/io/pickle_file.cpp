@@ -42,16 +42,8 @@ void write_pickle_file(const std::string& path, const c10::IValue& value) {
   std::filesystem::rename(tmp, path);  // a reader never sees half a file
 }
 
-std::optional<ZipDirectory> read_pickle_directory(const std::string& path) {
-  const InputFile file(path);
-  if (!file.problem().empty()) throw std::runtime_error(file.problem());
-  return checked_pytorch_archive(path, file.size(), [&](char* into, std::size_t count, std::uint64_t offset) {
-    return file.read_at(into, count, offset);
-  });
-}
-
 c10::IValue read_pickle_file(const std::string& path) {
-  read_pickle_directory(path);  // a zip bomb is refused before anything is read
+  checked_pytorch_archive(path);  // a zip bomb is refused before anything is read
   const auto bytes = read_input_file(path);
   try {
     return torch::jit::pickle_load(bytes);

@@ -5,20 +5,16 @@
 // weights-only unpickler refuses, so this writer leaves the tags out.
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include <ATen/core/ivalue.h>
 
-#include "core/io/zip_directory.h"
 
 namespace commtune {
 
 void write_pickle_file(const std::string& path, const c10::IValue& value);
-// The file's zip directory, checked (core/io/zip_directory.h): what reading
-// it will allocate. Throws std::runtime_error naming the file.
-std::optional<ZipDirectory> read_pickle_directory(const std::string& path);
-// Its value; the directory is checked first. Throws std::runtime_error naming the file.
+// Its value; its zip directory is checked first (core/io/zip_directory.h).
+// Throws std::runtime_error naming the file.
 c10::IValue read_pickle_file(const std::string& path);
 
 }  // namespace commtune

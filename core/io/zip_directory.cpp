@@ -1,5 +1,7 @@
 #include "core/io/zip_directory.h"
 
+#include "core/io/input_file.h"
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -153,6 +155,14 @@ std::optional<ZipDirectory> checked_pytorch_archive(const std::string& path, std
                              std::to_string(largest->compressed_bytes) + "), more than the " +
                              std::to_string(kMaxInflatedBytes) + " PyTorch ever compresses");
   return directory;
+}
+
+std::optional<ZipDirectory> checked_pytorch_archive(const std::string& path) {
+  const InputFile file(path);
+  if (!file.problem().empty()) throw std::runtime_error(file.problem());
+  return checked_pytorch_archive(path, file.size(), [&](char* into, std::size_t count, std::uint64_t offset) {
+    return file.read_at(into, count, offset);
+  });
 }
 
 }  // namespace commtune

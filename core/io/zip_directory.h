@@ -51,5 +51,8 @@ inline constexpr std::uint64_t kMaxInflatedBytes = std::uint64_t{64} << 20;
 // zip archive.
 std::optional<ZipDirectory> checked_pytorch_archive(const std::string& path, std::uint64_t archive_bytes,
                                                     const ReadAt& read_at);
+// The same for the file at `path` (read no further than its directory);
+// also throws when it is missing or not a regular file.
+std::optional<ZipDirectory> checked_pytorch_archive(const std::string& path);
 
 }  // namespace commtune

@@ -9,7 +9,6 @@
 #include <unordered_set>
 
 #include "core/io/error_text.h"
-#include "core/io/input_file.h"
 #include "core/io/zip_directory.h"
 #include "core/models/builtin_models.h"
 
@@ -80,13 +79,9 @@ std::string load_problem(const std::string& path, const std::string& what) {
 // zip bomb: 2 MB that inflate to 2 GiB), or whose zip directory is damaged,
 // before libtorch allocates any of it.
 void check_archive(const std::string& path, double max_gib) {
-  const InputFile file(path);
-  if (!file.problem().empty()) throw ConfigError("model.path", file.problem());
   std::optional<ZipDirectory> directory;
   try {
-    directory = checked_pytorch_archive(path, file.size(), [&](char* into, std::size_t count, std::uint64_t offset) {
-      return file.read_at(into, count, offset);
-    });
+    directory = checked_pytorch_archive(path);
   } catch (const std::runtime_error& e) {
     throw ConfigError("model.path", e.what());
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -85,12 +86,16 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
       if (base.seeds[i] == seed) return base.runs[i];
     return base.runs.front();
   };
+  std::map<std::int64_t, const ComparedRun*> by_id;
+  for (const auto& c : out.runs) by_id[c.run.id] = &c;
   for (auto& c : out.runs) {
     c.baseline_run = baseline_run_of(c.run);
     c.is_baseline = c.baseline_run && *c.baseline_run == c.run.id;
     out.any_baseline = out.any_baseline || c.is_baseline;
     if (!c.baseline_run) continue;
-    const auto base_loss = tail_loss(store.curve(*c.baseline_run));
+    // The baseline's digest when it is among the runs; its curve read only when it is not.
+    const auto known = by_id.find(*c.baseline_run);
+    const auto base_loss = known != by_id.end() ? known->second->digest.loss : tail_loss(store.curve(*c.baseline_run));
     const auto& loss = c.digest.loss;
     if (base_loss && loss && std::isfinite(*loss) && std::isfinite(*base_loss) && *base_loss != 0)
       c.loss_change = *loss / *base_loss - 1;
@@ -113,9 +118,8 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
   }
   std::vector<TradeOff> by_wire;
   for (const auto& config : configs)
-    for (const auto& c : out.runs)
-      if (c.run.id == config.runs.front() && c.digest.wire_mb)
-        by_wire.push_back({c.run.id, *c.digest.wire_mb, config.mean_loss()});
+    if (const auto first = by_id.find(config.runs.front()); first != by_id.end() && first->second->digest.wire_mb)
+      by_wire.push_back({first->first, *first->second->digest.wire_mb, config.mean_loss()});
   out.pareto_by_wire = pareto_order(std::move(by_wire));
   out.baseline_run = baseline;
   for (const auto& c : out.runs)
