@@ -20,6 +20,7 @@ equal share of the cores (commtune's cpu_affinity=cores).
     .venv/bin/python bench/ddp_step_bench.py [--hook allreduce] [--set KEY=VALUE ...] [--world 2] [--rounds 5]
                                              [--affinity none]
     .venv/bin/python bench/ddp_step_bench.py --matrix [--rounds 5]
+    python3 bench/ddp_step_bench.py --gpu [--rounds 3]        (on a GPU machine: scripts/gpu-check.sh)
 
 --matrix runs the engine's speed goals in one interleaved run: MLPs of 1M
 (512-768-768-10, 400 steps a run) and 10.5M parameters (1024, ten layers of
@@ -62,7 +63,9 @@ def one_round(args, workdir, case):
                  "cpu_affinity": args.affinity}
     overrides.update(kv.split("=", 1) for kv in args.set)
     overrides.update(case)
-    run = ct.run_commtune(workdir, overrides, timeout=args.round_timeout, extra_args=["--no-store"])
+    run = ct.run_commtune(workdir, overrides, check=False, timeout=args.round_timeout, extra_args=["--no-store"])
+    if run.returncode != 0:
+        raise RuntimeError(run.stderr)
     mine = run.summary["step_time_ms"]["median"]
     out = os.path.join(workdir, "reference.json")
     env = dict(os.environ, COMMTUNE_REFERENCE_PIN="1" if args.affinity == "cores" else "0")
@@ -94,14 +97,26 @@ MATRIX_HOOKS = {"allreduce": {"hook.name": "allreduce"}, "none (built-in)": {"ho
 MATRIX_GOALS = {"allreduce": 0.8, "none (built-in)": 0.8, "powersgd r1": 0.7, "powersgd r4": 0.7}
 
 
-def matrix_cases():
-    for size, shape in MATRIX_SIZES.items():
-        for layout, buckets in MATRIX_BUCKETS.items():
-            for hook, settings in MATRIX_HOOKS.items():
+# --gpu: the GPU speed check (issue 43, scripts/gpu-check.sh): one rank on the GPU (NCCL), MLPs of 10.5M and
+# 101M parameters (4096, six layers of 4096), DDP's default buckets, hooks allreduce, fp16 and PowerSGD rank 4;
+# no goal yet, the ratio is the finding.
+GPU_SIZES = {"10M": MATRIX_SIZES["10M"] | {"steps": 200},
+             "100M": {"data.features": 4096, "model.hidden": 4096, "model.layers": 6, "steps": 100}}
+GPU_HOOKS = {"allreduce": MATRIX_HOOKS["allreduce"], "fp16": {"hook.name": "fp16_compress"},
+             "powersgd r4": MATRIX_HOOKS["powersgd r4"]}
+
+
+def matrix_cases(gpu):
+    sizes, layouts, hooks = (GPU_SIZES, {"25 MB buckets": MATRIX_BUCKETS["25 MB buckets"]}, GPU_HOOKS) if gpu else \
+        (MATRIX_SIZES, MATRIX_BUCKETS, MATRIX_HOOKS)
+    for size, shape in sizes.items():
+        for layout, buckets in layouts.items():
+            for hook, settings in hooks.items():
                 # PyTorch's PowerSGD hook aborts with several buckets on Gloo (2.11 as 1.13).
-                if hook.startswith("powersgd") and layout != "one bucket":
+                if hook.startswith("powersgd") and layout != "one bucket" and not gpu:
                     continue
-                yield (size, layout, hook), dict(shape, **buckets, **settings, **{"data.batch_size": 64})
+                place = {"device": "cuda", "world_size": 1} if gpu else {}
+                yield (size, layout, hook), dict(shape, **buckets, **settings, **place, **{"data.batch_size": 64})
 
 
 def main():
@@ -122,19 +137,32 @@ def main():
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--matrix", action="store_true",
                         help="every size, bucket layout and hook of the speed goals, interleaved in each round")
+    parser.add_argument("--gpu", action="store_true",
+                        help="the GPU matrix: 10M and 100M parameters, allreduce, fp16 and PowerSGD rank 4, one rank "
+                             "on the GPU (NCCL) for both engines")
     args = parser.parse_args()
+    args.matrix = args.matrix or args.gpu
 
-    cases = list(matrix_cases()) if args.matrix else [(("", "", args.hook), {})]
+    cases = list(matrix_cases(args.gpu)) if args.matrix else [(("", "", args.hook), {})]
     rows = {key: [] for key, _ in cases}
     summaries = {}
+    failures = 0
     with tempfile.TemporaryDirectory() as d:
         for r in range(args.rounds):
             for key, case in cases:
                 try:
                     mine, theirs, summaries[key] = one_round(args, d, case)
                 except subprocess.TimeoutExpired as e:
+                    failures += 1
                     print(f"round {r + 1} {' '.join(key)}: stalled ({os.path.basename(str(e.cmd[0]))} killed after "
                           f"{e.timeout:.0f} s); not counted", flush=True)
+                    continue
+                except (subprocess.CalledProcessError, RuntimeError) as e:  # the others still run
+                    failures += 1
+                    text = getattr(e, "stderr", None) or str(e)
+                    text = (text.decode(errors="replace") if isinstance(text, bytes) else text).strip().splitlines()
+                    print(f"round {r + 1} {' '.join(key)}: FAILED ({text[-1] if text else type(e).__name__}); "
+                          f"not counted", flush=True)
                     continue
                 rows[key].append((mine, theirs))
                 print(f"round {r + 1}{' ' + ', '.join(key) if args.matrix else ''}: commtune {mine:7.3f} ms/step   "
@@ -145,16 +173,19 @@ def main():
             continue
         ratio = statistics.median(m / t for m, t in rows[key])
         results.append({"size": key[0], "buckets": key[1], "hook": key[2], "ratio": ratio,
+                        "parameters": summaries[key]["parameter_count"],
                         "commtune_ms": statistics.median(m for m, _ in rows[key]),
                         "pytorch_ms": statistics.median(t for _, t in rows[key])})
     if args.matrix:
-        print(f"\n{args.world} ranks x {args.threads} thread(s), Gloo, batch 64; median of {args.rounds} rounds")
+        where = "one rank on the GPU, NCCL" if args.gpu else f"{args.world} ranks x {args.threads} thread(s), Gloo"
+        print(f"\n{where}, batch 64; median of {args.rounds} rounds")
         print(f"{'model':6s} {'buckets':14s} {'hook':16s} {'commtune ms':>12s} {'PyTorch ms':>11s} {'ratio':>6s}  goal")
         for row in results:
-            goal = MATRIX_GOALS[row["hook"]]
+            goal = None if args.gpu else MATRIX_GOALS[row["hook"]]
+            verdict = "none set" if goal is None else f"<= {goal} {'met' if row['ratio'] <= goal else 'NOT met'}"
             print(f"{row['size']:6s} {row['buckets']:14s} {row['hook']:16s} {row['commtune_ms']:12.2f} "
-                  f"{row['pytorch_ms']:11.2f} {row['ratio']:6.3f}  <= {goal} {'met' if row['ratio'] <= goal else 'NOT met'}")
-    else:
+                  f"{row['pytorch_ms']:11.2f} {row['ratio']:6.3f}  {verdict}")
+    elif results:
         summary = summaries[cases[0][0]]
         params = summary["parameter_count"]
         breakdown = summary["step_time_ms"]
@@ -168,7 +199,10 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "results": results}, f, indent=1)
+    if failures:
+        print(f"{failures} run(s) failed or stalled: not counted above")
+    return 1 if failures or not results else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

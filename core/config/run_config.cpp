@@ -17,6 +17,9 @@ Schema<RunOptions> RunOptions::schema() {
                "number of ranks (0: one per visible GPU, or 2 on CPU)")
       .choice("device", &RunOptions::device, {"auto", "cpu", "cuda"},
               "where ranks train: cuda with NCCL, cpu with Gloo; auto picks cuda when a GPU is visible")
+      .choice("backend", &RunOptions::backend, {"auto", "nccl", "gloo"},
+              "the process group's backend: auto is nccl on GPUs and gloo on the CPU; gloo on GPUs lets several "
+              "ranks share one GPU (rank r on GPU r mod the GPUs visible), which NCCL refuses")
       .integer("steps", &RunOptions::steps, {1, 1LL << 40}, "steps", "optimizer steps to run")
       .integer("seed", &RunOptions::seed, {0, static_cast<double>(kMaxSeed)}, "",
                "seed for model initialisation, synthetic data and shuffling")
@@ -117,6 +120,8 @@ RunConfig RunConfig::parse(const nlohmann::json& raw) {
   c.checkpoint = CheckpointOptions::schema().read(section_or_empty(raw, "checkpoint"), "checkpoint");
   c.network = NetworkOptions::schema().read(section_or_empty(raw, "network"), "network");
   c.debug = DebugOptions::schema().read(section_or_empty(raw, "debug"), "debug");
+  if (c.run.backend == "nccl" && c.run.device == "cpu")
+    throw ConfigError("backend", "is nccl, which runs on GPUs only: set device=cuda, or backend=gloo or auto on the CPU");
   if (c.debug.dump_grads_steps > 0 && c.debug.dump_dir.empty())
     throw ConfigError("debug.dump_dir", "set a folder for the gradient dumps that debug.dump_grads_steps asks for");
   auto& cat = catalog();

@@ -35,6 +35,7 @@ inline constexpr std::int64_t kMaxSeed = std::int64_t{1} << 53;
 struct RunOptions {
   std::int64_t world_size = 0;
   std::string device = "auto";
+  std::string backend = "auto";
   std::int64_t steps = 200;
   std::int64_t seed = 0;
   std::int64_t threads = 0;

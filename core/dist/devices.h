@@ -11,9 +11,15 @@ namespace commtune {
 int cuda_device_count();
 
 // The device of the rank with `local_rank` for a "device" choice (auto, cpu,
-// cuda), selecting it as the current CUDA device. Throws ConfigError when
-// cuda is asked for but missing.
-c10::Device device_for_rank(const std::string& choice, int local_rank);
+// cuda) and a "backend" choice (auto, nccl, gloo), selecting it as the
+// current CUDA device. Under NCCL each local rank needs a GPU of its own;
+// under Gloo ranks share the GPUs round-robin. Throws ConfigError when cuda
+// (or nccl) is asked for but missing, or a rank has no GPU.
+c10::Device device_for_rank(const std::string& choice, const std::string& backend, int local_rank);
+
+// Whether a rank on `device` builds its process group on Gloo for a
+// "backend" choice: auto is NCCL on a GPU and Gloo on the CPU.
+bool uses_gloo(const std::string& backend, const c10::Device& device);
 
 // world_size 0 means one rank per GPU (device auto/cuda with GPUs), else 2.
 int resolve_world_size(std::int64_t world_size, const std::string& device);

@@ -37,6 +37,8 @@ std::vector<Slot> make_slots(std::int64_t parallel, const RunConfig& base, const
   if (parallel == 1 || backend == "slurm") return slots;
   const int gpus = cuda_device_count();
   const bool cuda = base.run.device == "cuda" || (base.run.device == "auto" && gpus > 0);
+  // Gloo ranks share the GPUs (rank r on GPU r mod their count): every trial sees them all.
+  if (cuda && base.run.backend == "gloo") return slots;
   if (cuda) {
     if (base.run.world_size < 1)
       throw ConfigError("base.world_size", "set it explicitly when GPU trials run in parallel");

@@ -259,7 +259,7 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
                      {"world_size", env.world_size},
                      {"local_rank", env.local_rank},
                      {"device", device.str()},
-                     {"backend", device.is_cuda() ? "nccl" : "gloo"},
+                     {"backend", comm.backend() == CommBackend::Gloo ? "gloo" : "nccl"},
                      {"threads", threads},
                      {"torch_version", TORCH_VERSION},
                      {"parameter_count", flat.total_numel()},
@@ -405,13 +405,13 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
 }  // namespace
 
 bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events) {
-  const auto device = device_for_rank(config.run.device, env.local_rank);
+  const auto device = device_for_rank(config.run.device, config.run.backend, env.local_rank);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
       config.run.threads > 0 ? static_cast<int>(config.run.threads) : std::max(1, cores / env.local_world_size);
   set_up_math_libraries(threads);
 
-  Communicator comm(env, device.is_cuda() ? CommBackend::Nccl : CommBackend::Gloo,
+  Communicator comm(env, uses_gloo(config.run.backend, device) ? CommBackend::Gloo : CommBackend::Nccl,
                     std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));
   const auto link_probe = probe_link(comm, device);  // the real link, before any emulation
   if (const auto cluster = config.network.emulated_cluster(env.world_size)) comm.emulate_link(*cluster);

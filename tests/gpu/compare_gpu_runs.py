@@ -7,6 +7,11 @@ same libtorch kernels run on both sides); against the CPU, within 1e-3
 relative over 40 steps (cuBLAS and the CPU BLAS sum in different orders),
 1e-2 with PowerSGD, whose orthogonalisations amplify those differences.
 
+Two ranks share the one GPU over Gloo with CUDA tensors (backend=gloo:
+NCCL refuses two ranks on one device) against PyTorch's DDP run the same
+way, with the same tolerance: the only multi-rank CUDA path a machine with
+one GPU has. A difference of exactly 0 is printed as "bit-identical".
+
 Then the compressors' device path (compressed, gathered and decoded on the
 GPU) against their host path (the bucket copied to the host) on the same
 GPU and ranks: the same losses bit for bit (onebit's and randomk's payloads
@@ -14,6 +19,8 @@ are the host's bytes; topk's too unless |x| ties at the k-th largest), and
 the hook's time per step of each.
 """
 import argparse
+import concurrent.futures
+import functools
 import json
 import os
 import subprocess
@@ -44,6 +51,16 @@ CASES = [
     ("byteps topk", {"hook.name": "byteps", "hook.byteps_compressor_type": "topk", "hook.byteps_ef_type": "vanilla"},
      False),
 ]
+# Two ranks on the one GPU: NCCL refuses two ranks on one device, so these share it over Gloo with CUDA tensors
+# (backend=gloo), against PyTorch's DDP run the same way. The only multi-rank CUDA path a one-GPU machine has.
+SHARED = {"world_size": 2, "backend": "gloo"}
+CASES += [
+    ("2 ranks gloo allreduce", dict(SHARED, **{"hook.name": "allreduce"}), True),
+    ("2 ranks gloo fp16", dict(SHARED, **{"hook.name": "fp16_compress"}), True),
+    ("2 ranks gloo bf16 wrap", dict(SHARED, **{"hook.name": "allreduce", "hook.wrapper": "bf16"}), True),
+    ("2 ranks gloo powersgd", dict(SHARED, **{"hook.name": "powersgd", "hook.matrix_approximation_rank": 2,
+                                               "hook.start_powerSGD_iter": 2}), True),
+]
 
 
 def run(cli, workdir, overrides):
@@ -65,6 +82,10 @@ def worst(a, b):
     return max(abs(x - y) / max(abs(y), 1e-12) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
 
 
+def figure(difference):
+    return "bit-identical" if difference == 0 else f"{difference:.2e}"
+
+
 def attempt(name, check):
     """Runs one check: its exception fails it (its last line printed) and the other checks still run, since a
     lent GPU's minutes are too few to rerun everything for one failure. True when it passed."""
@@ -80,7 +101,7 @@ def check_case(cli, out, name, overrides, with_pytorch):
     workdir = os.path.join(out, name.replace(" ", "_").replace(",", ""))
     os.makedirs(workdir, exist_ok=True)
     init = os.path.join(workdir, "init.pt")
-    common = dict(overrides, **{"steps": 40, "world_size": 1, "weights.save_initial": init})
+    common = {"steps": 40, "world_size": 1, **overrides, "weights.save_initial": init}
     gpu, _ = run(cli, workdir, dict(common, device="cuda"))
     line, ok = f"{name:22s}", True
     if with_pytorch:
@@ -88,14 +109,14 @@ def check_case(cli, out, name, overrides, with_pytorch):
         subprocess.run([sys.executable, REFERENCE, "--config", os.path.join(workdir, "summary.json"), "--init",
                         init, "--out", ref_out], check=True)
         vs_torch = worst(gpu, json.load(open(ref_out))["losses"])
-        line += f" GPU vs PyTorch DDP on GPU: {vs_torch:.2e}"
+        line += f" GPU vs PyTorch DDP on GPU: {figure(vs_torch)}"
         ok = ok and vs_torch <= 1e-5
     cpu_dir = os.path.join(workdir, "cpu")
     os.makedirs(cpu_dir, exist_ok=True)
     try:
         cpu, _ = run(cli, cpu_dir, dict(common, device="cpu", **{"weights.init": init}))
         vs_cpu = worst(gpu, cpu)
-        line += f"   GPU vs CPU: {vs_cpu:.2e}"
+        line += f"   GPU vs CPU: {figure(vs_cpu)}"
         # PowerSGD's QR and Gram-Schmidt, and the compressors' selections, amplify rounding differences
         # between the devices.
         ok = ok and vs_cpu <= (1e-2 if "powersgd" in name or "byteps" in name else 1e-3)
@@ -128,7 +149,7 @@ def check_powersgd_export(cli, out):
                     "--powersgd-state", os.path.join(workdir, "export", "powersgd_state-rank{rank}.pt"),
                     "--resume", folder], check=True)
     vs_torch = worst(mine, json.load(open(ref_out))["losses"])
-    print(f"{'powersgd export':22s} PyTorch continues the GPU run from its exported state: {vs_torch:.2e}",
+    print(f"{'powersgd export':22s} PyTorch continues the GPU run from its exported state: {figure(vs_torch)}",
           flush=True)
     return vs_torch <= 1e-5
 
@@ -154,20 +175,21 @@ def check_snippet(cli, out, gpus, label, overrides, command, file):
     return ok
 
 
-def check_device_path(cli, out, gpus, kind):
+def check_device_path(cli, out, kind, placement):
     """The device path (allgather variant) against the host path: the same losses, and each one's hook time."""
     overrides = {"hook.name": "byteps", "hook.byteps_aggregation": "allgather", "hook.byteps_compressor_type": kind,
                  "hook.byteps_compressor_k": 0.01, "hook.byteps_ef_type": "vanilla",
                  "hook.byteps_momentum_type": "nesterov", "optimizer.momentum": 0, "steps": 40, "device": "cuda",
-                 "world_size": max(1, gpus), "model.hidden": 2048}
+                 "model.hidden": 2048, **placement}
+    ranks = f"{overrides['world_size']} rank(s) over {overrides.get('backend', 'nccl')}"
     results = {}
     for where in ("device", "host"):
-        workdir = os.path.join(out, f"byteps_{kind}_{where}")
+        workdir = os.path.join(out, f"byteps_{kind}_{overrides['world_size']}_{where}")
         os.makedirs(workdir, exist_ok=True)
         results[where] = run(cli, workdir, dict(overrides, **{"hook.byteps_compress_on": where}))
     same = results["device"][0] == results["host"][0]
     hook_ms = {w: results[w][1]["step_time_ms"]["hook"] for w in results}
-    print(f"byteps {kind:8s} device path vs host path on {max(1, gpus)} GPU(s): "
+    print(f"byteps {kind:8s} device path vs host path, {ranks}: "
           f"{'bit-identical' if same else 'DIFFERS'}; hook {hook_ms['device']:.3f} ms/step on the device, "
           f"{hook_ms['host']:.3f} via the host", flush=True)
     return same
@@ -177,23 +199,29 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--parallel", type=int, default=4, help="checks at once")
     args = parser.parse_args()
     cli = os.path.join(args.build, "app", "commtune-cli")
     gpus = int(subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
                               capture_output=True, text=True).stdout.strip() or 0)
-    passed = [attempt(name, lambda: check_case(cli, args.out, name, overrides, with_pytorch))
+    checks = [(name, functools.partial(check_case, cli, args.out, name, overrides, with_pytorch))
               for name, overrides, with_pytorch in CASES]
-    passed.append(attempt("powersgd export", lambda: check_powersgd_export(cli, args.out)))
+    checks.append(("powersgd export", functools.partial(check_powersgd_export, cli, args.out)))
     for label, overrides, command, file in (
             ("fp16 wrapper", {"hook.name": "allreduce", "hook.wrapper": "fp16"}, "production", "use_hook.py"),
             ("bf16 wrapper", {"hook.name": "allreduce", "hook.wrapper": "bf16"}, "production", "use_hook.py"),
             ("powersgd", {"hook.name": "powersgd", "hook.start_powerSGD_iter": 2}, "powersgd", "use_powersgd.py"),
             ("powersgd bf16", {"hook.name": "powersgd", "hook.start_powerSGD_iter": 2, "hook.wrapper": "bf16"},
              "powersgd", "use_powersgd.py")):
-        passed.append(attempt("snippet " + label,
-                              lambda: check_snippet(cli, args.out, gpus, label, overrides, command, file)))
+        checks.append(("snippet " + label,
+                       functools.partial(check_snippet, cli, args.out, gpus, label, overrides, command, file)))
     for kind in ("onebit", "topk", "randomk"):
-        passed.append(attempt("byteps " + kind, lambda: check_device_path(cli, args.out, gpus, kind)))
+        checks.append(("byteps " + kind, functools.partial(check_device_path, cli, args.out, kind,
+                                                           {"world_size": max(1, gpus)})))
+    checks.append(("byteps onebit gloo", functools.partial(check_device_path, cli, args.out, "onebit", SHARED)))
+    # Correctness, not speed: the checks run side by side (a lent GPU's minutes are few), each in its own folder.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        passed = list(pool.map(lambda check: attempt(*check), checks))
     failed = passed.count(False)
     print(f"FAILED: {failed} of {len(passed)} checks" if failed else
           f"all {len(passed)} GPU checks agree within the stated tolerances")

@@ -190,7 +190,10 @@ class BadInput(unittest.TestCase):
     def test_configurations_that_cannot_run_here(self):
         self.run_refused({"world_size": 64}, "world_size", "oversubscribe")
         self.run_refused({"debug.fail_rank": 5}, "debug.fail_rank", "0..1")
+        self.run_refused({"backend": "nccl", "device": "cpu"}, "backend", "GPUs only")
+        self.run_refused({"backend": "mpi"}, "backend", "auto, nccl, gloo")
         if not shutil.which("nvidia-smi"):
+            self.run_refused({"backend": "nccl"}, "backend", "no CUDA device")
             # Each rank's config error, then a clean exit: no rank may die of SIGABRT on its way out (the issue
             # saw "terminate called ... std::system_error" after this error in 6 of 6 tries), and the store
             # keeps the run as failed, not killed.

@@ -470,10 +470,12 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     torch.set_num_threads(threads)
     set_blas_threads(threads)
     on_cuda = config["device"] == "cuda" or (config["device"] == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda", rank) if on_cuda else torch.device("cpu")
+    # As commtune places ranks: one GPU each under NCCL, round-robin under Gloo (backend=gloo shares GPUs).
+    gloo = config.get("backend", "auto") == "gloo" or not on_cuda
+    device = torch.device("cuda", rank % torch.cuda.device_count()) if on_cuda else torch.device("cpu")
     if on_cuda:
         torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if on_cuda else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    dist.init_process_group("gloo" if gloo else "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world, timeout=timedelta(seconds=config["timeout_s"]))
     x, y, spec = make_dataset(config["data"], config["seed"])
     model = make_model(config["model"], spec)
@@ -491,7 +493,7 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
         ddp = snippet.make_ddp(model)
         exported = (snippet, snippet.register(ddp), {})
     else:
-        ddp = DDP(model, device_ids=[rank] if on_cuda else None, **bucket_caps)
+        ddp = DDP(model, device_ids=[device.index] if on_cuda else None, **bucket_caps)
         hook = make_hook(config["hook"])
         if hook is not None:
             state, function = hook
