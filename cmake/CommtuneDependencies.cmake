@@ -1,7 +1,7 @@
 # Third-party libraries. On Debian they come from the packages that
 # scripts/setup-deps.sh installs. Where no package manager reaches (the lent
 # GPU machines), the header-only ones are found in COMMTUNE_EXTRA_INCLUDE_DIRS,
-# and SQLite (a static library) in the lib/ folder beside it, which
+# and SQLite's library in the lib/ folder beside it, which
 # scripts/gpu-deps.sh fills from a Debian machine.
 set(COMMTUNE_EXTRA_INCLUDE_DIRS "" CACHE PATH "Extra folders to find third-party headers in")
 

@@ -87,6 +87,16 @@ if(COMMTUNE_TORCH STREQUAL "pypi")
   # remove_all there jumped to address 0. libstdc++ first in every binary's
   # DT_NEEDED list makes the system's definitions the ones found first.
   target_link_libraries(commtune_torch INTERFACE "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state")
+  # The wheel's CUDA libraries (cuDNN, NCCL, cuBLAS, ...) sit in the nvidia
+  # packages beside torch/, where libtorch_cuda.so finds them at run time
+  # through $ORIGIN. Linking a program, the linker checks them too and looks
+  # only where -rpath-link says (where a CUDA toolkit holds them, as on this
+  # project's Debian machines, its own paths serve).
+  file(GLOB _nvidia_lib_dirs LIST_DIRECTORIES true "${_torch_prefix}/../nvidia/*/lib" "${_torch_prefix}/../nvidia/*/*/lib")
+  if(_nvidia_lib_dirs)
+    list(JOIN _nvidia_lib_dirs ":" _nvidia_lib_path)
+    target_link_options(commtune_torch INTERFACE "LINKER:-rpath-link,${_nvidia_lib_path}")
+  endif()
 endif()
 target_link_libraries(commtune_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(commtune_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})

@@ -26,7 +26,10 @@
 # --build-only configures and builds as on the GPU machine (PyTorch 2.11's
 # libtorch from $PYTHON, CUDA on for sm_90, no GUI, no tests) and stops: it
 # needs no GPU, and the suite runs it here so the GPU build keeps compiling.
-# Naming checks runs only those (a rerun of the ones that failed).
+# Naming checks runs only those (a rerun of the ones that failed);
+# GPU_CHECK_CASES=a,b runs only the cases of `runs` whose names contain a or b,
+# and GPU_CHECK_SPEED_ROUNDS sets ddp_speed's rounds (3; each takes about
+# 100 s on an H100, most of it starting processes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -53,7 +56,8 @@ if ! "${configure[@]}" >"$logs/configure.log" 2>&1; then
   tail -20 "$logs/configure.log"
   built="no: configure failed (configure.log)"
 elif ! timeout 240 cmake --build "$build" --parallel "$(nproc)" >"$logs/build.log" 2>&1; then
-  grep -E 'error|FAILED' "$logs/build.log" | head -40
+  # The linker's own lines too ("/usr/bin/ld: cannot find ..."), which say no "error".
+  grep -E 'error|FAILED|ld: |undefined reference' "$logs/build.log" | sort -u | head -40 | tee "$logs/build-errors.txt"
   built="no: the build failed (build.log)"
 fi
 echo "build: $built ($((SECONDS - started)) s)" | tee "$logs/build-verdict.txt"
@@ -69,8 +73,8 @@ if [[ "$built" != yes ]]; then
   programs=$root/.gpu-deps/prebuilt
   [[ -x "$programs/app/commtune-cli" ]] || { echo "no build and no prebuilt programs"; exit 1; }
   site=$("$py" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
-  libs=$(find "$site/torch/lib" "$site/nvidia" /usr/local/cuda/lib64 /usr/local/cuda/lib -name 'lib*.so*' -printf '%h\n' 2>/dev/null |
-    sort -u | paste -sd:)
+  libs=$( (find "$site/torch/lib" "$site/nvidia" /usr/local/cuda/lib64 /usr/local/cuda/lib -name 'lib*.so*' -printf '%h\n' \
+    2>/dev/null || true) | sort -u | paste -sd:)
   export LD_LIBRARY_PATH="$programs/core:$programs/lib:$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 "$programs/app/commtune-cli" --version | tee "$logs/version.txt"
@@ -88,6 +92,8 @@ failed=0
   cat "$logs/versions.txt"
   head -3 "$logs/version.txt"
   echo "build: $built"
+  # A call cut short returns no logs.tar.gz: the build's errors travel here.
+  sed 's/^/  /' "$logs/build-errors.txt" 2>/dev/null
 } >"$out/summary.txt"
 : >"$out/report.txt"
 # The whole script ends by GPU_CHECK_DEADLINE_S (from its start): a check gets
@@ -123,9 +129,11 @@ check() {  # check NAME LIMIT_S COMMAND...
 export COMMTUNE_BUILD_DIR=$programs COMMTUNE_ORACLE_PYTHON=$py PYTHONUNBUFFERED=1
 check kernels 120 "$programs/tests/gpu/gpu_kernel_check"
 rm -rf "$logs/runs"
-check runs 240 "$py" "$root/tests/gpu/compare_gpu_runs.py" --build "$programs" --out "$logs/runs"
+check runs 240 "$py" "$root/tests/gpu/compare_gpu_runs.py" --build "$programs" --out "$logs/runs" \
+  --only "${GPU_CHECK_CASES:-}"
 check device_bench 90 "$programs/bench/device_compress_bench"
-check ddp_speed 200 "$py" "$root/bench/ddp_step_bench.py" --gpu --rounds 3 --json "$logs/ddp_speed.json"
+check ddp_speed 240 "$py" "$root/bench/ddp_step_bench.py" --gpu --rounds "${GPU_CHECK_SPEED_ROUNDS:-3}" \
+  --json "$logs/ddp_speed.json"
 tar -czf "$out/logs.tar.gz" -C "$logs" --exclude='*.pt' --exclude='checkpoints' . 2>/dev/null
 echo "== summary"
 cat "$out/summary.txt"

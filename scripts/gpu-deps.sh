@@ -3,7 +3,7 @@
 # dependencies that the lent GPU machines lack (and cannot fetch; Gloo's
 # headers too, which PyTorch's wheels do not ship, and NCCL's header, which
 # the wheels' CUDA packages may not) into .gpu-deps/include, and SQLite's
-# static library into .gpu-deps/lib, for the device tool to carry with the
+# library into .gpu-deps/lib, for the device tool to carry with the
 # working tree. With a GPU build here (scripts/gpu-check.sh --build-only, the
 # same wheel as the GPU machines'), its programs go to .gpu-deps/prebuilt:
 # gpu-check.sh runs them there if its own build fails, so a failed build does
@@ -15,7 +15,12 @@ rm -rf "$root/.gpu-deps"
 mkdir -p "$dest" "$root/.gpu-deps/lib"
 cp -r /usr/include/nlohmann /usr/include/CLI /usr/include/gloo "$dest/"
 cp /usr/include/zlib.h /usr/include/zconf.h /usr/include/sqlite3.h "$dest/"
-cp "/usr/lib/$(gcc -dumpmachine)/libsqlite3.a" "$root/.gpu-deps/lib/"
+# Debian's libsqlite3.a is not position-independent, so it cannot go into
+# libcommtune_core.so: the shared library instead, under the name the linker
+# looks for (its soname, libsqlite3.so.0, is what the programs then load,
+# from this folder: CMake puts it in their run path).
+cp -L "/usr/lib/$(gcc -dumpmachine)/libsqlite3.so.0" "$root/.gpu-deps/lib/"
+cp -L "/usr/lib/$(gcc -dumpmachine)/libsqlite3.so.0" "$root/.gpu-deps/lib/libsqlite3.so"
 nccl=$(find /usr/local/cuda/include /usr/include -maxdepth 1 -name nccl.h 2>/dev/null | head -1)
 [[ -n "$nccl" ]] && cp "$nccl" "$dest/"
 build=$root/build-gpu

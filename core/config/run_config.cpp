@@ -35,7 +35,11 @@ Schema<RunOptions> RunOptions::schema() {
               "steps ran (warn); either way the run is diverged, never succeeded")
       .flag("oversubscribe", &RunOptions::oversubscribe,
             "on CPU, allow more than 4 ranks per core (each rank is a process with its own threads and memory: "
-            "by default such a world_size is refused rather than started)");
+            "by default such a world_size is refused rather than started)")
+      .flag("deterministic", &RunOptions::deterministic,
+            "deterministic kernels only, as PyTorch's torch.use_deterministic_algorithms(True, warn_only=True) with "
+            "cuDNN's deterministic algorithms and cuBLAS's fixed workspace: on a GPU a run then repeats bit for bit "
+            "(a little slower); an op without such a kernel warns");
 }
 
 Schema<WeightsOptions> WeightsOptions::schema() {

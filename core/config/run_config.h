@@ -43,6 +43,7 @@ struct RunOptions {
   double timeout_s = 30;
   std::string on_nonfinite = "stop";
   bool oversubscribe = false;
+  bool deterministic = false;
 
   static Schema<RunOptions> schema();
 };

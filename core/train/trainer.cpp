@@ -41,8 +41,16 @@ using steady = std::chrono::steady_clock;
 // without it its matrix products round differently for operands at other
 // addresses, and a bucket's slices are not where PyTorch's own gradients are.
 // Before any MKL call: MKL reads the variable once, when it starts.
-void set_up_math_libraries(int threads) {
+void set_up_math_libraries(int threads, bool deterministic) {
   ::setenv("MKL_CBWR", "AUTO", /*overwrite=*/0);
+  if (deterministic) {
+    // As PyTorch's torch.use_deterministic_algorithms(True, warn_only=True) with cuDNN's deterministic
+    // algorithms: cuBLAS reads its workspace setting when its first handle is made, after this.
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+  }
   at::set_num_threads(threads);
   using SetThreads = void (*)(int);
   if (auto set_blas = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
@@ -405,11 +413,11 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
 }  // namespace
 
 bool train_rank(const RunConfig& config, const DistEnv& env, events::EventWriter* events) {
-  const auto device = device_for_rank(config.run.device, config.run.backend, env.local_rank);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
       config.run.threads > 0 ? static_cast<int>(config.run.threads) : std::max(1, cores / env.local_world_size);
-  set_up_math_libraries(threads);
+  set_up_math_libraries(threads, config.run.deterministic);
+  const auto device = device_for_rank(config.run.device, config.run.backend, env.local_rank);
 
   Communicator comm(env, uses_gloo(config.run.backend, device) ? CommBackend::Gloo : CommBackend::Nccl,
                     std::chrono::milliseconds(static_cast<std::int64_t>(config.run.timeout_s * 1000)));

@@ -470,6 +470,10 @@ def run_rank(rank, world, port, config, init_path, out_dir, final_path, dump_dir
     torch.set_num_threads(threads)
     set_blas_threads(threads)
     on_cuda = config["device"] == "cuda" or (config["device"] == "auto" and torch.cuda.is_available())
+    if config.get("deterministic"):  # as commtune's deterministic=true sets it, before cuBLAS starts
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     # As commtune places ranks: one GPU each under NCCL, round-robin under Gloo (backend=gloo shares GPUs).
     gloo = config.get("backend", "auto") == "gloo" or not on_cuda
     device = torch.device("cuda", rank % torch.cuda.device_count()) if on_cuda else torch.device("cpu")
