@@ -678,7 +678,7 @@ class GuiTest : public QObject {
     QSignalSpy analysed(analysis, &AnalysisPage::analysed);
     analysis->select_sweep(sweep);
     analysis->refresh();
-    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().points.size() == 29, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().runs.size() == 29, 60000);
     QCOMPARE(analysis->parallel()->matching_runs().size(), std::size_t{29});
     QCOMPARE(analysis->parallel_table()->rowCount(), 29);
     const int loss_axis = 2;  // after the two swept parameters
@@ -896,7 +896,7 @@ class GuiTest : public QObject {
     auto* analysis = window.analysis();
     QSignalSpy analysed(analysis, &AnalysisPage::analysed);
     window.show_page(MainWindow::kAnalysis);
-    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().points.size() == 5, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().runs.size() == 5, 60000);
     auto* map = analysis->plots()[1]->findChild<QCPColorMap*>("heatmap:cells");
     QVERIFY(map);
     bool found = false;
@@ -919,20 +919,6 @@ class GuiTest : public QObject {
     QCOMPARE(short_value_labels({"0.04472135955", "0.1", "0.316227766017"}),
              (std::vector<QString>{"0.0447", "0.1", "0.316"}));
     QCOMPARE(short_value_labels({"1.0001", "1.0002", "topk"}), (std::vector<QString>{"1.0001", "1.0002", "topk"}));
-    AnalysisData mixed;
-    mixed.axes = {"hook.name", "hook.byteps_compressor_type", "optimizer.lr"};
-    for (const char* lr : {"0.01", "0.1"}) {
-      for (const char* compressor : {"onebit", "topk", "randomk"}) {
-        AnalysisPoint p;
-        p.axis_values = {{"hook.name", "byteps"}, {"hook.byteps_compressor_type", compressor}, {"optimizer.lr", lr}};
-        mixed.points.push_back(p);
-      }
-      AnalysisPoint allreduce;
-      allreduce.axis_values = {{"hook.name", "allreduce"}, {"optimizer.lr", lr}};
-      mixed.points.push_back(allreduce);
-    }
-    const auto [hx, hy] = default_heatmap_axes(mixed);
-    QCOMPARE((std::set<std::string>{hx, hy}), (std::set<std::string>{"hook.name", "optimizer.lr"}));
 
     // Compared, allreduce and PowerSGD differ in PowerSGD's own parameters too.
     window.show_page(MainWindow::kRuns);
@@ -1095,7 +1081,7 @@ class GuiTest : public QObject {
     const auto sweep = seed_sweep(path, {1, 2, 4, 8}, {2, 10});
     MainWindow window(path);
     auto* analysis = analyse_sweep(window, sweep);
-    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 8 && !analysis->analysing(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 8 && !analysis->analysing(), 60000);
     const auto compared = cli_json({"--db", path, "compare", "--sweep", QString::number(sweep), "--json"});
     QVERIFY(compared.is_object());
     const auto cli_front = compared["pareto_front"].get<std::vector<std::int64_t>>();
@@ -1113,7 +1099,7 @@ class GuiTest : public QObject {
     MainWindow window(path);
     window.resize(1400, 900);
     auto* analysis = analyse_sweep(window, sweep);
-    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 5 && !analysis->analysing(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 5 && !analysis->analysing(), 60000);
     auto* pareto = analysis->plots()[0];
     analysis->views()->setCurrentIndex(0);
     pareto->replot(QCustomPlot::rpImmediateRefresh);
@@ -1174,7 +1160,7 @@ class GuiTest : public QObject {
     const auto sweep = seed_drawn_sweep(path);
     MainWindow window(path);
     auto* analysis = analyse_sweep(window, sweep);
-    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().points.size() == 12 && !analysis->analysing(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 12 && !analysis->analysing(), 60000);
     auto* heatmap = analysis->plots()[1];
     auto* contour = heatmap->findChild<QCPColorMap*>("heatmap:contour");
     QVERIFY2(contour, "12 drawn trials on a 12 x 12 grid: a contour, not a heatmap of blank cells");
@@ -1397,7 +1383,7 @@ class GuiTest : public QObject {
     QSignalSpy analysed(analysis, &AnalysisPage::analysed);
     analysis->select_sweep(sweep_id);
     analysis->refresh();
-    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().points.size() == 5, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().runs.size() == 5, 60000);
     QCOMPARE(analysis->data().axes.size(), std::size_t{2});
     QCOMPARE(static_cast<std::size_t>(analysis->what_if_table()->rowCount()), commtune::net::link_presets().size());
     // The what-if table shows every network without moving the splitter (it showed 2 rows).
@@ -1408,7 +1394,7 @@ class GuiTest : public QObject {
                  qPrintable(QString("row %1 at %2, viewport %3").arg(last).arg(what_if->rowViewportPosition(last))
                                 .arg(what_if->viewport()->height())));
     int baselines = 0;
-    for (const auto& p : analysis->data().points) {
+    for (const auto& p : analysis->data().runs) {
       baselines += p.baseline;
       QVERIFY(p.predicted_ms && *p.predicted_ms > 0);
       if (!p.baseline) QCOMPARE(p.axis_values.size(), std::size_t{2});
@@ -1417,21 +1403,50 @@ class GuiTest : public QObject {
 
     // A faster target device: the predictions shrink and every verdict says which compute it assumed.
     std::map<std::int64_t, double> here;
-    for (const auto& p : analysis->data().points) here[p.run_id] = *p.predicted_ms;
-    QVERIFY2(analysis->data().what_if.front().verdict.contains("this machine's, pooled over"),
-             qPrintable(analysis->data().what_if.front().verdict));
+    for (const auto& p : analysis->data().runs) here[p.run_id] = *p.predicted_ms;
+    QVERIFY2(analysis->data().networks.front().verdict.find("this machine's, pooled over") != std::string::npos,
+             analysis->data().networks.front().verdict.c_str());
     const int before = analysed.count();
     analysis->findChild<QDoubleSpinBox*>("analysis:compute_scale")->setValue(0.01);
-    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before && analysis->data().points.size() == 5, 60000);
-    for (const auto& p : analysis->data().points) QVERIFY(*p.predicted_ms < here[p.run_id]);
-    for (const auto& row : analysis->data().what_if) QVERIFY2(row.verdict.contains("x 0.01"), qPrintable(row.verdict));
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before && analysis->data().runs.size() == 5, 60000);
+    for (const auto& p : analysis->data().runs) QVERIFY(*p.predicted_ms < here[p.run_id]);
+    for (const auto& row : analysis->data().networks)
+      QVERIFY2(row.verdict.find("x 0.01") != std::string::npos, row.verdict.c_str());
 
     // The loss tolerance is the user's: at 100% a compressed trial is recommended somewhere.
     const int before_tolerance = analysed.count();
     analysis->tolerance()->setValue(100);
-    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before_tolerance && analysis->data().points.size() == 5, 60000);
-    QVERIFY(std::any_of(analysis->data().what_if.begin(), analysis->data().what_if.end(),
-                        [](const WhatIfRow& row) { return !row.best.isEmpty() && row.best != "keep allreduce"; }));
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() > before_tolerance && analysis->data().runs.size() == 5, 60000);
+    QVERIFY(std::any_of(analysis->data().networks.begin(), analysis->data().networks.end(),
+                        [](const commtune::NetworkAdvice& row) { return !row.best.empty() && row.best != "keep allreduce"; }));
+
+    // Each row is `recommend`'s answer on that network (one answer everywhere): the same cluster, choice and
+    // verdict, word for word, for the same tolerance and target compute.
+    const auto& presets = commtune::net::link_presets();
+    QCOMPARE(analysis->data().networks.size(), presets.size());
+    for (std::size_t i = 0; i < presets.size(); ++i) {
+      const auto& row = analysis->data().networks[i];
+      const auto cli = cli_json({"--db", store(), "recommend", "--sweep", QString::number(sweep_id), "--network",
+                                 QString::fromStdString(presets[i].name), "--tolerance", "1", "--compute-scale",
+                                 "0.01", "--json"});
+      QVERIFY2(cli.is_object(), presets[i].name.c_str());
+      QCOMPARE(QString::fromStdString(row.network), QString::fromStdString(cli["cluster"].get<std::string>()));
+      QCOMPARE(QString::fromStdString(row.verdict), QString::fromStdString(cli["verdict"].get<std::string>()));
+      QCOMPARE(row.best_run.has_value(), !cli["chosen_run"].is_null());
+      if (row.best_run) QCOMPARE(*row.best_run, cli["chosen_run"].get<std::int64_t>());
+    }
+    // And each run's predicted step time on the page's network (10gbit) is `predict`'s for its configuration.
+    const auto predicted = cli_json({"--db", store(), "predict", "--sweep", QString::number(sweep_id), "--network",
+                                     "10gbit", "--compute-scale", "0.01", "--json"});
+    QVERIFY(predicted.is_object());
+    std::map<std::int64_t, double> cli_ms;
+    for (const auto& configuration : predicted["runs"])
+      for (const auto& run : configuration["runs"])
+        cli_ms[run.get<std::int64_t>()] = 1e3 * configuration["predictions"][0]["step_s_interval"]["value"].get<double>();
+    for (const auto& p : analysis->data().runs) {
+      QVERIFY(cli_ms.count(p.run_id));
+      QCOMPARE(*p.predicted_ms, cli_ms[p.run_id]);
+    }
   }
 
   // A sweep whose trials are SLURM jobs (scripts/slurm-local.sh's SLURM on

@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "core/sweep/draw.h"
 #include "core/sweep/param_importance.h"
+#include "core/verdict/sweep_analysis.h"
 
 using commtune::Importance;
 using commtune::ImportanceResult;
@@ -263,4 +265,25 @@ TEST(ParameterImportance, DivergedTrialsAreLeftOutAndTooFewGiveNothing) {
   EXPECT_FALSE(flat.method.empty());
 
   EXPECT_THROW(parameter_importance({"a", "b"}, {{{"1"}, 1.0}}), std::invalid_argument);
+}
+
+// A sweep over hooks: the heatmap shows the learning rate against the hook,
+// not the hook against a compressor that only BytePS trials have.
+TEST(SweepAnalysis, HeatmapAxesAreThoseMostTrialsShare) {
+  commtune::SweepAnalysis mixed;
+  mixed.axes = {"hook.name", "hook.byteps_compressor_type", "optimizer.lr"};
+  for (const char* lr : {"0.01", "0.1"}) {
+    for (const char* compressor : {"onebit", "topk", "randomk"}) {
+      commtune::AnalysedRun p;
+      p.axis_values = {{"hook.name", "byteps"}, {"hook.byteps_compressor_type", compressor}, {"optimizer.lr", lr}};
+      mixed.runs.push_back(p);
+    }
+    commtune::AnalysedRun allreduce;
+    allreduce.axis_values = {{"hook.name", "allreduce"}, {"optimizer.lr", lr}};
+    mixed.runs.push_back(allreduce);
+  }
+  const auto [x, y] = commtune::default_heatmap_axes(mixed);
+  EXPECT_EQ((std::set<std::string>{x, y}), (std::set<std::string>{"hook.name", "optimizer.lr"}));
+  // The parameter with more values goes across.
+  EXPECT_EQ(x, "hook.name");
 }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,8 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/sweep/param_importance.h"
-#include "core/verdict/evidence.h"
+#include "core/verdict/sweep_analysis.h"
 #include "ui/plot/plot_readout.h"
 
 class QComboBox;
@@ -37,49 +37,21 @@ namespace commtune::ui {
 
 struct Theme;
 class ParallelCoordinates;
-
-struct AnalysisPoint {
-  std::int64_t run_id = 0;
-  QString label;
-  double loss = 0;
-  std::optional<double> wire_mb, predicted_ms, step_ms;
-  std::optional<std::pair<double, double>> predicted_interval_ms;  // 95%
-  bool baseline = false;
-  // Its configuration: the runs that differ from it only in their seed.
-  std::int64_t configuration_run = 0;  // the configuration's first run
-  int seeds = 1;
-  double loss_mean = 0, loss_sd = NAN;  // over the seeds (sd: two seeds or more)
-  std::map<std::string, QString> axis_values;  // swept parameter -> value as text
-};
-
-struct WhatIfRow {
-  QString network;
-  std::optional<double> baseline_ms, best_ms;
-  std::optional<Estimate> speedup;
-  QString best, verdict;
-};
-
-struct AnalysisData {
-  std::vector<AnalysisPoint> points;
-  std::vector<WhatIfRow> what_if;
-  std::vector<std::string> axes;  // the sweep's swept parameters
-  std::set<std::string> log_axes;  // those its spec draws on a log scale
-  ImportanceResult importance;
-  QString note;  // why something is missing
-};
-
-// The heatmap's parameters for a sweep: (x, y).
-std::pair<std::string, std::string> default_heatmap_axes(const AnalysisData& data);
+class ParetoView;
+class HeatmapView;
+class SliceView;
+class ImportanceView;
 
 class AnalysisPage : public QWidget {
   Q_OBJECT
  public:
   AnalysisPage(QString store_path, QWidget* parent = nullptr);
+  ~AnalysisPage() override;
 
   void refresh();  // reloads the list of sweeps, then the analysis
   void select_sweep(std::int64_t sweep_id);
   void apply_theme(const Theme& theme);
-  const AnalysisData& data() const { return data_; }
+  const SweepAnalysis& data() const { return data_; }
   QTableWidget* what_if_table() const { return what_if_; }
   std::vector<QCustomPlot*> plots() const;
   std::int64_t shown_sweep() const;  // 0: every stored run
@@ -111,11 +83,6 @@ class AnalysisPage : public QWidget {
   void fill_parallel_table();
   void draw_importance();
   void draw_slice();
-  void draw_contour(const std::string& x, const std::string& y);
-  std::optional<PlotHit> slice_hit(const QPointF& pixel) const;
-  std::optional<PlotHit> importance_hit(const QPointF& pixel) const;
-  std::optional<PlotHit> pareto_hit(const QPointF& pixel) const;
-  std::optional<PlotHit> heatmap_hit(const QPointF& pixel) const;
 
   QString store_path_;
   QComboBox* scope_;
@@ -137,13 +104,12 @@ class AnalysisPage : public QWidget {
   QTableWidget* what_if_;
   QLabel* note_;
   QPushButton* resume_;
-  AnalysisData data_;
-  std::vector<const AnalysisPoint*> pareto_points_;  // in the order of the Pareto plot's points
+  SweepAnalysis data_;
   std::vector<std::int64_t> pareto_front_;
-  std::map<std::pair<int, int>, PlotHit> heat_cells_;  // what each heatmap cell reads
-  bool heat_contour_ = false;                          // drawn as a filled contour (values not on a grid)
-  std::vector<const AnalysisPoint*> heat_trials_;      // the contour's trial points, in their graph's order
-  std::vector<const AnalysisPoint*> slice_points_;  // in the order of the slice plot's points
+  std::unique_ptr<ParetoView> pareto_view_;
+  std::unique_ptr<HeatmapView> heatmap_view_;
+  std::unique_ptr<SliceView> slice_view_;
+  std::unique_ptr<ImportanceView> importance_view_;
   QComboBox* slice_param_;
   QCustomPlot* slice_;
   PlotReadout* slice_readout_;

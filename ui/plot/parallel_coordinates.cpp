@@ -7,8 +7,8 @@
 
 #include "ui/forms/param_field.h"
 #include "ui/plot/plot_readout.h"
+#include "ui/plot/plot_style.h"
 #include "ui/plot/qcustomplot.h"
-#include "ui/plot/run_plots.h"
 #include "ui/theme.h"
 
 namespace commtune::ui {

@@ -1,42 +1,38 @@
 #include "ui/plot/run_plots.h"
 
+#include "ui/plot/plot_style.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
-#include <QTreeWidget>
-#include <QMenu>
-#include <QPainter>
 #include <QSlider>
 #include <QSplitter>
 #include <QStackedLayout>
-#include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
-#include "ui/forms/param_field.h"
+#include "ui/plot/bucket_table.h"
+#include "ui/plot/minmax_series.h"
 #include "ui/plot/qcustomplot.h"
+#include "ui/plot/trial_list.h"
 
 namespace commtune::ui {
 
-// Points drawn per curve at most: about a plot's width in pixels, so a
-// min/max pair per two pixel columns keeps every spike while drawing 90
-// curves (30 trials x 3 plots) stays within a frame (bench/plot_bench).
 // Palette entries of the breakdown's forward, backward, comm wait and hook:
 // four hues far apart (not orange beside yellow).
 constexpr std::size_t kBreakdownColours[] = {0, 1, 2, 5};
 
+// A run as drawn: its curves' reduced copies and their graphs.
 struct RunPlots::Run {
+  static_assert(static_cast<std::size_t>(kMetrics) == SeriesModel::kMetrics, "a curve per LiveMetric, in its order");
   std::int64_t id = 0;
   QString label;
   std::size_t index = 0;  // colour
   bool visible = true;
-  QString other_text;  // the label's words that are not parameter=value
-  QTreeWidgetItem* item = nullptr;  // its row in the trial list
-  std::vector<LivePoint> raw;  // as received: smoothing and truncation redraw from it
   // Per metric, as drawn (the loss and the step times smoothed): against
   // step, and (loss only) against wall time; the raw loss, drawn faint under
   // the smoothed one while smoothing is on.
@@ -45,9 +41,6 @@ struct RunPlots::Run {
   // The faint raw curve at a quarter of the resolution: its min/max pairs show the noise's envelope,
   // and 30 of them stay within the frame budget (bench/plot_bench, smoothed).
   MinMaxSeries raw_loss_by_step{kDrawnPoints / 4}, raw_loss_by_wall{kDrawnPoints / 4};
-  double wall_offset = 0;  // a resumed launch's clock restarts: its points go on after the last one
-  std::vector<double> ema = std::vector<double>(kMetrics, 0.0);
-  std::vector<int> ema_count = std::vector<int>(kMetrics, 0);
   std::vector<std::uint64_t> drawn_revision = std::vector<std::uint64_t>(kMetrics + 1, ~0ull);
   QCPGraph* raw_loss = nullptr;
   QCPGraph* loss = nullptr;
@@ -56,53 +49,18 @@ struct RunPlots::Run {
   std::vector<QCPGraph*> breakdown;  // forward, backward, comm wait, hook: only for the chosen run
 };
 
-namespace {
-
-QCustomPlot* make_plot(const QString& title, const QString& y_label, QWidget* parent) {
-  auto* plot = new QCustomPlot(parent);
-  plot->setObjectName("plot:" + title);
-  plot->plotLayout()->insertRow(0);
-  plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(plot->font().family(), 10, QFont::Bold)));
-  plot->yAxis->setLabel(y_label);
-  plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  plot->setMinimumSize(280, 180);
-  plot->setNoAntialiasingOnDrag(true);
-  return plot;
-}
-
-double metric_value(const LivePoint& p, int metric) { return live_metric(p, static_cast<LiveMetric>(metric)); }
-
-// TensorBoard's smoothing: an exponential moving average divided by
-// 1 - weight^n, so the first points are not pulled towards 0. Non-finite
-// values pass through (a diverged step stays visible) without entering it.
-double smooth(double& ema, int& count, double value, double weight) {
-  if (weight <= 0 || !std::isfinite(value)) return value;
-  ema = ema * weight + (1 - weight) * value;
-  ++count;
-  return ema / (1 - std::pow(weight, count));
-}
-
-constexpr int kRunRole = Qt::UserRole;
-
-// Sorts numbers as numbers (rank 16 after rank 2).
-class TrialItem final : public QTreeWidgetItem {
- public:
-  using QTreeWidgetItem::QTreeWidgetItem;
-  bool operator<(const QTreeWidgetItem& other) const override {
-    const int c = treeWidget() ? treeWidget()->sortColumn() : 0;
-    const auto a = data(c, Qt::UserRole + 1), b = other.data(c, Qt::UserRole + 1);
-    if (a.typeId() == QMetaType::Double && b.typeId() == QMetaType::Double) return a.toDouble() < b.toDouble();
-    return text(c) < other.text(c);
-  }
+// A seed group as drawn: its mean and band, reduced as a run's curve is.
+struct RunPlots::Group {
+  GroupSeries series;
+  QCPGraph* mean;
+  QCPGraph* upper;
+  QCPGraph* lower;
+  // The band at an eighth of the curve's resolution: filling ten translucent
+  // bands is the frame's costliest part.
+  MinMaxSeries means{kDrawnPoints}, uppers{kDrawnPoints / 8}, lowers{kDrawnPoints / 8};
 };
 
-QIcon swatch(const QColor& colour) {
-  QPixmap pixmap(14, 14);
-  pixmap.fill(Qt::transparent);
-  QPainter painter(&pixmap);
-  painter.fillRect(QRect(1, 5, 12, 4), colour);
-  return QIcon(pixmap);
-}
+namespace {
 
 void set_graph_data(QCPGraph* graph, const MinMaxSeries& series) {
   const auto& xs = series.drawn_x();
@@ -113,91 +71,6 @@ void set_graph_data(QCPGraph* graph, const MinMaxSeries& series) {
 }
 
 }  // namespace
-
-void style_plot(QCustomPlot* plot, const Theme& t) {
-  plot->setBackground(t.background);
-  for (auto* axis : {plot->xAxis, plot->yAxis}) {
-    axis->setBasePen(QPen(t.muted));
-    axis->setTickPen(QPen(t.muted));
-    axis->setSubTickPen(QPen(t.muted));
-    axis->setTickLabelColor(t.foreground);
-    axis->setLabelColor(t.foreground);
-    axis->grid()->setPen(QPen(t.grid, 0, Qt::DotLine));
-    axis->grid()->setZeroLinePen(Qt::NoPen);
-  }
-  if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) title->setTextColor(t.foreground);
-  plot->legend->setBrush(QBrush(t.background));
-  plot->legend->setTextColor(t.foreground);
-  plot->legend->setBorderPen(QPen(t.grid));
-}
-
-QCPColorGradient viridis_gradient() {
-  QCPColorGradient gradient;
-  gradient.setColorStops({{0.0, QColor(0x44, 0x01, 0x54)},
-                          {0.25, QColor(0x3b, 0x52, 0x8b)},
-                          {0.5, QColor(0x21, 0x91, 0x8c)},
-                          {0.75, QColor(0x5e, 0xc9, 0x62)},
-                          {1.0, QColor(0xfd, 0xe7, 0x25)}});
-  gradient.setColorInterpolation(QCPColorGradient::ciRGB);
-  return gradient;
-}
-
-void set_log_axis(QCPAxis* axis, bool log) {
-  axis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-  axis->setTicker(log ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
-                      : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-}
-
-namespace {
-
-// The value range of the visible data on the axis's plot; nullopt when it shows none.
-std::optional<QCPRange> data_value_range(QCPAxis* axis) {
-  const auto domain = axis->scaleType() == QCPAxis::stLogarithmic ? QCP::sdPositive : QCP::sdBoth;
-  std::optional<QCPRange> out;
-  for (auto* plottable : axis->plottables()) {
-    if (!plottable->realVisibility()) continue;
-    bool found = false;
-    const auto r = plottable->getValueRange(found, domain);
-    if (found) out = out ? QCPRange(std::min(out->lower, r.lower), std::max(out->upper, r.upper)) : r;
-  }
-  return out;
-}
-
-}  // namespace
-
-// After rescaleAxes: QCustomPlot centres a constant series in the axis's
-// previous span (-0.5 .. 4.5 on a new plot, or whatever other runs left), so
-// the data's own range says whether it is flat.
-void widen_flat_range(QCPAxis* axis) {
-  const auto data = data_value_range(axis);
-  if (!data) return;
-  const auto range = *data;
-  if (axis->scaleType() == QCPAxis::stLogarithmic) {
-    // Within a decade, labels at powers of ten would need a decade of empty
-    // space around the data: plain ticks (1.2, 1.4, ...) on the log scale instead.
-    const bool within_decade = range.lower > 0 && range.upper / range.lower < 10;
-    const bool log_ticks = !axis->ticker().dynamicCast<QCPAxisTickerLog>().isNull();
-    if (within_decade && log_ticks) axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    if (!within_decade && !log_ticks) axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog));
-    if (range.lower > 0 && range.upper / range.lower < 1.02) {  // flat: +-5% around it
-      const double centre = std::sqrt(range.lower * range.upper);
-      axis->setRange(centre / 1.05, centre * 1.05);
-    }
-    return;
-  }
-  // A constant (a compression ratio, bytes per step) gets +-5% around it:
-  // round labels (1.9, 2, 2.1) rather than 1.999 .. 2.0005. A series that
-  // varies a little gets at least 0.1% of its size (or 1e-9 around 0): ticks
-  // 1e-4 apart in relative terms, which six significant digits tell apart.
-  const double centre = range.center();
-  if (range.size() <= 1e-12 * std::abs(centre) || range.size() == 0) {
-    const double half = centre == 0 ? 0.5 : std::abs(centre) * 0.05;
-    axis->setRange(centre - half, centre + half);
-    return;
-  }
-  const double least = std::max(1e-9, std::abs(centre) * 1e-3);
-  if (range.size() < least) axis->setRange(centre - least / 2, centre + least / 2);
-}
 
 RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   loss_plot_ = make_plot("Loss", "loss (mean over ranks)", this);
@@ -236,45 +109,21 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
     log_y_.push_back(box);
   }
 
-  run_list_ = new QTreeWidget(this);
-  run_list_->setObjectName("plots:runs");
-  run_list_->setMouseTracking(true);
-  run_list_->setMinimumWidth(150);
-  run_list_->setRootIsDecorated(false);
-  run_list_->setUniformRowHeights(true);
-  run_list_->setSortingEnabled(true);
-  run_list_->sortByColumn(0, Qt::AscendingOrder);
-  run_list_->setHeaderLabels({"run"});
-  run_list_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  run_list_->setContextMenuPolicy(Qt::CustomContextMenu);
-  run_list_->installEventFilter(this);
-  run_list_->setToolTip("Check to show a run, double-click to show it alone (again: all), hover to pick it out");
-  connect(run_list_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* item) {
-    for (auto& r : runs_)
-      if (r->item == item && r->visible != (item->checkState(0) == Qt::Checked)) {
-        r->visible = item->checkState(0) == Qt::Checked;
-        soloed_ = -1;
-        visibility_changed();
-      }
+  trial_list_ = new TrialList(this);
+  connect(trial_list_, &TrialList::run_checked, this, [this](qint64 run_id, bool checked) {
+    auto* run = find(run_id);
+    if (!run || run->visible == checked) return;
+    run->visible = checked;
+    soloed_ = -1;
+    visibility_changed();
   });
-  connect(run_list_, &QTreeWidget::itemDoubleClicked, this,
-          [this](QTreeWidgetItem* item) { solo(item->data(0, kRunRole).toLongLong()); });
-  connect(run_list_, &QTreeWidget::itemEntered, this,
-          [this](QTreeWidgetItem* item) { highlight(item->data(0, kRunRole).toLongLong()); });
-  connect(run_list_, &QTreeWidget::viewportEntered, this, [this] { highlight(-1); });
-  connect(run_list_, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
-    QMenu menu(this);
-    if (auto* item = run_list_->itemAt(at)) {
-      const auto id = item->data(0, kRunRole).toLongLong();
-      menu.addAction("Show only this run", this, [this, id] { solo(id); });
-    }
-    menu.addAction("Show all runs", this, [this] { show_all(); });
-    menu.addAction("Hide all runs", this, [this] {
-      for (auto& r : runs_) r->visible = false;
-      soloed_ = -1;
-      visibility_changed();
-    });
-    menu.exec(run_list_->viewport()->mapToGlobal(at));
+  connect(trial_list_, &TrialList::solo_requested, this, [this](qint64 run_id) { solo(run_id); });
+  connect(trial_list_, &TrialList::hovered, this, [this](qint64 run_id) { highlight(run_id); });
+  connect(trial_list_, &TrialList::show_all_requested, this, [this] { show_all(); });
+  connect(trial_list_, &TrialList::hide_all_requested, this, [this] {
+    for (auto& r : runs_) r->visible = false;
+    soloed_ = -1;
+    visibility_changed();
   });
   breakdown_run_ = new QComboBox(this);
   breakdown_run_->setObjectName("plots:breakdown_run");
@@ -286,11 +135,7 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   });
   connect(breakdown_run_, &QComboBox::currentIndexChanged, this, [this] { update_breakdown_choice(); });
 
-  bucket_table_ = new QTableWidget(this);
-  bucket_table_->setObjectName("plots:buckets");
-  bucket_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  bucket_table_->verticalHeader()->setVisible(false);
-  bucket_table_->setToolTip("The newest per-bucket statistics of the chosen run (rank 0)");
+  bucket_table_ = new BucketTable(this);
 
   group_seeds_ = new QCheckBox("Group seeds", this);
   group_seeds_->setObjectName("plots:group_seeds");
@@ -323,7 +168,7 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   plots_box->setObjectName("plots:legend_splitter");
   auto* grid_box = new QWidget(this);
   grid_box->setLayout(grid);
-  plots_box->addWidget(run_list_);
+  plots_box->addWidget(trial_list_);
   plots_box->addWidget(grid_box);
   plots_box->setStretchFactor(0, 1);
   plots_box->setStretchFactor(1, 6);
@@ -372,6 +217,7 @@ void RunPlots::set_x_axis_labels() {
 void RunPlots::add_run(std::int64_t run_id, const QString& label,
                        const std::vector<std::pair<QString, QString>>& values) {
   if (has_run(run_id)) return;
+  model_.add_run(run_id, label.toStdString());
   auto run = std::make_unique<Run>();
   run->id = run_id;
   run->label = label;
@@ -379,53 +225,12 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label,
   run->loss = loss_plot_->addGraph();
   run->raw_loss = loss_plot_->addGraph();
   run->raw_loss->setLayer("raw");  // under every smoothed curve
-  run->raw_loss->setVisible(smoothing_ > 0);
+  run->raw_loss->setVisible(smoothing() > 0);
   run->raw_loss->removeFromLegend();
   run->ratio = ratio_plot_->addGraph();
   run->wire = wire_plot_->addGraph();
   run->loss->setName(label);
-  {
-    QSignalBlocker block(run_list_);
-    run->item = new TrialItem(run_list_);
-    run->item->setData(0, kRunRole, QVariant::fromValue<qlonglong>(run_id));
-    run->item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable);
-    run->item->setCheckState(0, Qt::Checked);
-    run->item->setText(0, QString::number(run_id));
-    run->item->setData(0, Qt::UserRole + 1, static_cast<double>(run_id));
-    // "2 matrix_approximation_rank=1 lr=0.05": a column per parameter, the
-    // rest as the trial's text; the values given, when there are (a renamed
-    // run's label has none), instead of the label's.
-    QStringList other;
-    std::vector<std::pair<QString, QString>> columns = values;
-    for (const auto& word : label.split(' ', Qt::SkipEmptyParts)) {
-      const auto eq = word.indexOf('=');
-      if (word == QString::number(run_id)) continue;
-      if (eq <= 0)
-        other << word;
-      else if (values.empty())
-        columns.emplace_back(word.left(eq), word.mid(eq + 1));
-    }
-    for (const auto& [key, value] : columns) {
-      int column = legend_keys_.indexOf(key);
-      if (column < 0) {
-        legend_keys_ << key;
-        column = static_cast<int>(legend_keys_.size()) - 1;
-        update_legend_header();
-      }
-      run->item->setText(column + 1, value);
-      run->item->setData(column + 1, Qt::UserRole + 1, sort_key(value));
-    }
-    run->other_text = other.join(' ');
-    bool has_values = false;
-    for (int c = 1; c <= static_cast<int>(legend_keys_.size()); ++c) has_values = has_values || !run->item->text(c).isEmpty();
-    if (has_values) {
-      run->item->setText(static_cast<int>(legend_keys_.size()) + 1, run->other_text);
-    } else {  // the allreduce baseline: its label across the row
-      run->item->setText(0, QString("%1 %2").arg(run_id).arg(run->other_text));
-      run->item->setFirstColumnSpanned(true);
-    }
-    for (int c = 0; c < run_list_->columnCount(); ++c) run->item->setToolTip(c, label);
-  }
+  trial_list_->add_run(run_id, label, values);
   restyle(*run);
   runs_.push_back(std::move(run));
   breakdown_run_->addItem(label, QVariant::fromValue<qlonglong>(run_id));
@@ -433,17 +238,15 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label,
   if (group_seeds_->isChecked()) regroup();  // a new replica joins its group
 }
 
-bool RunPlots::has_run(std::int64_t run_id) const {
-  for (const auto& r : runs_)
-    if (r->id == run_id) return true;
-  return false;
-}
+bool RunPlots::has_run(std::int64_t run_id) const { return find(run_id) != nullptr; }
 
 RunPlots::Run* RunPlots::find(std::int64_t run_id) const {
   for (const auto& r : runs_)
     if (r->id == run_id) return r.get();
   return nullptr;
 }
+
+QTreeWidget* RunPlots::run_list() const { return trial_list_; }
 
 std::optional<PlotHit> RunPlots::curve_hit(QCustomPlot* plot, const QPointF& pixel) const {
   const auto near = nearest_point(plot, pixel);
@@ -464,7 +267,7 @@ std::optional<PlotHit> RunPlots::curve_hit(QCustomPlot* plot, const QPointF& pix
     const QString at = by_wall ? QString("%1 s").arg(near->key, 0, 'f', 1) : QString("step %1").arg(near->key, 0, 'f', 0);
     const QString what = near->graph == r->ratio  ? QString("compression ratio %1").arg(near->value, 0, 'g', 4)
                          : near->graph == r->wire ? QString("%1 MB on the wire").arg(near->value, 0, 'g', 4)
-                         : near->graph == r->loss && smoothing_ > 0
+                         : near->graph == r->loss && smoothing() > 0
                              ? QString("loss %1 (smoothed)").arg(near->value, 0, 'g', 5)
                              : QString("loss %1").arg(near->value, 0, 'g', 5);
     return PlotHit{QString("%1: %2, %3").arg(r->label, at, what), {r->id}};
@@ -496,15 +299,9 @@ QCPGraph* RunPlots::raw_loss_graph(std::int64_t run_id) const {
   return run ? run->raw_loss : nullptr;
 }
 
-std::size_t RunPlots::points(std::int64_t run_id) const {
-  const auto* run = find(run_id);
-  return run ? run->raw.size() : 0;
-}
+std::size_t RunPlots::points(std::int64_t run_id) const { return model_.points(run_id).size(); }
 
-std::vector<LivePoint> RunPlots::points_of(std::int64_t run_id) const {
-  const auto* run = find(run_id);
-  return run ? run->raw : std::vector<LivePoint>{};
-}
+std::vector<LivePoint> RunPlots::points_of(std::int64_t run_id) const { return model_.points(run_id); }
 
 QCustomPlot* RunPlots::plot(Plot which) const {
   switch (which) {
@@ -529,7 +326,7 @@ void RunPlots::set_log_y(Plot which, bool on) {
 }
 
 void RunPlots::set_run_visible(std::int64_t run_id, bool visible) {
-  if (auto* run = find(run_id)) run->item->setCheckState(0, visible ? Qt::Checked : Qt::Unchecked);
+  if (find(run_id)) trial_list_->set_checked(run_id, visible);  // back through run_checked
 }
 
 bool RunPlots::run_visible(std::int64_t run_id) const {
@@ -557,39 +354,16 @@ void RunPlots::highlight(std::int64_t run_id) {
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) p->replot(QCustomPlot::rpQueuedReplot);
 }
 
-bool RunPlots::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == run_list_ && event->type() == QEvent::Leave) highlight(-1);
-  return QWidget::eventFilter(watched, event);
-}
-
-void RunPlots::update_legend_header() {
-  QStringList headers{"run"};
-  for (const auto& key : legend_keys_) headers << short_param_name(key);
-  headers << "trial";
-  const int old_columns = run_list_->columnCount();
-  run_list_->setColumnCount(static_cast<int>(headers.size()));
-  run_list_->setHeaderLabels(headers);
-  for (int c = 1; c <= static_cast<int>(legend_keys_.size()); ++c)
-    run_list_->headerItem()->setToolTip(c, legend_keys_[c - 1]);
-  // The free text moves right when a parameter column is added before it.
-  if (old_columns != run_list_->columnCount())
-    for (auto& r : runs_)
-      if (r->item) {
-        r->item->setText(old_columns - 1, {});
-        r->item->setText(run_list_->columnCount() - 1, r->other_text);
-      }
-}
-
 void RunPlots::visibility_changed() {
-  QSignalBlocker block(run_list_);
+  QSignalBlocker block(trial_list_);
   for (auto& r : runs_) {
-    r->item->setCheckState(0, r->visible ? Qt::Checked : Qt::Unchecked);
-    const bool grouped = std::any_of(groups_.begin(), groups_.end(), [&](const Drawn& g) {
-      return std::count(g.group.runs.begin(), g.group.runs.end(), r->id) > 0;
+    trial_list_->set_checked(r->id, r->visible);
+    const bool grouped = std::any_of(groups_.begin(), groups_.end(), [&](const Group& g) {
+      return std::count(g.series.group().runs.begin(), g.series.group().runs.end(), r->id) > 0;
     });
     for (auto* g : {r->ratio, r->wire}) g->setVisible(r->visible);
     r->loss->setVisible(r->visible && !grouped);  // its group's mean and band stand for it
-    r->raw_loss->setVisible(r->visible && !grouped && smoothing_ > 0);
+    r->raw_loss->setVisible(r->visible && !grouped && smoothing() > 0);
   }
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) {
     p->rescaleAxes(true);
@@ -600,8 +374,8 @@ void RunPlots::visibility_changed() {
 
 void RunPlots::set_smoothing(double weight) {
   weight = std::clamp(weight, 0.0, 0.99);
-  if (weight == smoothing_) return;
-  smoothing_ = weight;
+  if (weight == smoothing()) return;
+  model_.set_smoothing(weight);
   {
     QSignalBlocker block(smoothing_slider_);
     smoothing_slider_->setValue(static_cast<int>(std::lround(weight * 100)));
@@ -617,55 +391,21 @@ void RunPlots::redraw_from_raw(Run& run) {
   run.loss_by_wall = MinMaxSeries(kDrawnPoints);
   run.raw_loss_by_step = MinMaxSeries(kDrawnPoints / 4);
   run.raw_loss_by_wall = MinMaxSeries(kDrawnPoints / 4);
-  run.wall_offset = 0;  // the stored points carry it already
-  std::fill(run.ema.begin(), run.ema.end(), 0.0);
-  std::fill(run.ema_count.begin(), run.ema_count.end(), 0);
   std::fill(run.drawn_revision.begin(), run.drawn_revision.end(), ~0ull);  // new series restart their revisions
-  auto raw = std::move(run.raw);
-  run.raw.clear();
-  for (const auto& p : raw) append(p);
+  for (const auto& p : model_.take_points(run.id)) append(p);
   for (auto& g : groups_)  // its group's aggregate is redrawn from the first step at the next refresh
-    if (std::count(g.group.runs.begin(), g.group.runs.end(), run.id)) g = Drawn{std::move(g.group), g.mean, g.upper, g.lower};
+    if (std::count(g.series.group().runs.begin(), g.series.group().runs.end(), run.id)) g.series.restart();
 }
 
 void RunPlots::merge(std::int64_t run_id, const std::vector<LivePoint>& points) {
-  auto* run = find(run_id);
-  if (!run || points.empty()) return;
-  auto by_step = [](const LivePoint& a, const LivePoint& b) { return a.step < b.step; };
-  std::vector<LivePoint> all = run->raw;  // first: a step shown already keeps its point
-  all.insert(all.end(), points.begin(), points.end());
-  std::stable_sort(all.begin(), all.end(), by_step);
-  all.erase(std::unique(all.begin(), all.end(), [](const LivePoint& a, const LivePoint& b) { return a.step == b.step; }),
-            all.end());
-  run->raw = std::move(all);
-  redraw_from_raw(*run);
+  if (auto* run = find(run_id); run && model_.merge(run_id, points)) redraw_from_raw(*run);
 }
 
 void RunPlots::truncate(std::int64_t run_id, std::int64_t step) {
-  auto* run = find(run_id);
-  if (!run || run->raw.empty() || run->raw.back().step < step) return;
-  run->raw.erase(std::lower_bound(run->raw.begin(), run->raw.end(), step,
-                                  [](const LivePoint& p, std::int64_t s) { return p.step < s; }),
-                 run->raw.end());
-  redraw_from_raw(*run);
+  if (auto* run = find(run_id); run && model_.truncate(run_id, step)) redraw_from_raw(*run);
 }
 
-std::vector<RunPlots::SeedGroup> RunPlots::seed_groups() const {
-  // The label without its id and its seed=N word: runs that share it are replicas.
-  std::map<QString, std::vector<std::int64_t>> by_key;
-  for (const auto& r : runs_) {
-    QStringList words = r->label.split(' ', Qt::SkipEmptyParts);
-    const auto seed = std::find_if(words.begin(), words.end(), [](const QString& w) { return w.startsWith("seed="); });
-    if (seed == words.end()) continue;
-    words.erase(seed);
-    words.removeAll(QString::number(r->id));
-    by_key[words.join(' ')].push_back(r->id);
-  }
-  std::vector<SeedGroup> out;
-  for (auto& [key, ids] : by_key)
-    if (ids.size() >= 2) out.push_back({key, std::move(ids)});
-  return out;
-}
+std::vector<RunPlots::SeedGroup> RunPlots::seed_groups() const { return model_.seed_groups(); }
 
 void RunPlots::regroup() {
   for (auto& g : groups_)
@@ -673,10 +413,10 @@ void RunPlots::regroup() {
   groups_.clear();
   if (group_seeds_->isChecked()) {
     for (auto& group : seed_groups()) {
-      Drawn d{std::move(group), loss_plot_->addGraph(), loss_plot_->addGraph(), loss_plot_->addGraph()};
-      d.upper->setChannelFillGraph(d.lower);
-      d.mean->setName(d.group.key);
-      groups_.push_back(std::move(d));
+      Group g{GroupSeries(std::move(group)), loss_plot_->addGraph(), loss_plot_->addGraph(), loss_plot_->addGraph()};
+      g.upper->setChannelFillGraph(g.lower);
+      g.mean->setName(QString::fromStdString(g.series.group().key));
+      groups_.push_back(std::move(g));
     }
   }
   restyle_groups();
@@ -686,7 +426,7 @@ void RunPlots::regroup() {
 
 void RunPlots::restyle_groups() {
   for (auto& g : groups_) {
-    const auto* first = find(g.group.runs.front());
+    const auto* first = find(g.series.group().runs.front());
     QColor colour = theme_.series_color(first ? first->index : 0);
     g.mean->setPen(QPen(colour, 1));  // 1 px: wider antialiased lines take Qt's slow raster path
     QColor band = colour;
@@ -699,38 +439,20 @@ void RunPlots::restyle_groups() {
 }
 
 void RunPlots::draw_groups() {
-  // Mean and standard deviation over the replicas at each step they all reached, smoothed as the curves are.
   const bool by_wall = x_axis_->currentIndex() == 1;
   for (auto& g : groups_) {
-    std::vector<const Run*> members;
-    for (const auto id : g.group.runs)
-      if (const auto* r = find(id)) members.push_back(r);
-    std::size_t steps = members.empty() ? 0 : SIZE_MAX;
-    for (const auto* r : members) steps = std::min(steps, r->raw.size());
-    if (g.by_wall != by_wall || g.smoothing != smoothing_ || steps < g.steps) {
-      g = Drawn{std::move(g.group), g.mean, g.upper, g.lower};
-      g.by_wall = by_wall;
-      g.smoothing = smoothing_;
+    auto update = g.series.advance(model_, by_wall);
+    if (update.restarted) {
+      g.means = MinMaxSeries(kDrawnPoints);
+      g.uppers = g.lowers = MinMaxSeries(kDrawnPoints / 8);
+    } else if (update.points.empty()) {
+      continue;
     }
-    if (steps == g.steps && g.steps > 0) continue;
-    for (std::size_t i = g.steps; i < steps; ++i) {
-      double sum = 0, sum_sq = 0, wall = 0;
-      for (const auto* r : members) {
-        sum += r->raw[i].loss;
-        sum_sq += r->raw[i].loss * r->raw[i].loss;
-        wall += r->raw[i].wall_s;
-      }
-      const double n = static_cast<double>(members.size());
-      const double mean = sum / n;
-      const double sd = std::sqrt(std::max(0.0, (sum_sq - n * mean * mean) / (n - 1)));
-      const double m = smooth(g.ema_mean, g.count_mean, mean, smoothing_);
-      const double d = smooth(g.ema_sd, g.count_sd, sd, smoothing_);
-      const double x = by_wall ? wall / n : static_cast<double>(members.front()->raw[i].step);
-      g.means.append(x, m);
-      g.uppers.append(x, m + d);
-      g.lowers.append(x, m - d);
+    for (const auto& p : update.points) {
+      g.means.append(p.x, p.mean);
+      g.uppers.append(p.x, p.mean + p.sd);
+      g.lowers.append(p.x, p.mean - p.sd);
     }
-    g.steps = steps;
     set_graph_data(g.mean, g.means);
     set_graph_data(g.upper, g.uppers);
     set_graph_data(g.lower, g.lowers);
@@ -739,7 +461,7 @@ void RunPlots::draw_groups() {
 
 std::vector<RunPlots::SeedGroup> RunPlots::shown_groups() const {
   std::vector<SeedGroup> out;
-  for (const auto& g : groups_) out.push_back(g.group);
+  for (const auto& g : groups_) out.push_back(g.series.group());
   return out;
 }
 
@@ -753,53 +475,34 @@ void RunPlots::set_group_seeds(bool on) { group_seeds_->setChecked(on); }
 void RunPlots::clear() {
   groups_.clear();  // their graphs go with the plot's below
   runs_.clear();
-  run_list_->clear();
-  legend_keys_.clear();
-  update_legend_header();
+  model_.clear();
+  trial_list_->forget();
   highlighted_ = soloed_ = -1;
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) {
     p->clearGraphs();
     p->replot();
   }
   breakdown_run_->clear();
-  bucket_stats_.clear();
-  bucket_table_->clear();
-  bucket_table_->setRowCount(0);
-  bucket_table_->setColumnCount(0);
+  bucket_table_->forget();
   static_cast<QStackedLayout*>(layout())->setCurrentIndex(0);
 }
 
 void RunPlots::append(const LivePoint& p) {
   auto* r = find(p.run_id);
   if (!r) return;
-  if (!r->raw.empty() && p.step <= r->raw.back().step) return;  // a resumed run repeats no step
+  const auto appended = model_.append(p);
+  if (!appended) return;
   const double x = static_cast<double>(p.step);
-  // A resumed launch (a promoted trial's next segment) counts its time from 0 again: go on from the last point.
-  const double last_wall = r->raw.empty() ? 0.0 : r->raw.back().wall_s;
-  if (!r->raw.empty() && p.wall_s + r->wall_offset < last_wall) r->wall_offset = last_wall - p.wall_s;
-  r->raw.push_back(p);
-  r->raw.back().wall_s = p.wall_s + r->wall_offset;
-  const double wall = r->raw.back().wall_s;
-  double loss = p.loss;
-  for (std::size_t m = 0; m < kMetrics; ++m) {
-    // The compression ratio and the bytes are step functions: smoothing would only bend their steps.
-    const bool smoothed = m != kRatio && m != kWire;
-    const double value = metric_value(p, static_cast<int>(m));
-    const double y = smoothed ? smooth(r->ema[m], r->ema_count[m], value, smoothing_) : value;
-    r->by_step[m].append(x, y);
-    if (m == kLoss) loss = y;
-  }
-  r->loss_by_wall.append(wall, loss);
-  if (smoothing_ > 0) {
+  const double wall = appended->point.wall_s;
+  for (std::size_t m = 0; m < kMetrics; ++m) r->by_step[m].append(x, appended->drawn[m]);
+  r->loss_by_wall.append(wall, appended->drawn[kLoss]);
+  if (smoothing() > 0) {
     r->raw_loss_by_step.append(x, p.loss);
     r->raw_loss_by_wall.append(wall, p.loss);
   }
 }
 
-void RunPlots::set_bucket_stats(const BucketStats& stats) {
-  bucket_stats_[stats.run_id] = stats;
-  bucket_stats_changed_ = true;
-}
+void RunPlots::set_bucket_stats(const BucketStats& stats) { bucket_table_->set_stats(stats); }
 
 void RunPlots::update_breakdown_choice() {
   for (auto& r : runs_) {
@@ -818,7 +521,7 @@ void RunPlots::update_breakdown_choice() {
       r->drawn_revision[static_cast<std::size_t>(m)] = ~0ull;
     }
   }
-  bucket_stats_changed_ = true;
+  bucket_table_->show_run(chosen);
   refresh();
 }
 
@@ -835,7 +538,7 @@ void RunPlots::restyle(Run& run) {
   QColor faint = colour;
   faint.setAlpha(std::min(colour.alpha(), 60));
   run.raw_loss->setPen(QPen(faint, 1));
-  run.item->setIcon(0, swatch(theme_.series_color(run.index)));
+  trial_list_->set_colour(run.id, theme_.series_color(run.index));
   for (std::size_t m = 0; m < run.breakdown.size(); ++m)
     run.breakdown[m]->setPen(QPen(theme_.series_color(kBreakdownColours[m]), 1));
 }
@@ -871,31 +574,7 @@ void RunPlots::refresh(bool immediate) {
     sync(kWire, r->wire, r->by_step[kWire]);
     for (std::size_t m = 0; m < r->breakdown.size(); ++m) sync(kForward + m, r->breakdown[m], r->by_step[kForward + m]);
   }
-  if (bucket_stats_changed_) {
-    bucket_stats_changed_ = false;
-    const auto it = bucket_stats_.find(breakdown_run_->currentData().toLongLong());
-    bucket_table_->clear();
-    bucket_table_->setRowCount(0);
-    bucket_table_->setColumnCount(0);
-    if (it != bucket_stats_.end()) {
-      QStringList columns{"bucket"};
-      for (const auto& [bucket, values] : it->second.values)
-        for (const auto& [name, value] : values)
-          if (!columns.contains(QString::fromStdString(name))) columns << QString::fromStdString(name);
-      bucket_table_->setColumnCount(static_cast<int>(columns.size()));
-      bucket_table_->setHorizontalHeaderLabels(columns);
-      bucket_table_->setRowCount(static_cast<int>(it->second.values.size()));
-      int row = 0;
-      for (const auto& [bucket, values] : it->second.values) {
-        bucket_table_->setItem(row, 0, new QTableWidgetItem(QString::number(bucket)));
-        for (const auto& [name, value] : values)
-          bucket_table_->setItem(row, static_cast<int>(columns.indexOf(QString::fromStdString(name))),
-                                 new QTableWidgetItem(QString::number(value, 'g', 5)));
-        ++row;
-      }
-      bucket_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    }
-  }
+  bucket_table_->refresh();
   if (!groups_.empty() && std::find(changed.begin(), changed.end(), loss_plot_) != changed.end()) draw_groups();
   for (auto* p : changed) {
     p->rescaleAxes(true);
@@ -911,9 +590,10 @@ QString RunPlots::csv() const {
   for (const auto& r : runs_) {
     QString label = r->label;
     label.replace('"', "\"\"");
-    for (const auto& p : r->raw) {
+    for (const auto& p : model_.points(r->id)) {
       out += QString("%1,\"%2\",%3").arg(r->id).arg(label).arg(static_cast<qlonglong>(p.step));
-      for (int m = kLoss; m < kMetrics; ++m) out += "," + QString::number(metric_value(p, m), 'g', 9);
+      for (int m = kLoss; m < kMetrics; ++m)
+        out += "," + QString::number(live_metric(p, static_cast<LiveMetric>(m)), 'g', 9);
       out += "\n";
     }
   }

@@ -11,27 +11,26 @@
 
 #include <QWidget>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <vector>
 
 #include "ui/live/live_feed.h"
-#include "ui/plot/minmax_series.h"
 #include "ui/plot/plot_readout.h"
+#include "ui/plot/series_model.h"
 #include "ui/theme.h"
 
 class QCustomPlot;
 class QCPGraph;
-class QCPAxis;
-class QCPColorGradient;
 class QComboBox;
 class QCheckBox;
-class QTableWidget;
 class QLabel;
 class QTreeWidget;
 class QSlider;
 
 namespace commtune::ui {
+
+class BucketTable;
+class TrialList;
 
 class RunPlots : public QWidget {
   Q_OBJECT
@@ -59,19 +58,16 @@ class RunPlots : public QWidget {
   void highlight(std::int64_t run_id);  // drawn thick, the others faded; -1: none
   // EMA weight in [0, 1): 0 draws the raw points.
   void set_smoothing(double weight);
-  double smoothing() const { return smoothing_; }
+  double smoothing() const { return model_.smoothing(); }
   enum class Plot { Loss, StepTime, Ratio, Wire };
   void set_log_y(Plot plot, bool on);
   QCustomPlot* plot(Plot which) const;
-  QTreeWidget* run_list() const { return run_list_; }  // a row per run: swept values as columns
+  QTreeWidget* run_list() const;  // a row per run: swept values as columns
   void set_bucket_stats(const BucketStats& stats);
 
   // Seed replicas (labels equal but for seed=N) drawn as one mean curve with
   // a band of one standard deviation, when "Group seeds" is on.
-  struct SeedGroup {
-    QString key;  // the label they share
-    std::vector<std::int64_t> runs;
-  };
+  using SeedGroup = commtune::ui::SeedGroup;
   void set_group_seeds(bool on);
   std::vector<SeedGroup> seed_groups() const;   // the replicas among the runs shown
   std::vector<SeedGroup> shown_groups() const;  // those drawn as groups now
@@ -92,7 +88,6 @@ class RunPlots : public QWidget {
   QCPGraph* raw_loss_graph(std::int64_t run_id) const;  // faint under it while smoothing is on
   std::size_t points(std::int64_t run_id) const;  // appended so far
   std::vector<LivePoint> points_of(std::int64_t run_id) const;  // as appended, unsmoothed
-  bool eventFilter(QObject* watched, QEvent* event) override;  // the pointer leaving the trial list
   int bucket_rows() const;                        // buckets in the statistics table
 
  Q_SIGNALS:
@@ -103,7 +98,11 @@ class RunPlots : public QWidget {
 
  private:
   struct Run;
-  static constexpr std::size_t kDrawnPoints = 1024;  // the most a curve draws (min/max pairs beyond)
+  struct Group;
+  // The most a curve draws (min/max pairs beyond): about a plot's width in
+  // pixels, so a min/max pair per two pixel columns keeps every spike while
+  // drawing 90 curves (30 trials x 3 plots) stays within a frame (bench/plot_bench).
+  static constexpr std::size_t kDrawnPoints = 1024;
   enum Metric { kLoss = 0, kRatio, kWire, kForward, kBackward, kCommWait, kHook, kMetrics };
   void update_breakdown_choice();
   void restyle(Run& run);
@@ -111,12 +110,12 @@ class RunPlots : public QWidget {
   void redraw_from_raw(Run& run);  // after the smoothing or the points changed
   Run* find(std::int64_t run_id) const;
   void visibility_changed();
-  void update_legend_header();
   std::optional<PlotHit> curve_hit(QCustomPlot* plot, const QPointF& pixel) const;
   void regroup();
   void restyle_groups();
   void draw_groups();  // the steps every replica has reached since the last call
 
+  SeriesModel model_;  // the points and their numbers; what follows draws them
   QCustomPlot* loss_plot_;
   QCustomPlot* ratio_plot_;
   QCustomPlot* wire_plot_;
@@ -125,50 +124,18 @@ class RunPlots : public QWidget {
   std::vector<QCheckBox*> log_y_;  // by Plot
   QSlider* smoothing_slider_;
   QLabel* smoothing_label_;
-  QTreeWidget* run_list_;
-  QStringList legend_keys_;  // the parameters the labels name, one column each
+  TrialList* trial_list_;
   QComboBox* breakdown_run_;
-  QTableWidget* bucket_table_;
+  BucketTable* bucket_table_;
   QLabel* empty_label_;
   std::vector<std::unique_ptr<Run>> runs_;
   std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes, step time
-  // A group as drawn: its replicas' steps aggregated so far, extended by
-  // each frame's new ones (a redraw of every step at every frame took a
-  // 30-trial sweep's frame to 200 ms), reduced as a run's curve is.
-  struct Drawn {
-    SeedGroup group;
-    QCPGraph* mean;
-    QCPGraph* upper;
-    QCPGraph* lower;
-    std::size_t steps = 0;  // aggregated so far
-    bool by_wall = false;   // against what, and how smoothed
-    double smoothing = 0;
-    double ema_mean = 0, ema_sd = 0;
-    int count_mean = 0, count_sd = 0;
-    // The band at an eighth of the curve's resolution: filling ten translucent
-    // bands is the frame's costliest part.
-    MinMaxSeries means{kDrawnPoints}, uppers{kDrawnPoints / 8}, lowers{kDrawnPoints / 8};
-  };
-  std::vector<Drawn> groups_;
+  std::vector<Group> groups_;
   QCheckBox* group_seeds_;
-  std::map<std::int64_t, BucketStats> bucket_stats_;
-  bool bucket_stats_changed_ = false;
   bool axis_changed_ = true;
-  double smoothing_ = 0;
   std::int64_t highlighted_ = -1;
   std::int64_t soloed_ = -1;
   Theme theme_;
 };
-
-// Colours a plot (background, axes, grid, title, legend) for the theme.
-void style_plot(QCustomPlot* plot, const Theme& theme);
-// Viridis, dark purple (low) to yellow (high): ordered in lightness, readable
-// in both themes, and never white, so the top of a scale stays on it.
-QCPColorGradient viridis_gradient();
-// Switches a value axis between linear and log scale (with its ticker).
-void set_log_axis(QCPAxis* axis, bool log);
-// Widens an axis whose data barely varies, so a near-constant series gets a
-// few distinct tick labels (not 0.999996..1 or 5.29208, 5.29208, 5.29209).
-void widen_flat_range(QCPAxis* axis);
 
 }  // namespace commtune::ui

@@ -1,0 +1,175 @@
+#include "core/verdict/sweep_analysis.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <tuple>
+
+#include "core/netmodel/network.h"
+#include "core/store/run_label.h"
+#include "core/store/run_metrics.h"
+#include "core/store/run_query.h"
+#include "core/sweep/sweep_spec.h"
+#include "core/verdict/recommend.h"
+#include "db/store.h"
+
+namespace commtune {
+
+namespace {
+
+net::Cluster cluster_for(const SweepAnalysisQuery& q, const std::string& link, int world_size) {
+  return net::Cluster::of(net::link_preset(link, "network"), world_size, q.ranks_per_node, q.nodes);
+}
+
+std::optional<double> finite_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  return *end == '\0' && std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
+}
+
+// For each preset network, the recommendation `recommend --network NAME` gives.
+std::vector<NetworkAdvice> advice(const Evidence& evidence, const SweepAnalysisQuery& q, int world_size) {
+  std::vector<NetworkAdvice> out;
+  for (const auto& link : net::link_presets()) {
+    NetworkAdvice row;
+    row.network = link.name;
+    try {
+      RecommendOptions options;
+      options.cluster = cluster_for(q, link.name, world_size);
+      options.compute = q.compute;
+      options.tolerance = q.tolerance;
+      row.network = options.cluster.describe();
+      const auto r = recommend(evidence, options);
+      row.verdict = r.verdict;
+      for (const auto& c : r.candidates) {
+        if (c.run_id == r.baseline_run) row.baseline_ms = c.step_s.value * 1e3;
+        if (r.chosen_run && c.run_id == *r.chosen_run) {
+          row.best_run = c.run_id;
+          row.best = std::to_string(c.run_id) + " " + c.label;
+          row.best_ms = c.step_s.value * 1e3;
+          row.speedup = c.speedup;
+        }
+      }
+      if (!r.chosen_run) row.best = "keep allreduce";
+    } catch (const std::exception& e) {
+      row.verdict = e.what();
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace
+
+SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q) {
+  db::RunFilter filter;
+  if (q.sweep_id) filter.sweep_id = q.sweep_id;
+  filter.statuses = measured_statuses();
+  SweepAnalysis out;
+  if (q.sweep_id)
+    if (const auto sweep = store.sweep(q.sweep_id))
+      for (const auto& axis : SweepSpec::parse(sweep->spec).axes) {
+        out.axes.push_back(axis.param);
+        if (axis.log) out.log_axes.insert(axis.param);
+      }
+  const auto runs = store.runs(filter);
+  std::vector<std::int64_t> ids;
+  for (const auto& run : runs) ids.push_back(run.id);
+  // One read of every run; the pooled compute and the intervals serve every network below.
+  const auto evidence = Evidence::gather(store, ids);
+  int world_size = 1;
+  for (const auto& run : runs) {
+    const auto digest = digest_run(store, run.id);
+    if (!digest.loss) continue;
+    const auto c = evidence.configuration_of(run.id);
+    AnalysedRun p;
+    p.run_id = run.id;
+    p.label = run_label(run);
+    p.loss = *digest.loss;
+    p.wire_mb = digest.wire_mb;
+    p.step_ms = digest.step_ms;
+    p.loss_mean = p.loss;
+    world_size = static_cast<int>(run.world_size);
+    if (c) {
+      const auto& config = evidence.configurations()[*c];
+      p.configuration_run = config.runs.front();
+      p.seeds = static_cast<int>(config.runs.size());
+      p.loss_mean = config.mean_loss();
+      p.loss_sd = config.loss_sd();
+      const auto baseline = evidence.baseline_of(*c);
+      p.baseline = baseline && *baseline == *c;
+      if (evidence.profile_problem(*c).empty()) {
+        const auto step = evidence.predicted_step_s(*c, cluster_for(q, q.link, world_size), q.compute);
+        p.predicted_ms = 1e3 * step.value;
+        if (step.has_interval()) p.predicted_interval_ms = {1e3 * step.low, 1e3 * step.high};
+      }
+    }
+    for (const auto& [name, value] : store.params(run.id))
+      if (std::count(out.axes.begin(), out.axes.end(), name))
+        p.axis_values[name] = param_value_text(configured_value(run, name, value));
+    out.runs.push_back(std::move(p));
+  }
+  std::string diverged;
+  for (const auto& p : out.runs)
+    if (!std::isfinite(p.loss)) diverged += (diverged.empty() ? "" : ", ") + std::to_string(p.run_id);
+  if (!diverged.empty())
+    out.note = "Diverged (a NaN or infinite loss), so ranked worst and left off the Pareto plot: run " + diverged + ". ";
+  {
+    std::vector<Trial> trials;
+    for (const auto& p : out.runs) {
+      if (p.baseline) continue;  // allreduce is the reference, not a point of the swept space
+      Trial t{{}, p.loss};
+      for (const auto& axis : out.axes) {
+        const auto it = p.axis_values.find(axis);
+        t.values.push_back(it == p.axis_values.end() ? std::string() : it->second);
+      }
+      trials.push_back(std::move(t));
+    }
+    out.importance = parameter_importance(out.axes, trials);
+  }
+  if (out.runs.empty()) {
+    out.note =
+        q.sweep_id ? "This sweep has no finished trials yet." : "No finished runs yet: start one on the Launch page.";
+    return out;
+  }
+  if (std::none_of(out.runs.begin(), out.runs.end(), [](const AnalysedRun& p) { return p.baseline; })) {
+    out.note += "No allreduce baseline among these runs: the what-if table needs one (sweeps add it with \"baseline\").";
+    return out;
+  }
+  out.networks = advice(evidence, q, world_size);
+  return out;
+}
+
+std::pair<std::string, std::string> default_heatmap_axes(const SweepAnalysis& analysis) {
+  // In a sweep over hooks: the learning rate and the hook rather than the
+  // hook and a compressor only BytePS trials have.
+  std::pair<std::string, std::string> best;
+  std::tuple<int, int, int> best_score{-1, -1, -1};
+  const auto& axes = analysis.axes;
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    for (std::size_t j = i + 1; j < axes.size(); ++j) {
+      const auto &a = axes[i], &b = axes[j];
+      int both = 0;
+      std::set<std::string> a_values, b_values;
+      bool a_numeric = true, b_numeric = true;
+      for (const auto& p : analysis.runs) {
+        const auto ia = p.axis_values.find(a), ib = p.axis_values.find(b);
+        if (ia == p.axis_values.end() || ib == p.axis_values.end()) continue;
+        ++both;
+        a_values.insert(ia->second);
+        b_values.insert(ib->second);
+        a_numeric = a_numeric && finite_number(ia->second);
+        b_numeric = b_numeric && finite_number(ib->second);
+      }
+      const std::tuple<int, int, int> score{both > 0 && a_values.size() > 1 && b_values.size() > 1, both,
+                                            int(a_numeric) + int(b_numeric)};
+      if (score > best_score) {
+        best_score = score;
+        // The parameter with more values across.
+        best = a_values.size() >= b_values.size() ? std::pair{a, b} : std::pair{b, a};
+      }
+    }
+  return best;
+}
+
+}  // namespace commtune

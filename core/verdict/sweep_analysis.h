@@ -1,0 +1,79 @@
+// A sweep (or every measured run of a store) analysed once, for the
+// Analysis page to draw and the CLI's recommend to agree with: each run's
+// loss, bytes and step time with its configuration's seeds, its step time
+// predicted on a chosen cluster, each swept parameter's share of the loss's
+// variance, and, for every preset network, the recommendation that
+// `recommend --network NAME` prints (the same Evidence, options and verdict).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/netmodel/cost_model.h"
+#include "core/sweep/param_importance.h"
+#include "core/verdict/evidence.h"
+
+namespace commtune {
+
+namespace db {
+class Store;
+}
+
+struct AnalysedRun {
+  std::int64_t run_id = 0;
+  std::string label;  // run_label()
+  double loss = 0;    // its tail loss (NaN: diverged)
+  std::optional<double> wire_mb, step_ms, predicted_ms;
+  std::optional<std::pair<double, double>> predicted_interval_ms;  // 95%
+  bool baseline = false;  // its configuration is the allreduce baseline
+  // Its configuration: the runs that differ from it only in their seed.
+  std::int64_t configuration_run = 0;  // the configuration's first run (0: none found)
+  int seeds = 1;
+  double loss_mean = 0, loss_sd = NAN;  // over the seeds (sd: two seeds or more)
+  std::map<std::string, std::string> axis_values;  // swept parameter -> value as the CLI prints it
+
+  // The run that stands for its configuration (plots draw a configuration once).
+  std::int64_t configuration() const { return configuration_run ? configuration_run : run_id; }
+};
+
+// recommend() on one preset network, as `recommend --network NAME` gives it.
+struct NetworkAdvice {
+  std::string network;  // the cluster described
+  std::optional<double> baseline_ms, best_ms;
+  std::optional<Estimate> speedup;
+  std::optional<std::int64_t> best_run;
+  std::string best;  // "12 powersgd r4", or "keep allreduce"
+  std::string verdict;
+};
+
+struct SweepAnalysisQuery {
+  std::int64_t sweep_id = 0;     // 0: every measured run in the store
+  std::string link = "10gbit";   // the network the runs' predicted step times are for
+  int nodes = 0;                 // 0: one per rank of the run
+  int ranks_per_node = 1;
+  TargetCompute compute;         // the target's compute (default: as measured)
+  double tolerance = 0.01;       // the recommendation's relative loss tolerance
+};
+
+struct SweepAnalysis {
+  std::vector<AnalysedRun> runs;
+  std::vector<NetworkAdvice> networks;  // one per preset network, when a baseline is among the runs
+  std::vector<std::string> axes;        // the sweep's swept parameters
+  std::set<std::string> log_axes;       // those its spec draws on a log scale
+  ImportanceResult importance;
+  std::string note;  // why something is missing
+};
+
+SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& query);
+
+// The two swept parameters a heatmap shows first (x, y): those that the most
+// runs both have, several values each, numbers before words.
+std::pair<std::string, std::string> default_heatmap_axes(const SweepAnalysis& analysis);
+
+}  // namespace commtune

@@ -1,0 +1,256 @@
+#include "ui/pages/analysis/heatmap_view.h"
+
+#include <QFont>
+#include <QFontMetrics>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "ui/forms/param_field.h"
+#include "ui/plot/qcustomplot.h"
+#include "ui/plot/plot_style.h"
+#include "ui/theme.h"
+
+namespace commtune::ui {
+
+namespace {
+
+// A swept parameter's value in a run, as text (the run has it: callers check).
+QString axis_value(const AnalysedRun& run, const std::string& name) {
+  return QString::fromStdString(run.axis_values.at(name));
+}
+
+}  // namespace
+
+void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const std::string& ya) {
+  plot_->clearPlottables();
+  plot_->clearItems();
+  for (int i = plot_->plotLayout()->elementCount() - 1; i > 0; --i)
+    if (qobject_cast<QCPColorScale*>(plot_->plotLayout()->elementAt(i))) plot_->plotLayout()->removeAt(i);
+  plot_->plotLayout()->simplify();
+  if (data.axes.size() < 2 || xa == ya) {
+    plot_->xAxis->setLabel(data.axes.size() < 2 ? "a heatmap needs a sweep over two parameters"
+                                                    : "pick two parameters");
+    plot_->replot();
+    return;
+  }
+  auto order = [](std::set<QString> values) {
+    std::vector<QString> v(values.begin(), values.end());
+    std::sort(v.begin(), v.end(), [](const QString& a, const QString& b) {
+      const auto da = finite_number(a), db = finite_number(b);
+      return da && db ? *da < *db : a < b;
+    });
+    return v;
+  };
+  std::set<QString> xs_set, ys_set;
+  for (const auto& p : data.runs)
+    if (p.axis_values.count(xa) && p.axis_values.count(ya)) {
+      xs_set.insert(axis_value(p, xa));
+      ys_set.insert(axis_value(p, ya));
+    }
+  const auto xs = order(xs_set), ys = order(ys_set);
+  if (xs.empty() || ys.empty()) return plot_->replot();
+  // Values drawn rather than gridded (random search, TPE) fill few cells of
+  // their grid: a filled contour of the loss between the trials instead.
+  std::size_t both = 0;
+  bool numeric = true;
+  for (const auto& p : data.runs)
+    if (p.axis_values.count(xa) && p.axis_values.count(ya)) {
+      ++both;
+      numeric = numeric && finite_number(axis_value(p, xa)) && finite_number(axis_value(p, ya));
+    }
+  if (numeric && both >= 4 && xs.size() * ys.size() > 2 * both) return draw_contour(data, xa, ya);
+  contour_ = false;
+  auto* map = new QCPColorMap(plot_->xAxis, plot_->yAxis);
+  map->setObjectName("heatmap:cells");
+  map->data()->setSize(static_cast<int>(xs.size()), static_cast<int>(ys.size()));
+  // Cell k is centred on k: QCustomPlot spans n > 1 cells' centres, a single cell the whole range.
+  const auto centres = [](std::size_t n) { return n > 1 ? QCPRange(0, double(n) - 1) : QCPRange(-0.5, 0.5); };
+  map->data()->setRange(centres(xs.size()), centres(ys.size()));
+  for (int i = 0; i < static_cast<int>(xs.size()); ++i)
+    for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setCell(i, j, NAN);  // no trial: blank
+  // Trials that differ only in other swept parameters share a cell: it shows
+  // the best of them (a diverged trial only when all of them diverged).
+  struct Cell {
+    double best = INFINITY;
+    int trials = 0, finite = 0;
+  };
+  std::map<std::pair<int, int>, Cell> cells;
+  cells_.clear();
+  std::set<std::int64_t> seen;
+  int max_seeds = 1;
+  for (const auto& p : data.runs) {
+    if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
+    if (!seen.insert(p.configuration()).second) continue;  // a configuration once
+    max_seeds = std::max(max_seeds, p.seeds);
+    const int i = static_cast<int>(std::find(xs.begin(), xs.end(), axis_value(p, xa)) - xs.begin());
+    const int j = static_cast<int>(std::find(ys.begin(), ys.end(), axis_value(p, ya)) - ys.begin());
+    auto& cell = cells[{i, j}];
+    ++cell.trials;
+    auto& readout = cells_[{i, j}];
+    readout.runs.push_back(p.configuration());
+    readout.text += QString("%1run %2 %3: tail loss %4")
+                        .arg(readout.text.isEmpty() ? QString("%1 = %2, %3 = %4\n")
+                                                          .arg(QString::fromStdString(xa), axis_value(p, xa),
+                                                               QString::fromStdString(ya), axis_value(p, ya))
+                                                    : QString("\n"))
+                        .arg(readout.runs.back())
+                        .arg(QString::fromStdString(p.label), std::isfinite(p.loss_mean) ? QString::number(p.loss_mean, 'g', 5) : "diverged");
+    if (std::isfinite(p.loss_mean)) {
+      ++cell.finite;
+      cell.best = std::min(cell.best, p.loss_mean);
+    }
+  }
+  // The colour scale spans the cells' values: text contrast follows it.
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& [at, cell] : cells)
+    if (cell.finite) {
+      lo = std::min(lo, cell.best);
+      hi = std::max(hi, cell.best);
+    }
+  if (!std::isfinite(lo)) lo = hi = 0;  // every trial diverged
+  for (const auto& [at, cell] : cells) {
+    const bool diverged = cell.finite == 0;  // takes the worst colour, and says so
+    const double value = diverged ? hi : cell.best;
+    map->data()->setCell(at.first, at.second, value);
+    auto* label = new QCPItemText(plot_);
+    label->position->setCoords(at.first, at.second);
+    QString text = diverged ? QString("diverged") : QString::number(cell.best, 'g', 4);
+    if (cell.trials > 1) text += QString("\nbest of %1").arg(cell.trials);
+    label->setText(text);
+    // Viridis runs from dark purple to yellow: dark text on the light end.
+    label->setColor(hi > lo && (value - lo) / (hi - lo) > 0.55 ? Qt::black : Qt::white);
+    label->setFont(QFont(font_family_, 8));
+  }
+  auto* scale = new QCPColorScale(plot_);
+  plot_->plotLayout()->addElement(0, 1, scale);
+  scale->axis()->setLabel(max_seeds > 1 ? "tail loss (mean over seeds; best in the cell)" : "tail loss (best in the cell)");
+  map->setColorScale(scale);
+  QCPColorGradient gradient = viridis_gradient();
+  gradient.setNanHandling(QCPColorGradient::nhTransparent);
+  map->setGradient(gradient);
+  map->setInterpolate(false);
+  map->rescaleDataRange(true);
+  auto ticks = [](const std::vector<QString>& values) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const auto labels = short_value_labels(values);
+    for (std::size_t k = 0; k < values.size(); ++k) ticker->addTick(static_cast<double>(k), labels[k]);
+    return ticker;
+  };
+  plot_->xAxis->setTicker(ticks(xs));
+  plot_->yAxis->setTicker(ticks(ys));
+  plot_->xAxis->setLabel(QString::fromStdString(xa));
+  plot_->yAxis->setLabel(QString::fromStdString(ya));
+  plot_->xAxis->setRange(-0.5, xs.size() - 0.5);
+  plot_->yAxis->setRange(-0.5, ys.size() - 0.5);
+  plot_->replot();
+}
+
+void HeatmapView::draw_contour(const SweepAnalysis& data, const std::string& xa, const std::string& ya) {
+  contour_ = true;
+  trials_.clear();
+  struct Trial {
+    double x, y, loss;
+    const AnalysedRun* point;
+  };
+  std::vector<Trial> trials;
+  std::set<std::int64_t> seen;
+  for (const auto& p : data.runs)
+    if (p.axis_values.count(xa) && p.axis_values.count(ya) && std::isfinite(p.loss_mean) &&
+        seen.insert(p.configuration()).second)
+      trials.push_back({*finite_number(axis_value(p, xa)), *finite_number(axis_value(p, ya)), p.loss_mean, &p});
+  if (trials.size() < 2) return plot_->replot();
+  // Each parameter on the scale the sweep drew it on (a range with `log`).
+  const auto span = [&](auto member, const std::string& name) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& t : trials) lo = std::min(lo, t.*member), hi = std::max(hi, t.*member);
+    return std::make_tuple(lo, hi, lo > 0 && data.log_axes.count(name) > 0);
+  };
+  const auto [x_lo, x_hi, x_log] = span(&Trial::x, xa);
+  const auto [y_lo, y_hi, y_log] = span(&Trial::y, ya);
+  const auto to_unit = [](double v, double lo, double hi, bool log) {
+    if (hi <= lo) return 0.5;
+    return log ? std::log(v / lo) / std::log(hi / lo) : (v - lo) / (hi - lo);
+  };
+  // Inverse-distance weighting (power 2) in the unit square, then 8 levels: a filled contour.
+  constexpr int kCells = 60, kLevels = 8;
+  double loss_lo = INFINITY, loss_hi = -INFINITY;
+  for (const auto& t : trials) loss_lo = std::min(loss_lo, t.loss), loss_hi = std::max(loss_hi, t.loss);
+  auto* map = new QCPColorMap(plot_->xAxis, plot_->yAxis);
+  map->setObjectName("heatmap:contour");
+  map->data()->setSize(kCells, kCells);
+  map->data()->setRange(QCPRange(0, 1), QCPRange(0, 1));
+  for (int i = 0; i < kCells; ++i)
+    for (int j = 0; j < kCells; ++j) {
+      const double u = (i + 0.5) / kCells, v = (j + 0.5) / kCells;
+      double weights = 0, sum = 0;
+      for (const auto& t : trials) {
+        const double du = u - to_unit(t.x, x_lo, x_hi, x_log), dv = v - to_unit(t.y, y_lo, y_hi, y_log);
+        const double w = 1.0 / std::max(1e-9, du * du + dv * dv);
+        weights += w;
+        sum += w * t.loss;
+      }
+      const double value = sum / weights;
+      const double level = loss_hi > loss_lo ? std::floor((value - loss_lo) / (loss_hi - loss_lo) * kLevels) : 0;
+      map->data()->setCell(i, j, loss_lo + std::min<double>(kLevels - 1, level) * (loss_hi - loss_lo) / kLevels);
+    }
+  auto* scale = new QCPColorScale(plot_);
+  plot_->plotLayout()->addElement(0, 1, scale);
+  scale->axis()->setLabel("tail loss (8 levels between the trials)");
+  map->setColorScale(scale);
+  map->setGradient(viridis_gradient());
+  map->setInterpolate(false);
+  map->setDataRange(QCPRange(loss_lo, loss_hi > loss_lo ? loss_hi : loss_lo + 1));
+  auto* points = plot_->addGraph();
+  points->setObjectName("heatmap:trials");
+  points->setLineStyle(QCPGraph::lsNone);
+  points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(Qt::white, 1.5), QBrush(Qt::black), 7));
+  std::sort(trials.begin(), trials.end(), [&](const Trial& a, const Trial& b) {
+    return to_unit(a.x, x_lo, x_hi, x_log) < to_unit(b.x, x_lo, x_hi, x_log);
+  });
+  for (const auto& t : trials) {
+    points->addData(to_unit(t.x, x_lo, x_hi, x_log), to_unit(t.y, y_lo, y_hi, y_log));
+    trials_.push_back(t.point);
+  }
+  // Ticks in the parameters' own values along the unit square.
+  const auto ticker = [&](double lo, double hi, bool log) {
+    QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
+    std::vector<QString> texts;
+    for (int k = 0; k <= 4; ++k)
+      texts.push_back(QString::number(log ? lo * std::pow(hi / lo, k / 4.0) : lo + (hi - lo) * k / 4.0, 'g', 12));
+    const auto labels = short_value_labels(texts);
+    for (int k = 0; k <= 4; ++k) t->addTick(k / 4.0, labels[static_cast<std::size_t>(k)]);
+    return t;
+  };
+  plot_->xAxis->setTicker(ticker(x_lo, x_hi, x_log));
+  plot_->yAxis->setTicker(ticker(y_lo, y_hi, y_log));
+  plot_->xAxis->setLabel(QString::fromStdString(xa) + (x_log ? " (log)" : ""));
+  plot_->yAxis->setLabel(QString::fromStdString(ya) + (y_log ? " (log)" : ""));
+  plot_->xAxis->setRange(-0.03, 1.03);
+  plot_->yAxis->setRange(-0.03, 1.03);
+  plot_->replot();
+}
+
+std::optional<PlotHit> HeatmapView::hit(const QPointF& pixel) const {
+  if (contour_) {
+    const auto near = nearest_point(plot_, pixel);
+    if (!near || near->index >= static_cast<int>(trials_.size())) return std::nullopt;
+    const auto* p = trials_[static_cast<std::size_t>(near->index)];
+    const auto id = p->configuration();
+    QStringList values;
+    for (const auto& [name, value] : p->axis_values) values << QString::fromStdString(name + " = " + value);
+    return PlotHit{QString("run %1 %2: %3, tail loss %4")
+                       .arg(id)
+                       .arg(QString::fromStdString(p->label), values.join(", "), QString::number(p->loss_mean, 'g', 5)),
+                   {id}};
+  }
+  const int i = static_cast<int>(std::lround(plot_->xAxis->pixelToCoord(pixel.x())));
+  const int j = static_cast<int>(std::lround(plot_->yAxis->pixelToCoord(pixel.y())));
+  const auto it = cells_.find({i, j});
+  if (it == cells_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace commtune::ui

@@ -1,0 +1,114 @@
+#include "ui/pages/analysis/slice_view.h"
+
+#include <QFont>
+#include <QFontMetrics>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "ui/forms/param_field.h"
+#include "ui/plot/qcustomplot.h"
+#include "ui/plot/plot_style.h"
+#include "ui/theme.h"
+
+namespace commtune::ui {
+
+namespace {
+
+// A swept parameter's value in a run, as text (the run has it: callers check).
+QString axis_value(const AnalysedRun& run, const std::string& name) {
+  return QString::fromStdString(run.axis_values.at(name));
+}
+
+}  // namespace
+
+void SliceView::draw(const SweepAnalysis& data, const std::string& param) {
+  plot_->clearGraphs();
+  plot_->clearItems();
+  points_.clear();
+  param_ = param;
+  plot_->xAxis->setLabel(param.empty() ? "a slice needs a swept parameter" : QString::fromStdString(param));
+  // One point per configuration (its seeds' mean), in the order of its value.
+  std::vector<const AnalysedRun*> points;
+  std::set<std::int64_t> seen;
+  for (const auto& p : data.runs)
+    if (p.axis_values.count(param) && std::isfinite(p.loss_mean) &&
+        seen.insert(p.configuration()).second)
+      points.push_back(&p);
+  bool numeric = !points.empty();
+  double lo = INFINITY, hi = -INFINITY;
+  std::vector<QString> categories;
+  for (const auto* p : points) {
+    const auto text = axis_value(*p, param);
+    if (const auto v = finite_number(text)) {
+      lo = std::min(lo, *v);
+      hi = std::max(hi, *v);
+    } else {
+      numeric = false;
+    }
+    if (std::find(categories.begin(), categories.end(), text) == categories.end()) categories.push_back(text);
+  }
+  std::sort(categories.begin(), categories.end(), [](const QString& a, const QString& b) {
+    const auto da = finite_number(a), db = finite_number(b);
+    return da && db ? *da < *db : a < b;
+  });
+  const auto x_of = [&](const AnalysedRun& p) {
+    const auto text = axis_value(p, param);
+    return numeric ? *finite_number(text)
+                   : double(std::find(categories.begin(), categories.end(), text) - categories.begin());
+  };
+  std::stable_sort(points.begin(), points.end(), [&](const auto* a, const auto* b) { return x_of(*a) < x_of(*b); });
+  const Theme t = current_theme();
+  auto* trials = plot_->addGraph();
+  trials->setLineStyle(QCPGraph::lsNone);
+  trials->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, t.series_color(0), 7));
+  const AnalysedRun* best = nullptr;
+  for (const auto* p : points) {
+    trials->addData(x_of(*p), p->loss_mean);
+    points_.push_back(p);
+    if (!best || p->loss_mean < best->loss_mean) best = p;
+  }
+  if (best) {
+    auto* ring = plot_->addGraph();
+    ring->setLineStyle(QCPGraph::lsNone);
+    ring->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(t.series_color(1), 2), QBrush(), 13));
+    ring->addData(x_of(*best), best->loss_mean);
+  }
+  const bool log = numeric && lo > 0 && hi / lo > 100;
+  set_log_axis(plot_->xAxis, log);
+  // Categories, and a grid's numbers (up to 8, as on the parallel coordinates),
+  // label the axis with their values: no rank 2.5. Drawn values get a scale.
+  if (!numeric || categories.size() <= 8) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const auto labels = short_value_labels(categories);
+    for (std::size_t k = 0; k < categories.size(); ++k)
+      ticker->addTick(numeric ? *finite_number(categories[k]) : double(k), labels[k]);
+    plot_->xAxis->setTicker(ticker);
+  }
+  plot_->rescaleAxes();
+  if (log)
+    plot_->xAxis->setRange(lo / 1.5, hi * 1.5);
+  else
+    plot_->xAxis->scaleRange(1.15);
+  plot_->yAxis->scaleRange(1.15);
+  widen_flat_range(plot_->yAxis);
+  plot_->replot();
+}
+
+std::optional<PlotHit> SliceView::hit(const QPointF& pixel) const {
+  const auto near = nearest_point(plot_, pixel);
+  if (!near || near->graph != plot_->graph(0) || near->index >= static_cast<int>(points_.size()))
+    return std::nullopt;
+  const auto* p = points_[static_cast<std::size_t>(near->index)];
+  const auto id = p->configuration();
+  return PlotHit{QString("run %1 %2: %3 = %4, tail loss %5")
+                     .arg(id)
+                     .arg(QString::fromStdString(p->label), QString::fromStdString(param_),
+                          axis_value(*p, param_),
+                          QString::number(p->loss_mean, 'g', 5)),
+                 {id}};
+}
+
+}  // namespace commtune::ui
