@@ -9,6 +9,7 @@
 #include "core/export/production_export.h"
 #include "core/netmodel/cost_model.h"
 #include "core/verdict/recommend.h"
+#include "core/verdict/slowmo_advice.h"
 #include "core/store/run_metrics.h"
 #include "core/verdict/evidence.h"
 
@@ -101,28 +102,6 @@ TargetCompute target_compute(const ComputeArgs& args, const db::Store& store) {
   return compute;
 }
 
-std::string network_name(const net::Cluster& c) { return c.nodes > 1 ? c.inter.name : c.intra.name; }
-
-// SlowMo's rule of thumb (fairscale's docs): it pays off when an allreduce
-// of all gradients, times the share of steps local SGD skips it, takes
-// longer than backward.
-nlohmann::json slowmo_guidance(const db::RunRecord& run, const RunProfile& profile, const net::Cluster& cluster) {
-  const double parameters = run.summary.value("parameter_count", 0.0);
-  const double frequency = run.config["hook"].value("localsgd_frequency", 1.0);
-  const double allreduce_s = net::collective_time(net::Collective::Allreduce, 4 * parameters, cluster);
-  const double saved_s = allreduce_s * (1 - 1 / frequency);
-  const bool pays = saved_s > profile.backward_s;
-  return {{"network", network_name(cluster)},
-          {"allreduce_s", allreduce_s},
-          {"saved_s", saved_s},
-          {"backward_s", profile.backward_s},
-          {"pays_off", pays},
-          {"text", "SlowMo on " + network_name(cluster) + ": allreduce " + format("%.2f", 1e3 * allreduce_s) +
-                       " ms x (1 - 1/" + format("%g", frequency) + ") = " + format("%.2f", 1e3 * saved_s) + " ms " +
-                       (pays ? "> " : "<= ") + "backward " + format("%.2f", 1e3 * profile.backward_s) +
-                       " ms: " + (pays ? "pays off" : "does not pay off")}};
-}
-
 struct PredictArgs {
   std::vector<std::int64_t> runs;
   std::optional<std::int64_t> sweep, baseline;
@@ -181,8 +160,8 @@ int predict_command(const PredictArgs& args, const Context& context) {
   auto out = nlohmann::json::array();
   std::vector<std::string> notes;
   std::vector<std::string> headers{"run", "label", "seeds", "measured ms"};
-  for (const auto& c : targets) headers.push_back(network_name(c) + " ms");
-  for (const auto& c : targets) headers.push_back(network_name(c) + " speedup");
+  for (const auto& c : targets) headers.push_back(c.network_name() + " ms");
+  for (const auto& c : targets) headers.push_back(c.network_name() + " speedup");
   Table table(headers);
   for (const auto c : shown) {
     const auto& config = configs[c];
@@ -199,7 +178,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
       auto j = predict(on_target(p, compute), cluster).to_json();
       j["step_s_interval"] = step.to_json();
       j["cluster"] = cluster.describe();
-      j["network"] = network_name(cluster);
+      j["network"] = cluster.network_name();
       if (baseline && evidence.profile_problem(*baseline).empty()) {
         const auto speedup = evidence.speedup(c, *baseline, cluster, compute);
         speedups.push_back(with_interval(speedup, 1, "x") + (speedup.includes(1.0) ? " ~" : ""));
@@ -222,7 +201,11 @@ int predict_command(const PredictArgs& args, const Context& context) {
     if (config.config.is_object() && config.config.value("hook", nlohmann::json::object()).value("name", "") == "slowmo") {
       const auto run = store->run(config.runs.front());
       auto guidance = nlohmann::json::array();
-      for (const auto& cluster : targets) guidance.push_back(slowmo_guidance(*run, on_target(p, compute), cluster));
+      for (const auto& cluster : targets)
+        guidance.push_back(slowmo_advice(run->summary.value("parameter_count", 0.0),
+                                         run->config["hook"].value("localsgd_frequency", 1.0),
+                                         on_target(p, compute).backward_s, cluster)
+                               .to_json());
       out.back()["slowmo_guidance"] = guidance;
       for (const auto& g : guidance)
         notes.push_back("run " + std::to_string(config.runs.front()) + ": " + g["text"].get<std::string>());

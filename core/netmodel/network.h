@@ -35,6 +35,9 @@ struct Cluster {
   // than one node, and that link sets the pace.
   const Link& bottleneck() const { return nodes > 1 ? inter : intra; }
   std::string describe() const;
+  // The link a collective of all ranks is limited by: between nodes when
+  // there are several, else inside the one ("10gbit", "nvlink").
+  const std::string& network_name() const { return nodes > 1 ? inter.name : intra.name; }
 
   // The target a prediction asks about: `world_size` ranks, `ranks_per_node`
   // to a node, on `nodes` nodes when given (0: as many as the ranks need),

@@ -10,6 +10,7 @@
 #include "core/store/run_query.h"
 #include "core/sweep/sweep_spec.h"
 #include "core/verdict/recommend.h"
+#include "core/verdict/slowmo_advice.h"
 #include "db/store.h"
 
 namespace commtune {
@@ -27,8 +28,28 @@ std::optional<double> finite_number(const std::string& text) {
   return *end == '\0' && std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
 }
 
+// SlowMo's advice on `cluster` for each SlowMo configuration among `runs`.
+std::vector<std::string> slowmo_notes(const Evidence& evidence, const std::vector<db::RunRecord>& runs,
+                                      const TargetCompute& compute, const net::Cluster& cluster) {
+  std::vector<std::string> notes;
+  for (std::size_t c = 0; c < evidence.configurations().size(); ++c) {
+    const auto& config = evidence.configurations()[c];
+    if (!evidence.profile_problem(c).empty() || !config.config.is_object() ||
+        config.config.value("hook", nlohmann::json::object()).value("name", "") != "slowmo")
+      continue;
+    const auto run = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.id == config.runs.front(); });
+    if (run == runs.end()) continue;
+    const auto advice = slowmo_advice(run->summary.value("parameter_count", 0.0),
+                                      run->config["hook"].value("localsgd_frequency", 1.0),
+                                      on_target(evidence.profile(c), compute).backward_s, cluster);
+    notes.push_back("run " + std::to_string(run->id) + ": " + advice.text);
+  }
+  return notes;
+}
+
 // For each preset network, the recommendation `recommend --network NAME` gives.
-std::vector<NetworkAdvice> advice(const Evidence& evidence, const SweepAnalysisQuery& q, int world_size) {
+std::vector<NetworkAdvice> advice(const Evidence& evidence, const std::vector<db::RunRecord>& runs,
+                                  const SweepAnalysisQuery& q, int world_size) {
   std::vector<NetworkAdvice> out;
   for (const auto& link : net::link_presets()) {
     NetworkAdvice row;
@@ -39,6 +60,7 @@ std::vector<NetworkAdvice> advice(const Evidence& evidence, const SweepAnalysisQ
       options.compute = q.compute;
       options.tolerance = q.tolerance;
       row.network = options.cluster.describe();
+      row.slowmo = slowmo_notes(evidence, runs, q.compute, options.cluster);
       const auto r = recommend(evidence, options);
       row.verdict = r.verdict;
       for (const auto& c : r.candidates) {
@@ -136,7 +158,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
     out.note += "No allreduce baseline among these runs: the what-if table needs one (sweeps add it with \"baseline\").";
     return out;
   }
-  out.networks = advice(evidence, q, world_size);
+  out.networks = advice(evidence, runs, q, world_size);
   return out;
 }
 

@@ -455,7 +455,9 @@ void AnalysisPage::fill_what_if() {
     }
     what_if_->setItem(r, 4, new QTableWidgetItem(speedup));
     what_if_->setItem(r, 5, new QTableWidgetItem(QString::fromStdString(row.verdict)));
-    what_if_->item(r, 5)->setToolTip(QString::fromStdString(row.verdict));
+    QString tip = QString::fromStdString(row.verdict);
+    for (const auto& note : row.slowmo) tip += "\n" + QString::fromStdString(note);
+    what_if_->item(r, 5)->setToolTip(tip);
   }
   what_if_->resizeColumnsToContents();
   // Every network's row in view, whatever the splitter above was left at.
