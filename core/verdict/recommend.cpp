@@ -165,6 +165,17 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
         best->label.c_str(), static_cast<long long>(best->run_id), 1e3 * best->step_s.value,
         1e3 * best->step_s.value * best->speedup.value, where.c_str(), speedup_text(best->speedup).c_str(),
         best->loss_change.describe().c_str());
+  } else if (best && best->speedup.has_interval() && best->speedup.high < 1.0) {
+    // The reason is read off the interval the verdict prints: wholly below 1.0 is slower, not "no difference".
+    r.verdict = format_text(
+        "keep allreduce: it is measurably faster on %s; the best configuration within %s of its loss, %s, is "
+        "%s, an interval wholly below 1.0",
+        where.c_str(), tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
+  } else if (best && !best->speedup.has_interval()) {
+    r.verdict = format_text(
+        "keep allreduce: no difference can be shown on %s; the best configuration within %s of its loss, %s, is "
+        "predicted %s with no interval (too few steps or runs to resample)",
+        where.c_str(), tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
   } else if (best && !measurable) {
     r.verdict = format_text(
         "keep allreduce: no measurable difference on %s; the best configuration within %s of its loss, %s, is "
