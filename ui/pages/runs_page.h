@@ -1,31 +1,29 @@
-// The run browser, a tuner's table: every stored run with its tail loss,
-// ms and MB per step, compression ratio, tags and every swept parameter as
-// columns; filtered by text, status and conditions (`hook.matrix_approximation_rank
-// = 2, loss < 2.1`), sorted by any column. Opening runs shows their plots
-// (the dashboard's, from the store), the parameters in which they differ and
-// a metrics table like `commtune-cli compare`. Runs take tags and notes, runs
-// and sweeps can be renamed and deleted (with their metrics). Export leads to
-// the export dialog; Watch live follows a run that another process records
-// on the dashboard. The list follows the store: it is read again when the
-// file changes. Reads and writes happen off the UI thread.
+// The run browser: the runs table (ui/pages/runs/run_table.h: every stored
+// run, its metrics and swept parameters as columns, filtered by text, status
+// and conditions) over the opened runs: their plots (the dashboard's, from
+// the store), the parameters in which they differ and a metrics table like
+// `commtune-cli compare` (ui/pages/runs/run_comparison_view.h). Runs take
+// tags and notes, runs and sweeps can be renamed and deleted (with their
+// metrics), asked first (ui/pages/runs/run_dialogs.h). Export leads to the
+// export dialog; Watch live follows a run that another process records on
+// the dashboard. The list follows the store: it is read again when the file
+// changes. Reads and writes happen off the UI thread; this page wires them.
 #pragma once
 
 #include <QWidget>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/store/run_query.h"
+#include "ui/pages/runs/run_table.h"
 
 class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QSortFilterProxyModel;
-class QStandardItemModel;
-class QTableView;
 class QTableWidget;
 class QCheckBox;
 class QPoint;
@@ -36,12 +34,14 @@ class Store;
 
 namespace commtune::ui {
 
+class RunComparisonView;
 class RunPlots;
 
 class RunsPage : public QWidget {
   Q_OBJECT
  public:
   RunsPage(QString store_path, QWidget* parent = nullptr);
+  ~RunsPage() override;
 
   void refresh();
   // Selects these runs and shows them (plots and parameter diff).
@@ -88,9 +88,6 @@ class RunsPage : public QWidget {
   void show_diff(const std::vector<std::int64_t>& ids);
   void apply_filter();
   void show_menu(const QPoint& at);
-  void show_column_menu(const QPoint& at);
-  void set_hidden_columns(const QStringList& hidden);  // and remembers them
-  void show_columns_except(const QStringList& hidden);
   void edit_annotation(std::int64_t run_id);
   // Runs `change` on the store off the UI thread, then reads the list again.
   void change_store(const QString& what, std::function<void(db::Store&)> change);
@@ -103,9 +100,7 @@ class RunsPage : public QWidget {
   std::string signature_;  // Store::runs_signature() of the rows shown
   bool checking_ = false;
   QPushButton* watch_ = nullptr;
-  QStandardItemModel* model_;
-  QSortFilterProxyModel* proxy_;
-  QTableView* table_;
+  RunTable* table_;
   QLineEdit* search_;
   QComboBox* status_;
   QLabel* empty_;
@@ -115,11 +110,9 @@ class RunsPage : public QWidget {
   RunPlots* plots_;
   QTableWidget* diff_;
   QTableWidget* metrics_;
+  std::unique_ptr<RunComparisonView> comparison_;
   QCheckBox* only_differences_;
   QLabel* filter_problem_;
-  QStringList param_columns_;  // the swept parameters shown as columns
-  std::vector<QueryRow> query_rows_;       // the model's rows as the filter reads them, in its order
-  std::vector<std::string> known_params_;  // every parameter some shown run has
   std::map<std::int64_t, QString> sweep_names_;
   std::vector<std::int64_t> shown_;
   int pending_ = 0;
