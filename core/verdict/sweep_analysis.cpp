@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <tuple>
 
 #include "core/netmodel/network.h"
@@ -192,6 +193,85 @@ std::pair<std::string, std::string> default_heatmap_axes(const SweepAnalysis& an
       }
     }
   return best;
+}
+
+bool value_before(const std::string& a, const std::string& b) {
+  const auto da = finite_number(a), db = finite_number(b);
+  if (da && db) return *da < *db;
+  if (da || db) return da.has_value();
+  return a < b;
+}
+
+HeatmapGrid heatmap_grid(const SweepAnalysis& analysis, const std::string& xa, const std::string& ya) {
+  HeatmapGrid grid;
+  if (xa == ya) return grid;
+  std::set<std::string> xs, ys;
+  std::size_t both = 0;
+  bool numeric = true;
+  for (const auto& p : analysis.runs)
+    if (p.axis_values.count(xa) && p.axis_values.count(ya)) {
+      xs.insert(p.axis_values.at(xa));
+      ys.insert(p.axis_values.at(ya));
+      ++both;
+      numeric = numeric && finite_number(p.axis_values.at(xa)) && finite_number(p.axis_values.at(ya));
+    }
+  grid.xs.assign(xs.begin(), xs.end());
+  grid.ys.assign(ys.begin(), ys.end());
+  std::sort(grid.xs.begin(), grid.xs.end(), value_before);
+  std::sort(grid.ys.begin(), grid.ys.end(), value_before);
+  grid.gridded = !(numeric && both >= 4 && grid.xs.size() * grid.ys.size() > 2 * both);
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> index;  // cell -> its place in grid.cells
+  std::set<std::int64_t> seen;
+  for (const auto& p : analysis.runs) {
+    if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
+    if (!seen.insert(p.configuration()).second) continue;  // a configuration once
+    grid.max_seeds = std::max(grid.max_seeds, p.seeds);
+    const auto i = static_cast<std::size_t>(std::find(grid.xs.begin(), grid.xs.end(), p.axis_values.at(xa)) - grid.xs.begin());
+    const auto j = static_cast<std::size_t>(std::find(grid.ys.begin(), grid.ys.end(), p.axis_values.at(ya)) - grid.ys.begin());
+    const auto [at, fresh] = index.emplace(std::pair{i, j}, grid.cells.size());
+    if (fresh) grid.cells.push_back({i, j, {}, INFINITY, 0});
+    auto& cell = grid.cells[at->second];
+    cell.configurations.push_back(&p);
+    if (std::isfinite(p.loss_mean)) {
+      ++cell.finite;
+      cell.best = std::min(cell.best, p.loss_mean);
+    }
+  }
+  return grid;
+}
+
+Slice slice_of(const SweepAnalysis& analysis, const std::string& param) {
+  Slice slice;
+  std::set<std::int64_t> seen;
+  for (const auto& p : analysis.runs)
+    if (p.axis_values.count(param) && std::isfinite(p.loss_mean) && seen.insert(p.configuration()).second)
+      slice.points.push_back(&p);
+  slice.numeric = !slice.points.empty();
+  for (const auto* p : slice.points) {
+    const auto& text = p->axis_values.at(param);
+    if (const auto v = finite_number(text)) {
+      slice.lo = std::min(slice.lo, *v);
+      slice.hi = std::max(slice.hi, *v);
+    } else {
+      slice.numeric = false;
+    }
+    if (std::find(slice.categories.begin(), slice.categories.end(), text) == slice.categories.end())
+      slice.categories.push_back(text);
+  }
+  std::sort(slice.categories.begin(), slice.categories.end(), value_before);
+  const auto x_of = [&](const AnalysedRun& p) {
+    const auto& text = p.axis_values.at(param);
+    return slice.numeric ? *finite_number(text)
+                         : double(std::find(slice.categories.begin(), slice.categories.end(), text) -
+                                  slice.categories.begin());
+  };
+  std::stable_sort(slice.points.begin(), slice.points.end(),
+                   [&](const auto* a, const auto* b) { return x_of(*a) < x_of(*b); });
+  for (std::size_t k = 0; k < slice.points.size(); ++k) {
+    slice.x.push_back(x_of(*slice.points[k]));
+    if (!slice.best || slice.points[k]->loss_mean < slice.points[*slice.best]->loss_mean) slice.best = k;
+  }
+  return slice;
 }
 
 }  // namespace commtune

@@ -79,4 +79,43 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& qu
 // runs both have, several values each, numbers before words.
 std::pair<std::string, std::string> default_heatmap_axes(const SweepAnalysis& analysis);
 
+// Swept values in their order: numbers by value, before words, words as text.
+bool value_before(const std::string& a, const std::string& b);
+
+// The loss over two swept parameters on their grid. Configurations that
+// differ only in other swept parameters share a cell, which shows the best
+// of them (diverged only when all of them diverged).
+struct HeatmapCell {
+  std::size_t x = 0, y = 0;                        // indices into the grid's xs and ys
+  std::vector<const AnalysedRun*> configurations;  // one run for each, in run order
+  double best = INFINITY;                          // the best mean loss among the finite ones
+  int finite = 0;
+  bool diverged() const { return finite == 0; }
+};
+
+struct HeatmapGrid {
+  std::vector<std::string> xs, ys;  // the values, in order
+  std::vector<HeatmapCell> cells;   // the cells that hold a configuration
+  // Values drawn rather than gridded (random search, TPE) fill few cells of
+  // their grid: then the runs themselves are the picture (a contour).
+  bool gridded = true;
+  int max_seeds = 1;
+};
+
+// Empty when the parameters are the same, or no run has both.
+HeatmapGrid heatmap_grid(const SweepAnalysis& analysis, const std::string& x, const std::string& y);
+
+// The loss against one swept parameter: one point per configuration (its
+// seeds' mean; diverged ones left out), in the order of the value.
+struct Slice {
+  std::vector<const AnalysedRun*> points;
+  std::vector<double> x;                // each point's place: its value, or its value's index among the categories
+  std::vector<std::string> categories;  // the values, in order
+  bool numeric = false;                 // every value a finite number
+  double lo = INFINITY, hi = -INFINITY;  // their span, when numeric
+  std::optional<std::size_t> best;       // the point with the lowest loss
+};
+
+Slice slice_of(const SweepAnalysis& analysis, const std::string& param);
+
 }  // namespace commtune

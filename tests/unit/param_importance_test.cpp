@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -286,4 +288,55 @@ TEST(SweepAnalysis, HeatmapAxesAreThoseMostTrialsShare) {
   EXPECT_EQ((std::set<std::string>{x, y}), (std::set<std::string>{"hook.name", "optimizer.lr"}));
   // The parameter with more values goes across.
   EXPECT_EQ(x, "hook.name");
+}
+
+namespace {
+
+commtune::AnalysedRun analysed(std::int64_t id, double loss, std::map<std::string, std::string> values,
+                               std::int64_t configuration = 0) {
+  commtune::AnalysedRun p;
+  p.run_id = id;
+  p.configuration_run = configuration;
+  p.loss = p.loss_mean = loss;
+  p.axis_values = std::move(values);
+  return p;
+}
+
+}  // namespace
+
+// A rank x start grid with a second seed of one configuration, a cell shared by two learning rates and a
+// diverged configuration: each cell holds a configuration once and shows the best finite mean.
+TEST(SweepAnalysis, HeatmapCellsHoldEachConfigurationOnce) {
+  commtune::SweepAnalysis a;
+  a.axes = {"rank", "start", "lr"};
+  a.runs = {analysed(1, 2.0, {{"rank", "4"}, {"start", "10"}, {"lr", "0.1"}}),
+            analysed(2, 2.0, {{"rank", "4"}, {"start", "10"}, {"lr", "0.1"}}, 1),  // run 1's second seed
+            analysed(3, 1.5, {{"rank", "4"}, {"start", "10"}, {"lr", "0.2"}}),
+            analysed(4, 3.0, {{"rank", "16"}, {"start", "2"}, {"lr", "0.1"}}),
+            analysed(5, NAN, {{"rank", "1"}, {"start", "2"}, {"lr", "0.1"}})};
+  const auto grid = commtune::heatmap_grid(a, "rank", "start");
+  EXPECT_EQ(grid.xs, (std::vector<std::string>{"1", "4", "16"}));  // by value, not as text
+  EXPECT_EQ(grid.ys, (std::vector<std::string>{"2", "10"}));
+  EXPECT_TRUE(grid.gridded);
+  ASSERT_EQ(grid.cells.size(), 3u);
+  const auto& shared = grid.cells[0];
+  EXPECT_EQ(shared.x, 1u);
+  EXPECT_EQ(shared.y, 1u);
+  EXPECT_EQ(shared.configurations.size(), 2u);  // runs 1 and 3; run 2 is run 1's configuration
+  EXPECT_EQ(shared.best, 1.5);
+  EXPECT_TRUE(grid.cells[2].diverged());
+  EXPECT_TRUE(commtune::heatmap_grid(a, "rank", "rank").cells.empty());
+}
+
+TEST(SweepAnalysis, ASliceOrdersConfigurationsByValueAndRingsTheBest) {
+  commtune::SweepAnalysis a;
+  a.runs = {analysed(1, 2.0, {{"hook", "topk"}}), analysed(2, 1.0, {{"hook", "onebit"}}),
+            analysed(3, NAN, {{"hook", "randomk"}}), analysed(4, 1.8, {{"hook", "topk"}}, 1)};
+  const auto slice = commtune::slice_of(a, "hook");
+  EXPECT_FALSE(slice.numeric);
+  EXPECT_EQ(slice.categories, (std::vector<std::string>{"onebit", "topk"}));  // diverged randomk left out
+  ASSERT_EQ(slice.points.size(), 2u);
+  EXPECT_EQ(slice.points[0]->run_id, 2);
+  EXPECT_EQ(slice.x, (std::vector<double>{0, 1}));
+  EXPECT_EQ(slice.best, std::optional<std::size_t>(0));
 }

@@ -36,33 +36,13 @@ void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const s
     plot_->replot();
     return;
   }
-  auto order = [](std::set<QString> values) {
-    std::vector<QString> v(values.begin(), values.end());
-    std::sort(v.begin(), v.end(), [](const QString& a, const QString& b) {
-      const auto da = finite_number(a), db = finite_number(b);
-      return da && db ? *da < *db : a < b;
-    });
-    return v;
-  };
-  std::set<QString> xs_set, ys_set;
-  for (const auto& p : data.runs)
-    if (p.axis_values.count(xa) && p.axis_values.count(ya)) {
-      xs_set.insert(axis_value(p, xa));
-      ys_set.insert(axis_value(p, ya));
-    }
-  const auto xs = order(xs_set), ys = order(ys_set);
-  if (xs.empty() || ys.empty()) return plot_->replot();
-  // Values drawn rather than gridded (random search, TPE) fill few cells of
-  // their grid: a filled contour of the loss between the trials instead.
-  std::size_t both = 0;
-  bool numeric = true;
-  for (const auto& p : data.runs)
-    if (p.axis_values.count(xa) && p.axis_values.count(ya)) {
-      ++both;
-      numeric = numeric && finite_number(axis_value(p, xa)) && finite_number(axis_value(p, ya));
-    }
-  if (numeric && both >= 4 && xs.size() * ys.size() > 2 * both) return draw_contour(data, xa, ya);
+  const auto grid = heatmap_grid(data, xa, ya);
+  if (grid.xs.empty() || grid.ys.empty()) return plot_->replot();
+  if (!grid.gridded) return draw_contour(data, xa, ya);
   contour_ = false;
+  std::vector<QString> xs, ys;
+  for (const auto& v : grid.xs) xs.push_back(QString::fromStdString(v));
+  for (const auto& v : grid.ys) ys.push_back(QString::fromStdString(v));
   auto* map = new QCPColorMap(plot_->xAxis, plot_->yAxis);
   map->setObjectName("heatmap:cells");
   map->data()->setSize(static_cast<int>(xs.size()), static_cast<int>(ys.size()));
@@ -71,54 +51,34 @@ void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const s
   map->data()->setRange(centres(xs.size()), centres(ys.size()));
   for (int i = 0; i < static_cast<int>(xs.size()); ++i)
     for (int j = 0; j < static_cast<int>(ys.size()); ++j) map->data()->setCell(i, j, NAN);  // no trial: blank
-  // Trials that differ only in other swept parameters share a cell: it shows
-  // the best of them (a diverged trial only when all of them diverged).
-  struct Cell {
-    double best = INFINITY;
-    int trials = 0, finite = 0;
-  };
-  std::map<std::pair<int, int>, Cell> cells;
   cells_.clear();
-  std::set<std::int64_t> seen;
-  int max_seeds = 1;
-  for (const auto& p : data.runs) {
-    if (!p.axis_values.count(xa) || !p.axis_values.count(ya)) continue;
-    if (!seen.insert(p.configuration()).second) continue;  // a configuration once
-    max_seeds = std::max(max_seeds, p.seeds);
-    const int i = static_cast<int>(std::find(xs.begin(), xs.end(), axis_value(p, xa)) - xs.begin());
-    const int j = static_cast<int>(std::find(ys.begin(), ys.end(), axis_value(p, ya)) - ys.begin());
-    auto& cell = cells[{i, j}];
-    ++cell.trials;
-    auto& readout = cells_[{i, j}];
-    readout.runs.push_back(p.configuration());
-    readout.text += QString("%1run %2 %3: tail loss %4")
-                        .arg(readout.text.isEmpty() ? QString("%1 = %2, %3 = %4\n")
-                                                          .arg(QString::fromStdString(xa), axis_value(p, xa),
-                                                               QString::fromStdString(ya), axis_value(p, ya))
-                                                    : QString("\n"))
-                        .arg(readout.runs.back())
-                        .arg(QString::fromStdString(p.label), std::isfinite(p.loss_mean) ? QString::number(p.loss_mean, 'g', 5) : "diverged");
-    if (std::isfinite(p.loss_mean)) {
-      ++cell.finite;
-      cell.best = std::min(cell.best, p.loss_mean);
+  for (const auto& cell : grid.cells) {
+    auto& readout = cells_[{static_cast<int>(cell.x), static_cast<int>(cell.y)}];
+    readout.text = QString("%1 = %2, %3 = %4")
+                       .arg(QString::fromStdString(xa), xs[cell.x], QString::fromStdString(ya), ys[cell.y]);
+    for (const auto* p : cell.configurations) {
+      readout.runs.push_back(p->configuration());
+      readout.text += QString("\nrun %1 %2: tail loss %3")
+                          .arg(p->configuration())
+                          .arg(QString::fromStdString(p->label),
+                               std::isfinite(p->loss_mean) ? QString::number(p->loss_mean, 'g', 5) : "diverged");
     }
   }
   // The colour scale spans the cells' values: text contrast follows it.
   double lo = INFINITY, hi = -INFINITY;
-  for (const auto& [at, cell] : cells)
-    if (cell.finite) {
+  for (const auto& cell : grid.cells)
+    if (!cell.diverged()) {
       lo = std::min(lo, cell.best);
       hi = std::max(hi, cell.best);
     }
   if (!std::isfinite(lo)) lo = hi = 0;  // every trial diverged
-  for (const auto& [at, cell] : cells) {
-    const bool diverged = cell.finite == 0;  // takes the worst colour, and says so
-    const double value = diverged ? hi : cell.best;
-    map->data()->setCell(at.first, at.second, value);
+  for (const auto& cell : grid.cells) {
+    const double value = cell.diverged() ? hi : cell.best;  // a diverged cell takes the worst colour, and says so
+    map->data()->setCell(static_cast<int>(cell.x), static_cast<int>(cell.y), value);
     auto* label = new QCPItemText(plot_);
-    label->position->setCoords(at.first, at.second);
-    QString text = diverged ? QString("diverged") : QString::number(cell.best, 'g', 4);
-    if (cell.trials > 1) text += QString("\nbest of %1").arg(cell.trials);
+    label->position->setCoords(static_cast<double>(cell.x), static_cast<double>(cell.y));
+    QString text = cell.diverged() ? QString("diverged") : QString::number(cell.best, 'g', 4);
+    if (cell.configurations.size() > 1) text += QString("\nbest of %1").arg(cell.configurations.size());
     label->setText(text);
     // Viridis runs from dark purple to yellow: dark text on the light end.
     label->setColor(hi > lo && (value - lo) / (hi - lo) > 0.55 ? Qt::black : Qt::white);
@@ -126,7 +86,7 @@ void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const s
   }
   auto* scale = new QCPColorScale(plot_);
   plot_->plotLayout()->addElement(0, 1, scale);
-  scale->axis()->setLabel(max_seeds > 1 ? "tail loss (mean over seeds; best in the cell)" : "tail loss (best in the cell)");
+  scale->axis()->setLabel(grid.max_seeds > 1 ? "tail loss (mean over seeds; best in the cell)" : "tail loss (best in the cell)");
   map->setColorScale(scale);
   QCPColorGradient gradient = viridis_gradient();
   gradient.setNanHandling(QCPColorGradient::nhTransparent);

@@ -30,51 +30,22 @@ void SliceView::draw(const SweepAnalysis& data, const std::string& param) {
   points_.clear();
   param_ = param;
   plot_->xAxis->setLabel(param.empty() ? "a slice needs a swept parameter" : QString::fromStdString(param));
-  // One point per configuration (its seeds' mean), in the order of its value.
-  std::vector<const AnalysedRun*> points;
-  std::set<std::int64_t> seen;
-  for (const auto& p : data.runs)
-    if (p.axis_values.count(param) && std::isfinite(p.loss_mean) &&
-        seen.insert(p.configuration()).second)
-      points.push_back(&p);
-  bool numeric = !points.empty();
-  double lo = INFINITY, hi = -INFINITY;
+  const auto slice = slice_of(data, param);
+  const bool numeric = slice.numeric;
+  const double lo = slice.lo, hi = slice.hi;
   std::vector<QString> categories;
-  for (const auto* p : points) {
-    const auto text = axis_value(*p, param);
-    if (const auto v = finite_number(text)) {
-      lo = std::min(lo, *v);
-      hi = std::max(hi, *v);
-    } else {
-      numeric = false;
-    }
-    if (std::find(categories.begin(), categories.end(), text) == categories.end()) categories.push_back(text);
-  }
-  std::sort(categories.begin(), categories.end(), [](const QString& a, const QString& b) {
-    const auto da = finite_number(a), db = finite_number(b);
-    return da && db ? *da < *db : a < b;
-  });
-  const auto x_of = [&](const AnalysedRun& p) {
-    const auto text = axis_value(p, param);
-    return numeric ? *finite_number(text)
-                   : double(std::find(categories.begin(), categories.end(), text) - categories.begin());
-  };
-  std::stable_sort(points.begin(), points.end(), [&](const auto* a, const auto* b) { return x_of(*a) < x_of(*b); });
+  for (const auto& c : slice.categories) categories.push_back(QString::fromStdString(c));
   const Theme t = current_theme();
   auto* trials = plot_->addGraph();
   trials->setLineStyle(QCPGraph::lsNone);
   trials->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, t.series_color(0), 7));
-  const AnalysedRun* best = nullptr;
-  for (const auto* p : points) {
-    trials->addData(x_of(*p), p->loss_mean);
-    points_.push_back(p);
-    if (!best || p->loss_mean < best->loss_mean) best = p;
-  }
-  if (best) {
+  for (std::size_t k = 0; k < slice.points.size(); ++k) trials->addData(slice.x[k], slice.points[k]->loss_mean);
+  points_ = slice.points;
+  if (slice.best) {
     auto* ring = plot_->addGraph();
     ring->setLineStyle(QCPGraph::lsNone);
     ring->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(t.series_color(1), 2), QBrush(), 13));
-    ring->addData(x_of(*best), best->loss_mean);
+    ring->addData(slice.x[*slice.best], slice.points[*slice.best]->loss_mean);
   }
   const bool log = numeric && lo > 0 && hi / lo > 100;
   set_log_axis(plot_->xAxis, log);
