@@ -52,6 +52,45 @@ Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>
   return recommend(Evidence::gather(store, ids), options);
 }
 
+bool is_recommended(const Candidate& best, const RecommendOptions& options) {
+  return best.speedup.has_interval() && best.speedup.low > 1.0 && best.speedup.value >= options.min_speedup;
+}
+
+std::string recommendation_verdict(const Candidate* best, const std::string& where, const RecommendOptions& options) {
+  const auto tolerance = tolerance_percent(options.tolerance);
+  if (!best)
+    return "keep allreduce: no other configuration keeps the loss within " + tolerance +
+           " of allreduce's, compressed during its measured steps, and can be predicted on " + where;
+  const auto& s = best->speedup;
+  if (is_recommended(*best, options))
+    return format_text(
+        "use %s (run %lld): predicted %.2f ms per step against %.2f ms for allreduce at the same settings on %s, "
+        "%s; loss %s from allreduce's",
+        best->label.c_str(), static_cast<long long>(best->run_id), 1e3 * best->step_s.value,
+        1e3 * best->step_s.value * s.value, where.c_str(), speedup_text(s).c_str(), best->loss_change.describe().c_str());
+  // Otherwise the reason is read off the interval the verdict prints: wholly
+  // below 1.0 is slower, not "no difference" (issue 45).
+  if (!s.has_interval())
+    return format_text(
+        "keep allreduce: no difference can be shown on %s; the best configuration within %s of its loss, %s, is "
+        "predicted %s with no interval (too few steps or runs to resample)",
+        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str());
+  if (s.high < 1.0)
+    return format_text(
+        "keep allreduce: it is measurably faster on %s; the best configuration within %s of its loss, %s, is "
+        "%s, an interval wholly below 1.0",
+        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str());
+  if (s.low <= 1.0)
+    return format_text(
+        "keep allreduce: no measurable difference on %s; the best configuration within %s of its loss, %s, is "
+        "%s, an interval that holds 1.0",
+        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str());
+  return format_text(
+      "keep allreduce: the best configuration within %s of its loss, %s, is predicted only %s on %s, below the "
+      "model's margin of %.2fx",
+      tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str(), where.c_str(), options.min_speedup);
+}
+
 Recommendation recommend(const Evidence& evidence, const RecommendOptions& options) {
   Recommendation r;
   r.cluster = options.cluster;
@@ -75,6 +114,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
     Candidate k;
     k.run_id = config.runs.front();
     k.runs = config.runs;
+    k.seeds = config.seed_count();
     k.label = config.label;
     k.hook = config.hook;
     k.is_baseline = config.plain_allreduce && !forced;
@@ -156,48 +196,15 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
     if (c.is_baseline && !r.baseline_run) r.baseline_run = c.run_id;
   if (best && best->baseline_run) r.baseline_run = *best->baseline_run;
   const auto where = options.cluster.describe() + " (" + r.compute + ")";
-  const bool measurable = best && best->speedup.has_interval() && best->speedup.low > 1.0;
-  if (best && measurable && best->speedup.value >= options.min_speedup) {
-    r.chosen_run = best->run_id;
-    r.verdict = format_text(
-        "use %s (run %lld): predicted %.2f ms per step against %.2f ms for allreduce at the same settings on %s, "
-        "%s; loss %s from allreduce's",
-        best->label.c_str(), static_cast<long long>(best->run_id), 1e3 * best->step_s.value,
-        1e3 * best->step_s.value * best->speedup.value, where.c_str(), speedup_text(best->speedup).c_str(),
-        best->loss_change.describe().c_str());
-  } else if (best && best->speedup.has_interval() && best->speedup.high < 1.0) {
-    // The reason is read off the interval the verdict prints: wholly below 1.0 is slower, not "no difference".
-    r.verdict = format_text(
-        "keep allreduce: it is measurably faster on %s; the best configuration within %s of its loss, %s, is "
-        "%s, an interval wholly below 1.0",
-        where.c_str(), tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
-  } else if (best && !best->speedup.has_interval()) {
-    r.verdict = format_text(
-        "keep allreduce: no difference can be shown on %s; the best configuration within %s of its loss, %s, is "
-        "predicted %s with no interval (too few steps or runs to resample)",
-        where.c_str(), tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
-  } else if (best && !measurable) {
-    r.verdict = format_text(
-        "keep allreduce: no measurable difference on %s; the best configuration within %s of its loss, %s, is "
-        "%s, an interval that holds 1.0",
-        where.c_str(), tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str());
-  } else if (best) {
-    r.verdict = format_text(
-        "keep allreduce: the best configuration within %s of its loss, %s, is predicted only %s on %s, below the "
-        "model's margin of %.2fx",
-        tolerance_percent(options.tolerance).c_str(), best->label.c_str(), speedup_text(best->speedup).c_str(), where.c_str(),
-        options.min_speedup);
-  } else {
-    r.verdict = "keep allreduce: no other configuration keeps the loss within " + tolerance_percent(options.tolerance) +
-                " of allreduce's, compressed during its measured steps, and can be predicted on " + where;
-  }
+  if (best && is_recommended(*best, options)) r.chosen_run = best->run_id;
+  r.verdict = recommendation_verdict(best, where, options);
   return r;
 }
 
 nlohmann::json Candidate::to_json() const {
   nlohmann::json j{{"run_id", run_id},
                    {"runs", runs},
-                   {"seeds", runs.size()},
+                   {"seeds", seeds},
                    {"label", label},
                    {"hook", hook},
                    {"baseline", is_baseline},

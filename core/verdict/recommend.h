@@ -38,7 +38,8 @@ struct RecommendOptions {
 
 struct Candidate {
   std::int64_t run_id = 0;          // the configuration's first run
-  std::vector<std::int64_t> runs;   // all of its runs (one per seed)
+  std::vector<std::int64_t> runs;   // all of its runs
+  std::size_t seeds = 0;            // the distinct seeds among them (repeats of a seed are one observation)
   std::string label;                // the run's name (without its seed), or its hook
   std::string hook;                 // hook name (+ wrapper)
   bool is_baseline = false;         // a plain-allreduce configuration: a reference, not a candidate
@@ -66,6 +67,13 @@ struct Recommendation {
 
   nlohmann::json to_json() const;
 };
+
+// Whether the candidate with the best predicted speedup is recommended: its
+// 95% interval lies above 1.0 and the speedup reaches options.min_speedup.
+bool is_recommended(const Candidate& best, const RecommendOptions& options);
+// The one sentence a recommendation says about its best candidate (null: none
+// is left) on `where`; "keep allreduce" gives the reason its interval shows.
+std::string recommendation_verdict(const Candidate* best, const std::string& where, const RecommendOptions& options);
 
 // Throws db::Error when the runs hold no allreduce baseline (and none is named).
 Recommendation recommend(const Evidence& evidence, const RecommendOptions& options);
