@@ -169,7 +169,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
     const auto baseline = forced ? forced : evidence.baseline_of(c);
     const bool is_baseline = baseline && *baseline == c;
     std::vector<std::string> cells{std::to_string(config.runs.front()) + (is_baseline ? "*" : ""), config.label,
-                                   std::to_string(config.runs.size()), format("%.2f", 1e3 * p.measured_step_s)};
+                                   std::to_string(config.seed_count()), format("%.2f", 1e3 * p.measured_step_s)};
     std::vector<std::string> speedups;
     auto predictions = nlohmann::json::array();
     for (const auto& cluster : targets) {
@@ -271,7 +271,7 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   for (const auto& c : r.candidates) {
     auto loss = format_optional("%.5f", c.loss);
     if (c.loss_sd) loss += " ±" + format("%.5f", *c.loss_sd);
-    table.add({std::to_string(c.run_id) + (c.is_baseline ? "*" : ""), c.label, std::to_string(c.runs.size()), loss,
+    table.add({std::to_string(c.run_id) + (c.is_baseline ? "*" : ""), c.label, std::to_string(c.seeds), loss,
                c.is_baseline || !c.baseline_run ? "-" : c.loss_change.describe(), with_interval(c.step_s, 1e3),
                c.is_baseline ? "-" : with_interval(c.speedup, 1, "x"), c.excluded.empty() ? "-" : c.excluded});
   }

@@ -187,11 +187,25 @@ bool Configuration::all_succeeded() const {
   return std::all_of(statuses.begin(), statuses.end(), [](const std::string& s) { return s == db::status::kSucceeded; });
 }
 
+std::map<std::int64_t, double> Configuration::seed_losses() const {
+  std::map<std::int64_t, std::pair<double, int>> sums;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (tail_losses[i]) {
+      auto& [sum, n] = sums[seeds[i]];
+      sum += *tail_losses[i];
+      ++n;
+    }
+  std::map<std::int64_t, double> out;
+  for (const auto& [seed, sum_n] : sums) out[seed] = sum_n.first / sum_n.second;
+  return out;
+}
+
+std::size_t Configuration::seed_count() const { return std::set<std::int64_t>(seeds.begin(), seeds.end()).size(); }
+
 double Configuration::mean_loss() const {
   double sum = 0;
   int n = 0;
-  for (const auto& l : tail_losses)
-    if (l) sum += *l, ++n;
+  for (const auto& [seed, l] : seed_losses()) sum += l, ++n;
   return n ? sum / n : NAN;
 }
 
@@ -199,8 +213,7 @@ double Configuration::loss_sd() const {
   const double mean = mean_loss();
   double ss = 0;
   int n = 0;
-  for (const auto& l : tail_losses)
-    if (l) ss += (*l - mean) * (*l - mean), ++n;
+  for (const auto& [seed, l] : seed_losses()) ss += (l - mean) * (l - mean), ++n;
   return n >= 2 && std::isfinite(mean) ? std::sqrt(ss / (n - 1)) : NAN;
 }
 
@@ -436,14 +449,13 @@ LossChange Evidence::loss_change(std::size_t config, std::size_t baseline) const
   LossChange out;
   std::vector<double> differences, base_losses;
   bool nonfinite = false;
-  for (std::size_t i = 0; i < c.runs.size(); ++i) {
-    for (std::size_t j = 0; j < b.runs.size(); ++j) {
-      if (b.seeds[j] != c.seeds[i] || !c.tail_losses[i] || !b.tail_losses[j]) continue;
-      if (!std::isfinite(*c.tail_losses[i])) nonfinite = true;
-      differences.push_back(*c.tail_losses[i] - *b.tail_losses[j]);
-      base_losses.push_back(*b.tail_losses[j]);
-      break;
-    }
+  const auto own = c.seed_losses(), base = b.seed_losses();
+  for (const auto& [seed, loss] : own) {  // a pair per seed both ran, however often
+    const auto paired = base.find(seed);
+    if (paired == base.end()) continue;
+    if (!std::isfinite(loss)) nonfinite = true;
+    differences.push_back(loss - paired->second);
+    base_losses.push_back(paired->second);
   }
   if (nonfinite) {
     out.change.value = INFINITY;
@@ -474,10 +486,8 @@ LossChange Evidence::loss_change(std::size_t config, std::size_t baseline) const
   }
   // No seed in common: the means, with Welch's interval when both have a spread.
   std::vector<double> lc, lb;
-  for (const auto& l : c.tail_losses)
-    if (l) lc.push_back(*l);
-  for (const auto& l : b.tail_losses)
-    if (l) lb.push_back(*l);
+  for (const auto& [seed, l] : own) lc.push_back(l);
+  for (const auto& [seed, l] : base) lb.push_back(l);
   if (lc.empty() || lb.empty()) return out;
   for (const double l : lc)
     if (!std::isfinite(l)) {

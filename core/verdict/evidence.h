@@ -78,7 +78,12 @@ struct Configuration {
   std::string fingerprint_family;  // model and data (the seed left out)
 
   bool all_succeeded() const;
-  // Mean and sample standard deviation of the tail losses (sd NaN with one seed).
+  // One tail loss per seed, by seed: runs of one seed are one observation
+  // (training is deterministic, so a repeat adds no information about the
+  // spread; repeats that differ are averaged). Infinite when one diverged.
+  std::map<std::int64_t, double> seed_losses() const;
+  std::size_t seed_count() const;  // the distinct seeds among its runs
+  // Mean and sample standard deviation over seed_losses() (sd NaN with one seed).
   double mean_loss() const;
   double loss_sd() const;
 };

@@ -105,7 +105,7 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
     const auto b = baseline_config(c);
     nlohmann::json j{{"runs", configs[c].runs},
                      {"label", configs[c].label},
-                     {"seeds", configs[c].runs.size()},
+                     {"seeds", configs[c].seed_count()},
                      {"tail_loss_mean", figure_json(configs[c].mean_loss())},
                      {"tail_loss_sd", figure_json(configs[c].loss_sd())}};
     if (b && *b != c) {

@@ -116,7 +116,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
     if (c) {
       const auto& config = evidence.configurations()[*c];
       p.configuration_run = config.runs.front();
-      p.seeds = static_cast<int>(config.runs.size());
+      p.seeds = static_cast<int>(config.seed_count());
       p.loss_mean = config.mean_loss();
       p.loss_sd = config.loss_sd();
       const auto baseline = evidence.baseline_of(*c);
