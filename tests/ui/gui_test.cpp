@@ -932,6 +932,64 @@ class GuiTest : public QObject {
       QVERIFY2(differing.contains(name), qPrintable(differing.join(", ")));
   }
 
+  void the_window_fits_a_laptop_screen() {
+    // Issue 45: the window declared a minimum of 1287x1216, so it did not fit a 1080p screen; forced smaller,
+    // the Sweep form was clipped, and it grew back when curves opened or the theme changed.
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_sweep(path, {1, 4}, {2, 10});
+    MainWindow window(path);
+    window.resize(1366, 700);
+    window.show();
+    // What does not fit, after `when` (empty: it fits).
+    const auto misfit = [&](const QString& when) {
+      QApplication::processEvents();
+      const auto least = window.minimumSizeHint().expandedTo(window.minimumSize());
+      if (least.width() > 1366 || least.height() > 700)
+        return QString("%1: at least %2x%3").arg(when).arg(least.width()).arg(least.height());
+      return window.height() > 700 ? QString("%1: %2 px high").arg(when).arg(window.height()) : QString();
+    };
+    for (const auto page : {MainWindow::kLaunch, MainWindow::kDashboard, MainWindow::kRuns, MainWindow::kAnalysis}) {
+      window.show_page(page);
+      QVERIFY2(misfit("page").isEmpty(), qPrintable(misfit(QString("page %1").arg(int(page)))));
+    }
+    window.show_page(MainWindow::kLaunch);
+    window.launch()->show_sweep(true);
+    QVERIFY2(misfit("").isEmpty(), qPrintable(misfit("the Sweep form")));
+    window.show_page(MainWindow::kRuns);
+    window.runs()->open_runs({1, 2, 3});
+    QTRY_VERIFY_WITH_TIMEOUT(!window.runs()->loading(), 30000);
+    QVERIFY2(misfit("").isEmpty(), qPrintable(misfit("curves opened")));
+    window.set_theme(ThemeChoice::Dark);
+    QVERIFY2(misfit("").isEmpty(), qPrintable(misfit("the dark theme")));
+    window.set_theme(ThemeChoice::Light);
+    analyse_sweep(window, sweep);
+    QVERIFY2(misfit("").isEmpty(), qPrintable(misfit("a sweep analysed")));
+  }
+
+  void the_compressed_level_stays_off_the_bytes_axis() {
+    // Issue 45: a log axis fitted exactly put a PowerSGD run's compressed level (0.156 MB a step after ten
+    // steps of 4 MB) on the axis line, and the exported plot showed the line dropping to nothing.
+    RunPlots plots;
+    plots.resize(900, 700);
+    plots.show();
+    plots.add_run(1, "1 powersgd");
+    feed_run(plots, 1, [](int) { return 1.0; }, [](int step) { return step < 10 ? 4e6 : 1.56e5; });
+    plots.refresh(true);
+    auto* wire = plots.plot(RunPlots::Plot::Wire);
+    QCOMPARE(wire->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    wire->replot(QCustomPlot::rpImmediateRefresh);
+    double lowest = INFINITY, highest = 0;
+    for (int g = 0; g < wire->graphCount(); ++g)
+      for (const auto& d : *wire->graph(g)->data())
+        if (d.value > 0) lowest = std::min(lowest, d.value), highest = std::max(highest, d.value);
+    QVERIFY(std::isfinite(lowest) && highest > lowest);
+    const auto rect = wire->axisRect()->rect();
+    QVERIFY2(wire->yAxis->coordToPixel(lowest) < rect.bottom() - 3,
+             qPrintable(QString("lowest level at %1 px, axis at %2").arg(wire->yAxis->coordToPixel(lowest)).arg(rect.bottom())));
+    QVERIFY(wire->yAxis->coordToPixel(highest) > rect.top() + 3);
+  }
+
   void a_sweep_from_the_terminal_shows_on_the_dashboard_by_itself() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
@@ -940,8 +998,9 @@ class GuiTest : public QObject {
     window.show_page(MainWindow::kLaunch);
     const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
     QProcess other;
-    other.start(cli, {"--db", path, "sweep", "--no-baseline", "--axis", "optimizer.lr=0.02,0.05", "--set",
-                      "steps=200000", "--set", "world_size=2", "--set", "model.hidden=64", "--set", "data.features=32"});
+    // An fp16 trial and, first, its allreduce baseline: 2 trials.
+    other.start(cli, {"--db", path, "sweep", "--axis", "hook.name=fp16_compress", "--set", "steps=200000", "--set",
+                      "world_size=2", "--set", "model.hidden=64", "--set", "data.features=32"});
     QVERIFY(other.waitForStarted());
     // Nobody asks for it: the dashboard finds the sweep's running trial and shows its points as they are stored.
     auto* dashboard = window.dashboard();
@@ -951,6 +1010,7 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(dashboard->plots()->points(run_id) >= 5, 60000);
     QCOMPARE(dashboard->status_of(run_id), QString("running"));
     auto* label = dashboard->findChild<QLabel*>("dashboard:label");
+    // The baseline counts: it said "of 1" (the axes' count), then "2 of 1 trials ended" (issue 45).
     QVERIFY2(label->text().contains("of 2 trials") && label->text().contains("another process"),
              qPrintable(label->text()));
     QVERIFY(other.state() == QProcess::Running);

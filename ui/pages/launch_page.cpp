@@ -52,10 +52,18 @@ LaunchPage::LaunchPage(QWidget* parent) : QWidget(parent) {
   sweep_layout->addWidget(sweep_, 1);
   sweep_layout->addWidget(start_sweep_);
 
+  // The sweep's form is taller than a laptop's screen: it scrolls, so the
+  // window's minimum height stays the pages' own (issue 45: 1216 px).
+  auto* sweep_scroll = new QScrollArea(this);
+  sweep_scroll->setObjectName("launch:sweep_scroll");
+  sweep_scroll->setWidgetResizable(true);
+  sweep_scroll->setFrameShape(QFrame::NoFrame);
+  sweep_scroll->setWidget(sweep_tab);
+
   mode_ = new QTabWidget(this);
   mode_->setObjectName("launch:mode");
   mode_->addTab(run_tab, "Single run");
-  mode_->addTab(sweep_tab, "Sweep");
+  mode_->addTab(sweep_scroll, "Sweep");
 
   problem_ = new QLabel(this);
   problem_->setObjectName("launch:problem");

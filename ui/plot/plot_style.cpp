@@ -15,7 +15,7 @@ QCustomPlot* make_plot(const QString& title, const QString& y_label, QWidget* pa
   plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(plot->font().family(), 10, QFont::Bold)));
   plot->yAxis->setLabel(y_label);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  plot->setMinimumSize(280, 180);
+  plot->setMinimumSize(280, 130);  // two rows of them and the trial table fit a 768-px screen
   plot->setNoAntialiasingOnDrag(true);
   return plot;
 }
@@ -88,6 +88,12 @@ void widen_flat_range(QCPAxis* axis) {
     if (range.lower > 0 && range.upper / range.lower < 1.02) {  // flat: +-5% around it
       const double centre = std::sqrt(range.lower * range.upper);
       axis->setRange(centre / 1.05, centre * 1.05);
+    } else if (range.lower > 0) {
+      // Fitted exactly, the lowest level (a compressed run's bytes, the one
+      // that matters) lies on the axis line and reads as nothing: 5% of the
+      // span, in decades, above and below the data.
+      const double pad = std::max(1.05, std::pow(range.upper / range.lower, 0.05));
+      axis->setRange(range.lower / pad, range.upper * pad);
     }
     return;
   }

@@ -24,7 +24,8 @@ QCPColorGradient viridis_gradient();
 // Switches a value axis between linear and log scale (with its ticker).
 void set_log_axis(QCPAxis* axis, bool log);
 // Widens an axis whose data barely varies, so a near-constant series gets a
-// few distinct tick labels (not 0.999996..1 or 5.29208, 5.29208, 5.29209).
+// few distinct tick labels (not 0.999996..1 or 5.29208, 5.29208, 5.29209);
+// on a log axis, keeps the data's extremes off the axis lines.
 void widen_flat_range(QCPAxis* axis);
 
 }  // namespace commtune::ui
