@@ -64,6 +64,7 @@ std::vector<NetworkAdvice> advice(const Evidence& evidence, const std::vector<db
       row.slowmo = slowmo_notes(evidence, runs, q.compute, options.cluster);
       const auto r = recommend(evidence, options);
       row.verdict = r.verdict;
+      row.baseline_run = r.baseline_run;
       for (const auto& c : r.candidates) {
         if (c.run_id == r.baseline_run) row.baseline_ms = c.step_s.value * 1e3;
         if (r.chosen_run && c.run_id == *r.chosen_run) {

@@ -45,6 +45,9 @@ struct AnalysedRun {
 // recommend() on one preset network, as `recommend --network NAME` gives it.
 struct NetworkAdvice {
   std::string network;  // the cluster described
+  // The allreduce run the verdict compares with (the chosen configuration's,
+  // at its own settings outside the hook, else the first) and its step time.
+  std::optional<std::int64_t> baseline_run;
   std::optional<double> baseline_ms, best_ms;
   std::optional<Estimate> speedup;
   std::optional<std::int64_t> best_run;

@@ -1494,6 +1494,11 @@ class GuiTest : public QObject {
       QCOMPARE(QString::fromStdString(row.verdict), QString::fromStdString(cli["verdict"].get<std::string>()));
       QCOMPARE(row.best_run.has_value(), !cli["chosen_run"].is_null());
       if (row.best_run) QCOMPARE(*row.best_run, cli["chosen_run"].get<std::int64_t>());
+      // The allreduce figure says which baseline run it is (issue 45: it changed with the tolerance, unnamed).
+      const auto baseline = cli["baseline_run"].get<std::int64_t>();
+      QCOMPARE(row.baseline_run.value_or(-1), baseline);
+      QVERIFY2(analysis->what_if_table()->item(static_cast<int>(i), 1)->text().endsWith(QString("(run %1)").arg(baseline)),
+               qPrintable(analysis->what_if_table()->item(static_cast<int>(i), 1)->text()));
     }
     // And each run's predicted step time on the page's network (10gbit) is `predict`'s for its configuration.
     const auto predicted = cli_json({"--db", store(), "predict", "--sweep", QString::number(sweep_id), "--network",

@@ -444,7 +444,11 @@ void AnalysisPage::fill_what_if() {
     const int r = what_if_->rowCount();
     what_if_->insertRow(r);
     what_if_->setItem(r, 0, new QTableWidgetItem(QString::fromStdString(row.network)));
-    what_if_->setItem(r, 1, cell(row.baseline_ms, 1));
+    // Which baseline: with one per learning rate, the chosen configuration's own (issue 45: the column changed
+    // with the tolerance without saying why).
+    auto* baseline = cell(row.baseline_ms, 1);
+    if (row.baseline_run) baseline->setText(baseline->text() + QString(" (run %1)").arg(*row.baseline_run));
+    what_if_->setItem(r, 1, baseline);
     what_if_->setItem(r, 2, new QTableWidgetItem(QString::fromStdString(row.best)));
     what_if_->setItem(r, 3, cell(row.best_ms, 1));
     QString speedup = "–";
