@@ -276,7 +276,7 @@ void add_store_commands(CLI::App& app, Context& context) {
                              db::status::kFailed, db::status::kDiverged, db::status::kCancelled,
                              db::status::kInterrupted, db::status::kStopped}));
   list->add_option("--search", list_args->search,
-                   "only the runs this query finds: conditions NAME OP VALUE, comma-separated (loss < 1.1, "
+                   "only the runs this query finds: conditions NAME OP VALUE, comma-separated (tail_loss < 1.1, "
                    "hook.matrix_approximation_rank = 2, tag = best; OP: = != < <= > >=), and free text in any value");
   list->add_option("--param", list_args->params, "only runs with this parameter value: NAME=VALUE (repeatable)");
   list->add_option("--sort", list_args->sort, "order by id, created, name, status, steps, final_loss or wall")

@@ -91,8 +91,11 @@ bool holds(const std::string& actual, const RunQuery::Condition& c, bool is_tags
 }  // namespace
 
 const std::vector<std::string>& query_figures() {
-  static const std::vector<std::string> names{"id",    "name",  "sweep", "status", "hook", "tag", "ranks",
-                                              "steps", "loss",  "ms",    "mb",     "ratio", "wall"};
+  // tail_loss and last_loss, never a bare "loss": the two differ, and a
+  // filter must say which it means (issue 45).
+  static const std::vector<std::string> names{"id",        "name",      "sweep", "status", "hook",
+                                              "tag",       "ranks",     "steps", "tail_loss", "last_loss",
+                                              "ms",        "mb",        "ratio", "wall"};
   return names;
 }
 
@@ -121,7 +124,8 @@ QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, cons
   f["tag"] = run.tags;
   f["ranks"] = std::to_string(run.world_size);
   f["steps"] = std::to_string(run.steps_completed);
-  f["loss"] = optional_text(digest.loss);
+  f["tail_loss"] = optional_text(digest.loss);
+  f["last_loss"] = optional_text(digest.last_loss);
   f["ms"] = optional_text(digest.step_ms);
   f["mb"] = optional_text(digest.wire_mb);
   f["ratio"] = optional_text(digest.compression_ratio);
@@ -176,11 +180,14 @@ RunQuery RunQuery::parse(const std::string& input, const std::vector<std::string
     if (std::find(figures.begin(), figures.end(), key) != figures.end()) {
       c.name = key;
       c.is_figure = true;
+    } else if (key == "loss") {
+      throw QueryError("no figure 'loss': say tail_loss (the mean over ranks and the last 10% of steps, as tables "
+                       "show it) or last_loss (the last step's)");
     } else if (std::find(known_params.begin(), known_params.end(), c.name) == known_params.end() &&
                !is_parameter_name(c.name)) {
       throw QueryError("no figure or parameter '" + c.name +
                        "': use a parameter (hook.matrix_approximation_rank; `commtune-cli params` lists them) or one "
-                       "of id, name, sweep, status, hook, tag, ranks, steps, loss, ms, mb, ratio, wall");
+                       "of id, name, sweep, status, hook, tag, ranks, steps, tail_loss, last_loss, ms, mb, ratio, wall");
     }
     if (c.value.empty()) throw QueryError("'" + c.name + " " + c.op + "' needs a value");
     out.conditions_.push_back(std::move(c));

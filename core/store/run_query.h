@@ -1,6 +1,6 @@
 // The run filter language that `commtune-cli list --search` and the Runs
 // page share: comma-separated conditions NAME OP VALUE (OP one of = != < <=
-// > >=) and free text, e.g. `hook.matrix_approximation_rank = 2, loss < 2.1,
+// > >=) and free text, e.g. `hook.matrix_approximation_rank = 2, tail_loss < 2.1,
 // tag = best powersgd`. NAME is a figure of the run (id, name, sweep,
 // status, hook, tag, ranks, steps, loss, ms, mb, ratio, wall) or a
 // parameter (optimizer.lr); numbers compare as numbers, `=` at the

@@ -77,8 +77,8 @@ class Sweeps(unittest.TestCase):
         self.assertEqual(found("optimizer.lr >= 0.1"), sorted(i for i in lr if lr[i] >= 0.1))
         self.assertEqual(found("optimizer.lr = 0.1, steps = 6"), [i for i in lr if lr[i] == 0.1])
         middle = sorted(tail.values())[1]
-        self.assertEqual(found(f"loss < {middle!r}"), sorted(i for i in tail if tail[i] < middle))
-        self.assertEqual(len(found(f"loss < {middle!r}")), 1)
+        self.assertEqual(found(f"tail_loss < {middle!r}"), sorted(i for i in tail if tail[i] < middle))
+        self.assertEqual(len(found(f"tail_loss < {middle!r}")), 1)
         self.assertEqual(found("steps > 6"), [])
         # A name it does not know is said so, with the names it does.
         proc = ct.cli("list", "--search", "optimiser.lr > 0.1", check=False)

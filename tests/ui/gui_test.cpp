@@ -497,12 +497,15 @@ class GuiTest : public QObject {
     QCOMPARE(runs->visible_runs(), 6);
     runs->search()->setText("hook.matrix_approximation_rank >= 4, hook.start_powerSGD_iter = 10");
     QCOMPARE(runs->visible_runs(), 3);
-    runs->search()->setText("loss < 1.3");  // 1 + 1/rank + a little: ranks 4, 8, 16
+    runs->search()->setText("tail_loss < 1.3");  // 1 + 1/rank + a little: ranks 4, 8, 16
     QCOMPARE(runs->visible_runs(), 18);
     runs->search()->setText("hook.use_error_feedback = true");  // stored as 1, shown and matched as true
     QCOMPARE(runs->visible_runs(), 30);
-    runs->search()->setText("loss = nan");  // nan is a word (a diverged run's loss), not a number equal to all
+    runs->search()->setText("tail_loss = nan");  // nan is a word (a diverged run's loss), not a number equal to all
     QCOMPARE(runs->visible_runs(), 0);
+    runs->search()->setText("loss < 1.3");  // which loss? (issue 45: it filtered on one and `list` printed the other)
+    QVERIFY2(runs->filter_problem().contains("tail_loss") && runs->filter_problem().contains("last_loss"),
+             qPrintable(runs->filter_problem()));
     runs->search()->setText("rnk = 2");
     QVERIFY2(runs->filter_problem().contains("rnk"), qPrintable(runs->filter_problem()));
     runs->search()->clear();
@@ -874,7 +877,7 @@ class GuiTest : public QObject {
     const auto id = [&](std::size_t i) { return QString::number(ids[i]); };
     const std::vector<std::pair<QString, QString>> expected{
         {"randomk", id(2)},  // not onebit and topk, whose configurations name a randomk setting
-        {"loss < 1.15", id(1) + "," + id(3) + "," + id(4)},
+        {"tail_loss < 1.15", id(1) + "," + id(3) + "," + id(4)},
         {"hook.byteps_compressor_type = topk", id(1)},
         {"hook.byteps_compressor_randomk_rescale = true", id(2)},
         {"optimizer.lr = 0.3, hook.matrix_approximation_rank = 2", id(4)},

@@ -48,7 +48,7 @@ DashboardPage::DashboardPage(EngineSession& engine, QWidget* parent) : QWidget(p
 
   trials_ = new QTableWidget(0, kColumns, this);
   trials_->setObjectName("dashboard:trials");
-  trials_->setHorizontalHeaderLabels({"run", "trial", "status", "progress", "loss", "time left", ""});
+  trials_->setHorizontalHeaderLabels({"run", "trial", "status", "progress", "last loss", "time left", ""});
   trials_->horizontalHeader()->setSectionResizeMode(kLabel, QHeaderView::Stretch);
   trials_->horizontalHeader()->setSectionResizeMode(kProgress, QHeaderView::Stretch);
   trials_->verticalHeader()->setVisible(false);

@@ -41,7 +41,7 @@ RunsPage::RunsPage(QString store_path, QWidget* parent) : QWidget(parent), store
   search_ = new QLineEdit(this);
   search_->setObjectName("runs:search");
   search_->setPlaceholderText(
-      "Search text, or conditions: hook.matrix_approximation_rank = 2, loss < 2.1, tag = best "
+      "Search text, or conditions: hook.matrix_approximation_rank = 2, tail_loss < 2.1, tag = best "
       "(Ctrl+F)");
   search_->setToolTip(
       "Free text matches any column's or parameter's value. Comma-separated conditions NAME OP VALUE (OP: = != < <= > "

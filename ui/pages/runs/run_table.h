@@ -2,7 +2,7 @@
 // and MB per step, compression ratio, tags and every swept parameter as
 // columns, sorted by any column (numbers as numbers) and filtered by status
 // and by core/store/run_query.h's conditions (`hook.matrix_approximation_rank
-// = 2, loss < 2.1`), the query `commtune-cli list --search` takes. The
+// = 2, tail_loss < 2.1`), the query `commtune-cli list --search` takes. The
 // column chooser (right-click a header) hides columns by their header and
 // remembers them; a view is a named set of hidden columns.
 #pragma once
