@@ -1151,6 +1151,17 @@ class GuiTest : public QObject {
     QCOMPARE(analysis->pareto_front_runs(), cli_front);
     QCOMPARE(cli_front.size(), std::size_t{4});  // one per rank
     QCOMPARE(analysis->plots()[0]->graph(1)->dataCount(), 4);  // and that is what is drawn
+
+    // A point opens its run on the Runs page, listed and selected, though the table's filter hid it (issue 45:
+    // the filter stayed and the run was neither listed nor selected).
+    auto* runs = window.runs();
+    runs->refresh();
+    QTRY_VERIFY(!runs->loading());
+    runs->search()->setText(QString("id = %1").arg(cli_front[0]));
+    QCOMPARE(runs->visible_runs(), 1);
+    Q_EMIT analysis->open_runs_requested({cli_front[1]});
+    QTRY_COMPARE(runs->selected_runs(), (std::vector<std::int64_t>{cli_front[1]}));
+    QVERIFY(runs->search()->text().isEmpty());
   }
 
   void close_pareto_points_keep_their_labels_apart() {

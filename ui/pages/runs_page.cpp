@@ -246,7 +246,8 @@ void RunsPage::refresh() {
         empty_->setText(table_->run_count() ? "No run matches the filter."
                                             : "No runs yet: start one on the Launch page (Ctrl+R).");
         empty_->setVisible(!table_->visible_runs());
-        table_->select_runs(keep);
+        table_->select_runs(wanted_.empty() ? keep : wanted_);
+        wanted_.clear();
         Q_EMIT loaded(table_->run_count());
       });
 }
@@ -355,7 +356,19 @@ void RunsPage::show_menu(const QPoint& at) {
 
 void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
   if (run_ids.empty()) return;
+  // A run opened from a curve or a point is listed and selected (issue 45: the
+  // table kept a filter that hid it): a filter that hides it goes, and a run
+  // the table has not read yet is selected once it has.
+  const auto hidden = [&](auto test) { return std::any_of(run_ids.begin(), run_ids.end(), test); };
+  if (hidden([&](std::int64_t id) { return table_->holds(id) && !table_->lists(id); })) {
+    search_->clear();
+    status_->setCurrentIndex(0);
+  }
   table_->select_runs(run_ids);
+  if (hidden([&](std::int64_t id) { return !table_->holds(id); })) {
+    wanted_ = run_ids;
+    refresh();
+  }
   shown_ = run_ids;
   struct Loaded {
     std::int64_t id;

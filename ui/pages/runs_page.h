@@ -115,6 +115,7 @@ class RunsPage : public QWidget {
   QLabel* filter_problem_;
   std::map<std::int64_t, QString> sweep_names_;
   std::vector<std::int64_t> shown_;
+  std::vector<std::int64_t> wanted_;  // runs opened before the table had read them: selected once it has
   int pending_ = 0;
 };
 

@@ -208,6 +208,18 @@ int RunTable::run_count() const { return model_->rowCount(); }
 
 int RunTable::visible_runs() const { return filter_->rowCount(); }
 
+bool RunTable::holds(std::int64_t run_id) const {
+  for (int row = 0; row < model_->rowCount(); ++row)
+    if (model_->index(row, kId).data().toLongLong() == run_id) return true;
+  return false;
+}
+
+bool RunTable::lists(std::int64_t run_id) const {
+  for (int row = 0; row < filter_->rowCount(); ++row)
+    if (filter_->index(row, kId).data().toLongLong() == run_id) return true;
+  return false;
+}
+
 std::vector<std::int64_t> RunTable::selected_runs() const {
   std::vector<std::int64_t> ids;
   for (const auto& index : selectionModel()->selectedRows(kId)) ids.push_back(index.data().toLongLong());

@@ -58,6 +58,8 @@ class RunTable final : public QTableView {
   QString set_filter(const QString& query, const QString& status);
   int run_count() const;     // every row, shown or filtered out
   int visible_runs() const;  // rows that pass the filter
+  bool holds(std::int64_t run_id) const;  // a row of it, shown or filtered out
+  bool lists(std::int64_t run_id) const;  // a row of it that passes the filter
   const QStringList& swept() const { return param_columns_; }
 
   std::vector<std::int64_t> selected_runs() const;  // sorted
