@@ -935,6 +935,36 @@ class GuiTest : public QObject {
       QVERIFY2(differing.contains(name), qPrintable(differing.join(", ")));
   }
 
+  void the_heatmap_offers_only_what_it_can_draw() {
+    // Issue 45: the colour bar's label was black on the dark theme's grey; "All stored runs" (no swept
+    // parameters) kept the previous sweep's ticks and offered one parameter on both axes.
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_sweep(path, {1, 4}, {2, 10});
+    MainWindow window(path);
+    window.set_theme(ThemeChoice::Dark);
+    auto* analysis = analyse_sweep(window, sweep);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 4 && !analysis->analysing(), 60000);
+    auto* heatmap = analysis->plots()[1];
+    QCPColorScale* scale = nullptr;
+    for (int i = 0; i < heatmap->plotLayout()->elementCount(); ++i)
+      if (auto* s = qobject_cast<QCPColorScale*>(heatmap->plotLayout()->elementAt(i))) scale = s;
+    QVERIFY(scale);
+    QCOMPARE(scale->axis()->labelColor(), commtune::ui::current_theme().foreground);
+    auto* heat_x = analysis->findChild<QComboBox*>("analysis:heat_x");
+    QVERIFY(heat_x->isEnabled());
+    QVERIFY(heatmap->xAxis->tickLabels());
+
+    QSignalSpy analysed(analysis, &AnalysisPage::analysed);
+    analysis->select_sweep(0);  // every stored run: no swept parameters
+    QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->shown_sweep() == 0 && !analysis->analysing(), 60000);
+    QVERIFY(analysis->data().axes.empty());
+    QVERIFY(!heat_x->isEnabled());
+    QVERIFY(!analysis->findChild<QComboBox*>("analysis:heat_y")->isEnabled());
+    QVERIFY(!heatmap->xAxis->tickLabels() && !heatmap->yAxis->tickLabels());
+    window.set_theme(ThemeChoice::Light);
+  }
+
   void the_window_fits_a_laptop_screen() {
     // Issue 45: the window declared a minimum of 1287x1216, so it did not fit a 1080p screen; forced smaller,
     // the Sweep form was clipped, and it grew back when curves opened or the theme changed.

@@ -338,6 +338,9 @@ void AnalysisPage::analyse() {
             heat_y_->addItem(QString::fromStdString(a));
           }
           const auto [x, y] = default_heatmap_axes(data_);
+          // One swept parameter (or every stored run) has no pair to offer: not the same one on both axes.
+          heat_x_->setEnabled(data_.axes.size() >= 2);
+          heat_y_->setEnabled(data_.axes.size() >= 2);
           const bool keep = kept_x != kept_y && heat_x_->findText(kept_x) >= 0 && heat_y_->findText(kept_y) >= 0;
           heat_x_->setCurrentText(keep ? kept_x : QString::fromStdString(x));
           heat_y_->setCurrentText(keep ? kept_y : QString::fromStdString(y));
@@ -364,6 +367,7 @@ void AnalysisPage::apply_theme(const Theme& t) {
   }
   parallel_->apply_theme(t);
   draw_pareto();
+  draw_heatmap();  // its colour scale's axis too
   draw_slice();
   draw_importance();
 }

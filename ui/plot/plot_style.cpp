@@ -20,14 +20,18 @@ QCustomPlot* make_plot(const QString& title, const QString& y_label, QWidget* pa
   return plot;
 }
 
+void style_axis(QCPAxis* axis, const Theme& t) {
+  axis->setBasePen(QPen(t.muted));
+  axis->setTickPen(QPen(t.muted));
+  axis->setSubTickPen(QPen(t.muted));
+  axis->setTickLabelColor(t.foreground);
+  axis->setLabelColor(t.foreground);
+}
+
 void style_plot(QCustomPlot* plot, const Theme& t) {
   plot->setBackground(t.background);
   for (auto* axis : {plot->xAxis, plot->yAxis}) {
-    axis->setBasePen(QPen(t.muted));
-    axis->setTickPen(QPen(t.muted));
-    axis->setSubTickPen(QPen(t.muted));
-    axis->setTickLabelColor(t.foreground);
-    axis->setLabelColor(t.foreground);
+    style_axis(axis, t);
     axis->grid()->setPen(QPen(t.grid, 0, Qt::DotLine));
     axis->grid()->setZeroLinePen(Qt::NoPen);
   }

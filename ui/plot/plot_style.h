@@ -18,6 +18,8 @@ namespace commtune::ui {
 QCustomPlot* make_plot(const QString& title, const QString& y_label, QWidget* parent);
 // Colours a plot (background, axes, grid, title, legend) for the theme.
 void style_plot(QCustomPlot* plot, const Theme& theme);
+// One axis in the theme's colours (a colour scale's too, which style_plot does not reach).
+void style_axis(QCPAxis* axis, const Theme& theme);
 // Viridis, dark purple (low) to yellow (high): ordered in lightness, readable
 // in both themes, and never white, so the top of a scale stays on it.
 QCPColorGradient viridis_gradient();

@@ -31,11 +31,18 @@ void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const s
     if (qobject_cast<QCPColorScale*>(plot_->plotLayout()->elementAt(i))) plot_->plotLayout()->removeAt(i);
   plot_->plotLayout()->simplify();
   if (data.axes.size() < 2 || xa == ya) {
+    // Nothing to draw: no ticks or labels left from the sweep drawn before.
+    for (auto* axis : {plot_->xAxis, plot_->yAxis}) {
+      axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+      axis->setTickLabels(false);
+      axis->setLabel("");
+    }
     plot_->xAxis->setLabel(data.axes.size() < 2 ? "a heatmap needs a sweep over two parameters"
                                                     : "pick two parameters");
     plot_->replot();
     return;
   }
+  for (auto* axis : {plot_->xAxis, plot_->yAxis}) axis->setTickLabels(true);
   const auto grid = heatmap_grid(data, xa, ya);
   if (grid.xs.empty() || grid.ys.empty()) return plot_->replot();
   if (!grid.gridded) return draw_contour(data, xa, ya);
@@ -85,6 +92,7 @@ void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const s
     label->setFont(QFont(font_family_, 8));
   }
   auto* scale = new QCPColorScale(plot_);
+  style_axis(scale->axis(), current_theme());  // its label was black on the dark theme's grey
   plot_->plotLayout()->addElement(0, 1, scale);
   scale->axis()->setLabel(grid.max_seeds > 1 ? "tail loss (mean over seeds; best in the cell)" : "tail loss (best in the cell)");
   map->setColorScale(scale);
@@ -157,6 +165,7 @@ void HeatmapView::draw_contour(const SweepAnalysis& data, const std::string& xa,
       map->data()->setCell(i, j, loss_lo + std::min<double>(kLevels - 1, level) * (loss_hi - loss_lo) / kLevels);
     }
   auto* scale = new QCPColorScale(plot_);
+  style_axis(scale->axis(), current_theme());  // its label was black on the dark theme's grey
   plot_->plotLayout()->addElement(0, 1, scale);
   scale->axis()->setLabel("tail loss (8 levels between the trials)");
   map->setColorScale(scale);
