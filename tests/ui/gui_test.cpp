@@ -1059,10 +1059,25 @@ class GuiTest : public QObject {
     window.show_page(MainWindow::kDashboard);
     plots->refresh(true);
     plots->loss_plot()->replot(QCustomPlot::rpImmediateRefresh);
-    const auto first = plots->loss_graph(run_id)->data()->at(2);
-    QTest::mouseClick(plots->loss_plot(), Qt::LeftButton, {},
-                      QPoint(static_cast<int>(plots->loss_plot()->xAxis->coordToPixel(first->key)),
-                             static_cast<int>(plots->loss_plot()->yAxis->coordToPixel(first->value))));
+    // On the point of its curve farthest from every other curve: the window's own run trains the same model,
+    // and its curve can pass through the same pixels (a click there opened that run instead).
+    auto* loss_plot = plots->loss_plot();
+    const auto pixel_of = [&](const QCPGraphData& d) {
+      return QPointF(loss_plot->xAxis->coordToPixel(d.key), loss_plot->yAxis->coordToPixel(d.value));
+    };
+    QPointF target;
+    double clearest = -1;
+    for (const auto& d : *plots->loss_graph(run_id)->data()) {
+      const auto at = pixel_of(d);
+      double nearest = INFINITY;
+      for (int g = 0; g < loss_plot->graphCount(); ++g)
+        if (loss_plot->graph(g) != plots->loss_graph(run_id) && loss_plot->graph(g)->visible())
+          for (const auto& point : *loss_plot->graph(g)->data())
+            nearest = std::min(nearest, QLineF(at, pixel_of(point)).length());
+      if (loss_plot->axisRect()->rect().contains(at.toPoint()) && nearest > clearest) clearest = nearest, target = at;
+    }
+    QVERIFY2(clearest > 10, qPrintable(QString("the curves overlap: %1 px apart at best").arg(clearest)));
+    QTest::mouseClick(loss_plot, Qt::LeftButton, {}, target.toPoint());
     QTRY_COMPARE(window.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kRuns));
     QTRY_COMPARE(window.runs()->selected_runs(), (std::vector<std::int64_t>{run_id}));
     window.show_page(MainWindow::kDashboard);
@@ -1192,6 +1207,74 @@ class GuiTest : public QObject {
     Q_EMIT analysis->open_runs_requested({cli_front[1]});
     QTRY_COMPARE(runs->selected_runs(), (std::vector<std::int64_t>{cli_front[1]}));
     QVERIFY(runs->search()->text().isEmpty());
+  }
+
+  // Issue 44's store: a real sweep over learning rates with a baseline at each, two seeds and two hooks. The
+  // Runs page's comparison, the Analysis page's what-if table, predicted step times and Pareto front are the
+  // CLI's numbers (compare, recommend, predict --json) on it.
+  void one_store_gives_one_answer_on_both_sides() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
+    QProcess sweep_process;
+    sweep_process.start(cli, {"--db", path, "sweep", "--axis", "optimizer.lr=0.05,0.1", "--axis",
+                              "hook.name=fp16_compress,bf16_compress", "--seeds", "2", "--set", "steps=30", "--set",
+                              "world_size=2", "--set", "model.hidden=64", "--set", "data.features=32"});
+    QVERIFY(sweep_process.waitForFinished(600000));
+    QVERIFY2(sweep_process.exitCode() == 0, sweep_process.readAllStandardError().constData());
+    const auto listed = cli_json({"--db", path, "list", "--json"});
+    QCOMPARE(listed.size(), std::size_t{12});  // 2 lr x 2 seeds of allreduce, then 2 hooks x 2 lr x 2 seeds
+    std::vector<std::int64_t> ids;
+    for (const auto& run : listed) ids.push_back(run["id"].get<std::int64_t>());
+    std::sort(ids.begin(), ids.end());
+
+    MainWindow window(path);
+    // Runs: each run's "vs base" is compare's, against the allreduce run at its own learning rate and seed.
+    auto* runs = show_runs_page(window);
+    QTRY_VERIFY(!runs->loading());
+    runs->open_runs(ids);
+    QTRY_VERIFY(!runs->loading());
+    QTRY_COMPARE(runs->metrics()->rowCount(), 12);
+    QStringList args{"--db", path, "compare", "--json", "--sweep", "1"};
+    const auto compared = cli_json(args);
+    QVERIFY(compared.is_object());
+    int column = -1;
+    for (int c = 0; c < runs->metrics()->columnCount(); ++c)
+      if (runs->metrics()->horizontalHeaderItem(c)->text() == "vs base") column = c;
+    QVERIFY(column >= 0);
+    for (int row = 0; row < 12; ++row) {
+      const auto& cli_row = compared["runs"][static_cast<std::size_t>(row)];
+      QCOMPARE(runs->metrics()->item(row, 0)->text().remove('*').toLongLong(), cli_row["id"].get<std::int64_t>());
+      const auto change = cli_row["loss_change"];
+      const auto want = change.is_null() ? QString("–")
+                                         : QString("%1%2%").arg(change.get<double>() >= 0 ? "+" : "")
+                                               .arg(100 * change.get<double>(), 0, 'f', 2);
+      QCOMPARE(runs->metrics()->item(row, column)->text(), want);
+    }
+
+    // Analysis: every network's row is recommend's, every run's predicted step time predict's, the front compare's.
+    auto* analysis = analyse_sweep(window, 1);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 12 && !analysis->analysing(), 60000);
+    for (const auto& p : analysis->data().runs) QCOMPARE(p.seeds, 2);
+    const auto& presets = commtune::net::link_presets();
+    QCOMPARE(analysis->data().networks.size(), presets.size());
+    for (std::size_t i = 0; i < presets.size(); ++i) {
+      const auto& row = analysis->data().networks[i];
+      const auto r = cli_json({"--db", path, "recommend", "--sweep", "1", "--network",
+                               QString::fromStdString(presets[i].name), "--json"});
+      QVERIFY2(r.is_object(), presets[i].name.c_str());
+      QCOMPARE(QString::fromStdString(row.verdict), QString::fromStdString(r["verdict"].get<std::string>()));
+      QCOMPARE(row.best_run.has_value(), !r["chosen_run"].is_null());
+      QCOMPARE(row.baseline_run.value_or(-1), r["baseline_run"].get<std::int64_t>());
+    }
+    const auto predicted = cli_json({"--db", path, "predict", "--sweep", "1", "--network", "10gbit", "--json"});
+    QVERIFY(predicted.is_object());
+    std::map<std::int64_t, double> cli_ms;
+    for (const auto& configuration : predicted["runs"])
+      for (const auto& run : configuration["runs"])
+        cli_ms[run.get<std::int64_t>()] = 1e3 * configuration["predictions"][0]["step_s_interval"]["value"].get<double>();
+    for (const auto& p : analysis->data().runs) QCOMPARE(*p.predicted_ms, cli_ms.at(p.run_id));
+    QCOMPARE(analysis->pareto_front_runs(), compared["pareto_front"].get<std::vector<std::int64_t>>());
   }
 
   void close_pareto_points_keep_their_labels_apart() {
