@@ -24,6 +24,7 @@
 #include <QListWidget>
 #include <QAbstractItemView>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QInputDialog>
 #include <QTimer>
 #include <QLabel>
@@ -294,6 +295,24 @@ std::shared_ptr<QString> answer_next_input(const QString& answer) {
   return offered;
 }
 
+// Accepts the next dialog that edits notes (a QPlainTextEdit), keeping the notes it offered.
+std::shared_ptr<QString> accept_next_notes() {
+  auto offered = std::make_shared<QString>();
+  auto* timer = new QTimer;
+  timer->setInterval(20);
+  QObject::connect(timer, &QTimer::timeout, [timer, offered] {
+    if (auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget()))
+      if (auto* notes = dialog->findChild<QPlainTextEdit*>()) {
+        *offered = notes->toPlainText();
+        timer->stop();
+        timer->deleteLater();
+        dialog->accept();
+      }
+  });
+  timer->start();
+  return offered;
+}
+
 // A random-search sweep written into the store: learning rates and momenta
 // drawn, not on a grid; the loss is lowest near lr 0.01, momentum 0.5.
 std::int64_t seed_drawn_sweep(const QString& path) {
@@ -524,6 +543,15 @@ class GuiTest : public QObject {
     runs->search()->setText("tag = best");
     QCOMPARE(runs->visible_runs(), 1);
     QCOMPARE(QString::fromStdString(reader.run(ids[3])->notes), QString("lowest loss at rank 1"));
+    // The dialog offers the notes alone, and accepting it keeps them (it offered the name and the notes
+    // together, so every save wrote the name into the notes once more).
+    runs->table()->selectRow(0);
+    QCOMPARE(runs->selected_runs(), (std::vector<std::int64_t>{ids[3]}));
+    const auto offered_notes = accept_next_notes();
+    runs->findChild<QPushButton*>("runs:annotate")->click();
+    QCOMPARE(*offered_notes, QString("lowest loss at rank 1"));
+    QTRY_VERIFY(!runs->loading());
+    QTRY_COMPARE(QString::fromStdString(reader.run(ids[3])->notes), QString("lowest loss at rank 1"));
     runs->search()->clear();
     runs->rename_sweep(sweep, "rank x start");
     QTRY_COMPARE(QString::fromStdString(reader.sweep(sweep)->name), QString("rank x start"));

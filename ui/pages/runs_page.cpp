@@ -305,7 +305,7 @@ void RunsPage::delete_sweep(std::int64_t sweep_id) {
 void RunsPage::edit_annotation(std::int64_t run_id) {
   Annotation now;
   if (const auto rows = table_->summaries({run_id}); !rows.empty())
-    now = {rows.front().name, rows.front().tags, rows.front().name_tooltip};
+    now = {rows.front().name, rows.front().tags, rows.front().notes};
   if (const auto answer = ask_annotation(this, run_id, now))
     annotate(run_id, answer->name, answer->tags, answer->notes);
 }

@@ -69,6 +69,10 @@ QStandardItem* optional_item(const std::optional<double>& value, int precision) 
   return item;
 }
 
+// The name column's item keeps the run's notes apart from its tooltip (name
+// and notes together), for the dialog that edits them.
+constexpr int kNotesRole = Qt::UserRole + 2;
+
 // Text shown as it is and sorted as text.
 QStandardItem* text_item(const std::string& text) {
   auto* item = new QStandardItem(QString::fromStdString(text));
@@ -82,6 +86,7 @@ QList<QStandardItem*> row_items(const RunRow& row, const QStringList& swept) {
   items << number_item(static_cast<double>(r.id));
   auto* name = text_item(r.name);
   name->setToolTip(QString::fromStdString(r.notes.empty() ? r.name : r.name + "\n\n" + r.notes));
+  name->setData(QString::fromStdString(r.notes), kNotesRole);
   items << name;
   items << (r.sweep_id ? number_item(static_cast<double>(*r.sweep_id)) : new QStandardItem);
   items << text_item(r.status);
@@ -252,7 +257,7 @@ std::vector<RunSummary> RunTable::summaries(const std::vector<std::int64_t>& run
     const auto id = model_->index(row, kId).data().toLongLong();
     if (!std::count(run_ids.begin(), run_ids.end(), id)) continue;
     out.push_back({id, model_->index(row, kName).data().toString(),
-                   model_->index(row, kName).data(Qt::ToolTipRole).toString(),
+                   model_->index(row, kName).data(kNotesRole).toString(),
                    model_->index(row, kTags).data().toString(), model_->index(row, kHook).data().toString(),
                    model_->index(row, kStatus).data().toString()});
   }

@@ -37,7 +37,7 @@ struct RunRow {
 struct RunSummary {
   std::int64_t id = 0;
   QString name;
-  QString name_tooltip;  // the name, then the notes when it has some
+  QString notes;
   QString tags;
   QString hook;
   QString status;
