@@ -355,6 +355,13 @@ void feed_run(RunPlots& plots, std::int64_t run_id, Loss loss, Wire wire) {
   }
 }
 
+// The column of `table` under `header`, or -1.
+int column_of(QTableWidget* table, const QString& header) {
+  for (int c = 0; c < table->columnCount(); ++c)
+    if (table->horizontalHeaderItem(c)->text() == header) return c;
+  return -1;
+}
+
 int header_width(RunsPage* runs, const QString& name) {
   auto* model = runs->table()->model();
   for (int c = 0; c < model->columnCount(); ++c)
@@ -490,26 +497,26 @@ class GuiTest : public QObject {
                  qPrintable(headers[c] + QString(" in %1 px").arg(header->sectionSize(c))));
 
     // The column chooser: columns hidden by name, remembered across windows, and saved as views.
-    runs->set_column_visible("wall s", false);
-    runs->set_column_visible("created", false);
-    QCOMPARE(runs->hidden_columns(), (QStringList{"wall s", "created"}));
-    runs->save_view("compact");
-    runs->set_column_visible("wall s", true);
-    QCOMPARE(runs->hidden_columns(), QStringList{"created"});
+    runs->table()->set_column_visible("wall s", false);
+    runs->table()->set_column_visible("created", false);
+    QCOMPARE(runs->table()->hidden_columns(), (QStringList{"wall s", "created"}));
+    runs->table()->save_view("compact");
+    runs->table()->set_column_visible("wall s", true);
+    QCOMPARE(runs->table()->hidden_columns(), QStringList{"created"});
     {
       MainWindow again(path);
       again.runs()->refresh();
       QTRY_VERIFY(!again.runs()->loading());
-      QCOMPARE(again.runs()->hidden_columns(), QStringList{"created"});
-      QVERIFY(again.runs()->views().contains("compact"));
-      again.runs()->apply_view("compact");
-      QCOMPARE(again.runs()->hidden_columns(), (QStringList{"wall s", "created"}));
-      again.runs()->set_column_visible("wall s", true);
-      again.runs()->set_column_visible("created", true);
+      QCOMPARE(again.runs()->table()->hidden_columns(), QStringList{"created"});
+      QVERIFY(again.runs()->table()->views().contains("compact"));
+      again.runs()->table()->apply_view("compact");
+      QCOMPARE(again.runs()->table()->hidden_columns(), (QStringList{"wall s", "created"}));
+      again.runs()->table()->set_column_visible("wall s", true);
+      again.runs()->table()->set_column_visible("created", true);
     }
     runs->refresh();
     QTRY_VERIFY(!runs->loading());
-    QVERIFY(runs->hidden_columns().isEmpty());
+    QVERIFY(runs->table()->hidden_columns().isEmpty());
 
     // Filtered by parameter, by metric, and refused with a reason.
     runs->search()->setText("hook.matrix_approximation_rank = 2");
@@ -862,9 +869,7 @@ class GuiTest : public QObject {
     const auto compared = cli_json(args);
     QVERIFY(compared.is_object());
     QCOMPARE(compared["runs"].size(), std::size_t{4});
-    int column = -1;
-    for (int c = 0; c < runs->metrics()->columnCount(); ++c)
-      if (runs->metrics()->horizontalHeaderItem(c)->text() == "vs base") column = c;
+    const int column = column_of(runs->metrics(), "vs base");
     QVERIFY(column >= 0);
     for (int row = 0; row < 4; ++row) {
       const auto& cli_row = compared["runs"][static_cast<std::size_t>(row)];
@@ -1266,9 +1271,7 @@ class GuiTest : public QObject {
     QStringList args{"--db", path, "compare", "--json", "--sweep", "1"};
     const auto compared = cli_json(args);
     QVERIFY(compared.is_object());
-    int column = -1;
-    for (int c = 0; c < runs->metrics()->columnCount(); ++c)
-      if (runs->metrics()->horizontalHeaderItem(c)->text() == "vs base") column = c;
+    const int column = column_of(runs->metrics(), "vs base");
     QVERIFY(column >= 0);
     for (int row = 0; row < 12; ++row) {
       const auto& cli_row = compared["runs"][static_cast<std::size_t>(row)];

@@ -320,18 +320,6 @@ void RunsPage::ask_to_rename_sweep(std::int64_t sweep_id) {
     rename_sweep(sweep_id, *name);
 }
 
-QStringList RunsPage::column_names() const { return table_->column_names(); }
-
-QStringList RunsPage::hidden_columns() const { return table_->hidden_columns(); }
-
-void RunsPage::set_column_visible(const QString& name, bool visible) { table_->set_column_visible(name, visible); }
-
-QStringList RunsPage::views() const { return table_->views(); }
-
-void RunsPage::save_view(const QString& name) { table_->save_view(name); }
-
-void RunsPage::apply_view(const QString& name) { table_->apply_view(name); }
-
 void RunsPage::show_menu(const QPoint& at) {
   const auto ids = selected_runs();
   if (ids.empty()) return;

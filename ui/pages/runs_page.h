@@ -56,7 +56,8 @@ class RunsPage : public QWidget {
   void refresh_if_changed();
   QPushButton* watch_button() const { return watch_; }
   QString filter_problem() const;  // why the filter text is refused ("" when it is not)
-  QTableView* table() const { return table_; }
+  // The runs table, with its column chooser (columns by header, remembered; named views).
+  RunTable* table() const { return table_; }
   QTableWidget* diff() const { return diff_; }
   QTableWidget* metrics() const { return metrics_; }
   // Edits, done in the store then shown (no confirmation: the menu asks first).
@@ -69,14 +70,6 @@ class RunsPage : public QWidget {
   void ask_to_delete_runs(const std::vector<std::int64_t>& run_ids);
   void ask_to_rename_sweep(std::int64_t sweep_id);
 
-  // The column chooser (right-click a header): columns by their header,
-  // remembered; a view is a named set of hidden columns.
-  QStringList column_names() const;
-  QStringList hidden_columns() const;
-  void set_column_visible(const QString& name, bool visible);
-  QStringList views() const;
-  void save_view(const QString& name);
-  void apply_view(const QString& name);
 
  Q_SIGNALS:
   // The user asked to follow this running run on the dashboard.
