@@ -56,6 +56,8 @@ std::vector<net::Cluster> clusters(const ClusterArgs& args, int ranks, const std
     shape.inter = net::link_preset(name, "--network");
     out.push_back(shape);
   }
+  // On one node no link between nodes is used: every network would be the same column.
+  if (shape.nodes == 1) out.resize(1);
   return out;
 }
 
@@ -214,6 +216,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
   if (args.as_json) {
     std::cout << nlohmann::json{{"baseline_run", forced ? nlohmann::json(*args.baseline) : nlohmann::json(nullptr)},
                                 {"compute", compute_text},
+                                {"run_to_run", evidence.run_to_run().to_json()},
                                 {"runs", out}}
                      .dump(2)
               << "\n";
@@ -224,7 +227,8 @@ int predict_command(const PredictArgs& args, const Context& context) {
   table.print(std::cout);
   std::cout << "(95% intervals in parentheses, from resampling runs and steps; * a baseline; speedups are over the "
                "allreduce run with the same settings outside the hook; ~ the interval holds 1.0: no measurable "
-               "difference)\n";
+               "difference)\n"
+            << "(" << evidence.run_to_run().describe() << ")\n";
   for (const auto& note : notes) std::cout << note << "\n";
   return kExitOk;
 }
@@ -276,7 +280,7 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
                c.is_baseline ? "-" : with_interval(c.speedup, 1, "x"), c.excluded.empty() ? "-" : c.excluded});
   }
   table.print(std::cout);
-  std::cout << "\n" << r.verdict << "\n";
+  std::cout << "(" << r.run_to_run.describe() << ")\n\n" << r.verdict << "\n";
   if (!args.export_dir.empty()) {
     if (files.empty()) std::cout << "nothing exported: allreduce needs no hook\n";
     for (const auto& f : files) std::cout << "exported " << f << "\n";

@@ -13,6 +13,17 @@ double RunProfile::collective_bytes() const {
   return sum;
 }
 
+void RunProfile::scale_hook_times(double factor) {
+  hook_s *= factor;
+  hook_inline_s *= factor;
+  for (auto& b : buckets) {
+    b.chain_s *= factor;
+    b.work_s *= factor;
+    for (auto& c : b.collectives) c.local_s *= factor;
+  }
+  for (auto& c : step_collectives) c.local_s *= factor;
+}
+
 nlohmann::json RunProfile::to_json() const {
   auto uses = [](const std::vector<CollectiveUse>& v) {
     nlohmann::json out = nlohmann::json::array();

@@ -73,6 +73,9 @@ struct RunProfile {
   // (runs stored before the network model existed).
   static RunProfile from_store(const db::Store& store, std::int64_t run_id);
   double collective_bytes() const;  // per step, all collectives
+  // The times the hook and its collectives took here (its work, chains,
+  // collectives' local times) multiplied by `factor`; compute unchanged.
+  void scale_hook_times(double factor);
   nlohmann::json to_json() const;
 };
 

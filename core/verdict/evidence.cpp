@@ -155,7 +155,58 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::s
   out[prefix] = j.dump();
 }
 
+// The median over a run's steps of the time outside its compute: the
+// collectives it waited for, the hook's work, waiting for a peer. Zero for
+// a run with one rank, whose steps wait for nobody.
+double time_outside_compute(const RunSamples& s) {
+  if (s.world_size < 2) return 0;
+  std::vector<double> outside;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    outside.push_back(s.total[i] - s.data[i] - s.forward[i] - s.pure_backward[i] - s.optimizer[i]);
+  return outside.empty() ? 0 : median(std::move(outside));
+}
+
 }  // namespace
+
+RunToRun RunToRun::from_groups(const std::map<std::string, std::vector<double>>& log_times) {
+  RunToRun r;
+  double squares = 0;
+  for (const auto& [key, logs] : log_times) {
+    if (logs.size() < 2) continue;
+    const double mean = std::accumulate(logs.begin(), logs.end(), 0.0) / static_cast<double>(logs.size());
+    for (const double l : logs) squares += (l - mean) * (l - mean);
+    r.degrees_of_freedom += static_cast<int>(logs.size()) - 1;
+    r.repeated_runs += static_cast<int>(logs.size());
+  }
+  if (r.degrees_of_freedom == 0) return r;
+  r.measured_log_sd = std::sqrt(squares / r.degrees_of_freedom);
+  r.log_sd = std::sqrt((squares + kAssumedWeight * kAssumedLogSd * kAssumedLogSd) /
+                       (r.degrees_of_freedom + kAssumedWeight));
+  return r;
+}
+
+std::string RunToRun::describe() const {
+  char text[300];
+  if (std::isnan(measured_log_sd))
+    std::snprintf(text, sizeof text,
+                  "run-to-run spread of the time outside compute: x%.2f, assumed (no configuration here ran twice: "
+                  "repeat one, or sweep with --seeds, to measure it)",
+                  std::exp(log_sd));
+  else
+    std::snprintf(text, sizeof text,
+                  "run-to-run spread of the time outside compute: x%.2f (x%.2f measured over %d repeated runs, "
+                  "weighed with the assumed x%.2f)",
+                  std::exp(log_sd), std::exp(measured_log_sd), repeated_runs, std::exp(kAssumedLogSd));
+  return text;
+}
+
+nlohmann::json RunToRun::to_json() const {
+  return {{"log_sd", log_sd},
+          {"measured_log_sd", std::isnan(measured_log_sd) ? nlohmann::json(nullptr) : nlohmann::json(measured_log_sd)},
+          {"degrees_of_freedom", degrees_of_freedom},
+          {"repeated_runs", repeated_runs},
+          {"text", describe()}};
+}
 
 bool Estimate::includes(double x) const { return has_interval() ? low <= x && x <= high : value == x; }
 
@@ -232,6 +283,12 @@ std::string compute_key(const nlohmann::json& config) {
     if (config.contains(key)) j[key] = config[key];
   if (config.contains("optimizer") && config["optimizer"].is_object() && config["optimizer"].contains("name"))
     j["optimizer"] = config["optimizer"]["name"];
+  return j.dump();
+}
+
+std::string timing_key(const nlohmann::json& config) {
+  auto j = without_bookkeeping(config);
+  if (j.contains("optimizer") && j["optimizer"].is_object()) j["optimizer"].erase("lr");
   return j.dump();
 }
 
@@ -338,6 +395,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     }
   }
 
+  std::map<std::string, std::vector<double>> log_outside_by_timing;
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     auto& f = e.figures_[c];
     if (f.samples.empty()) continue;
@@ -349,8 +407,18 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
       std::vector<double> own;
       for (std::size_t i = 0; i < s.size(); ++i) own.push_back(s.forward[i] + s.pure_backward[i]);
       const double mine = median(std::move(own));
-      if (mine > 0) s.scale_hook_times((pool.point[1] + pool.point[2]) / mine);
+      const double factor = mine > 0 ? (pool.point[1] + pool.point[2]) / mine : 1.0;
+      if (mine > 0) s.scale_hook_times(factor);
+      if (const double outside = factor * time_outside_compute(s); outside > 0)
+        log_outside_by_timing[timing_key(e.configurations_[c].config)].push_back(std::log(outside));
     }
+  }
+  e.run_to_run_ = RunToRun::from_groups(log_outside_by_timing);
+
+  for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
+    auto& f = e.figures_[c];
+    if (f.samples.empty()) continue;
+    const auto& pool = e.pools_[f.pool];
     std::vector<std::size_t> offsets, sizes;
     for (const auto& s : f.samples) sizes.push_back(s.size());
     const auto merged = f.samples.size() == 1 ? f.samples.front() : concatenate(f.samples, offsets);
@@ -358,9 +426,16 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     f.point = with_compute(merged.profile(), pool.point);
     f.point.run_id = e.configurations_[c].runs.front();
     Draw draw(options.seed * 1000003u + 104729u * c + 2);
-    for (int r = 0; r < replicates; ++r)
-      f.replicates.push_back(
-          with_compute(merged.profile(two_level_picks(draw, offsets, sizes)), pool.replicates[static_cast<std::size_t>(r)]));
+    // One run shows its steps' noise, not the next run's: its time outside
+    // compute is drawn from the run-to-run spread (on its own stream, so the
+    // steps drawn stay those of every other configuration's replicates).
+    Draw next_run(options.seed * 1000003u + 15485863u * c + 3);
+    const bool one_run = f.samples.size() == 1;
+    for (int r = 0; r < replicates; ++r) {
+      auto replicate = merged.profile(two_level_picks(draw, offsets, sizes));
+      if (one_run) replicate.scale_hook_times(std::exp(e.run_to_run_.log_sd * next_run.normal()));
+      f.replicates.push_back(with_compute(std::move(replicate), pool.replicates[static_cast<std::size_t>(r)]));
+    }
   }
   return e;
 }

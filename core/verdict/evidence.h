@@ -20,6 +20,12 @@
 //   bootstrap that resamples the pool's runs and steps and each
 //   configuration's runs and steps; a speedup is the ratio within each
 //   replicate, so the shared compute cancels as it should.
+// - Run-to-run noise: resampling one run's steps cannot see how much the
+//   next run would differ, and on a shared machine the time outside compute
+//   (collectives, waiting for a peer, the hook's work) differs between runs
+//   far more than between steps. Configurations run more than once measure
+//   it; a configuration with one run has its time outside compute scaled
+//   in each replicate by a draw from that spread (RunToRun).
 //
 // No Qt: the CLI and the desktop app read the same verdicts.
 #pragma once
@@ -88,6 +94,29 @@ struct Configuration {
   double loss_sd() const;
 };
 
+// How much a run's time outside compute varies from one run to the next of
+// the same configuration (seed and learning rate do not change it): the
+// standard deviation of its logarithm, from the runs of configurations run
+// more than once, blended with an assumed spread worth kAssumedWeight
+// degrees of freedom so that one repeated pair cannot make it vanish.
+struct RunToRun {
+  // Measured with `bench/run_to_run.sh` beside `stress-ng --cpu 2` on the
+  // 2-core development machine (bench/RESULTS.md): a loaded machine's spread.
+  static constexpr double kAssumedLogSd = 0.35;
+  static constexpr double kAssumedWeight = 2;
+
+  double log_sd = kAssumedLogSd;  // the one the intervals use
+  double measured_log_sd = NAN;   // NaN: no configuration was run more than once
+  int degrees_of_freedom = 0;     // repeated runs less one per configuration
+  int repeated_runs = 0;
+
+  // From each run's log time outside compute, grouped by what makes runs timing replicates.
+  static RunToRun from_groups(const std::map<std::string, std::vector<double>>& log_times);
+  // "run-to-run spread of the time outside compute: x1.42 (assumed: no configuration here ran twice)"
+  std::string describe() const;
+  nlohmann::json to_json() const;
+};
+
 struct EvidenceOptions {
   int replicates = 200;     // bootstrap replicates behind every interval
   std::uint64_t seed = 0;   // the bootstrap's: the same store gives the same verdicts
@@ -126,6 +155,8 @@ class Evidence {
   // figures come from; else why not (it never compressed, it switched on
   // late). Plain allreduce variants always act.
   std::string inactive_reason(std::size_t config, std::size_t baseline) const;
+  // The run-to-run spread its single-run intervals include.
+  const RunToRun& run_to_run() const { return run_to_run_; }
   // Mean bytes per step and rank over the steady steps of its runs.
   double wire_bytes_per_step(std::size_t config) const;
   // The steady steps its figures use: [first, last] of its runs.
@@ -151,6 +182,7 @@ class Evidence {
   std::vector<Figures> figures_;
   std::vector<Pool> pools_;
   std::map<std::int64_t, std::size_t> config_of_run_;
+  RunToRun run_to_run_;
   EvidenceOptions options_;
 };
 
@@ -162,6 +194,9 @@ class Evidence {
 std::string replicate_key(const nlohmann::json& config);
 std::string baseline_key(const nlohmann::json& config);
 std::string compute_key(const nlohmann::json& config);
+// What makes runs timing replicates: the configuration without its seed and
+// learning rate, which change the numbers but not the work.
+std::string timing_key(const nlohmann::json& config);
 
 // Two-sided 95% Student t quantile for `df` degrees of freedom.
 double t_quantile_95(int df);

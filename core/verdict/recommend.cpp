@@ -95,6 +95,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
   Recommendation r;
   r.cluster = options.cluster;
   r.tolerance = options.tolerance;
+  r.run_to_run = evidence.run_to_run();
   const auto& configs = evidence.configurations();
   std::optional<std::size_t> forced;
   if (options.baseline_run) {
@@ -227,6 +228,7 @@ nlohmann::json Recommendation::to_json() const {
   for (const auto& c : candidates) list.push_back(c.to_json());
   return {{"cluster", cluster.describe()},
           {"compute", compute},
+          {"run_to_run", run_to_run.to_json()},
           {"tolerance", tolerance},
           {"baseline_run", baseline_run},
           {"chosen_run", chosen_run ? nlohmann::json(*chosen_run) : nlohmann::json(nullptr)},

@@ -59,6 +59,7 @@ struct Candidate {
 struct Recommendation {
   net::Cluster cluster;
   std::string compute;  // which compute the predictions assumed
+  RunToRun run_to_run;  // the run-to-run spread its intervals include
   double tolerance = 0;
   std::int64_t baseline_run = 0;           // the chosen one's baseline, else the first baseline
   std::vector<Candidate> candidates;       // fastest predicted first

@@ -101,6 +101,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
   for (const auto& run : runs) ids.push_back(run.id);
   // One read of every run; the pooled compute and the intervals serve every network below.
   const auto evidence = Evidence::gather(store, ids);
+  out.run_to_run = evidence.run_to_run().describe();
   int world_size = 1;
   for (const auto& run : runs) {
     const auto digest = digest_run(store, run.id);

@@ -73,7 +73,8 @@ struct SweepAnalysis {
   std::vector<std::string> axes;        // the sweep's swept parameters
   std::set<std::string> log_axes;       // those its spec draws on a log scale
   ImportanceResult importance;
-  std::string note;  // why something is missing
+  std::string note;        // why something is missing
+  std::string run_to_run;  // the run-to-run spread the intervals include, as `recommend` prints it
 };
 
 SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& query);

@@ -326,7 +326,9 @@ void AnalysisPage::analyse() {
           data_ = SweepAnalysis{};
           data_.note = out.error.toStdString();
         }
-        note_->setText(QString::fromStdString(data_.note));
+        // The what-if table's intervals include the run-to-run spread: say which one (as recommend prints it).
+        note_->setText(QString::fromStdString(
+            data_.networks.empty() ? data_.note : data_.note + (data_.note.empty() ? "" : "\n") + data_.run_to_run));
         {
           // The same sweep analysed again (another tolerance, cluster): the heatmap keeps its parameters.
           const auto kept_x = heat_x_->currentText(), kept_y = heat_y_->currentText();
