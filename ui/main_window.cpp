@@ -66,8 +66,8 @@ MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow
   connect(runs_, &RunsPage::store_changed, analysis_, &AnalysisPage::refresh);
 
   // A click on a curve or a point opens its run(s) on the Runs page (Analysis: open_runs_requested above).
-  connect(dashboard_->plots(), &RunPlots::run_clicked, this, [this](qint64 run_id) {
-    runs_->open_runs({run_id});
+  connect(dashboard_->plots(), &RunPlots::runs_clicked, this, [this](const std::vector<std::int64_t>& run_ids) {
+    runs_->open_runs(run_ids);
     show_page(kRuns);
   });
   connect(runs_, &RunsPage::watch_live, this, [this](qint64 run_id) {

@@ -1212,6 +1212,72 @@ class GuiTest : public QObject {
     QVERIFY(plots.loss_plot()->yAxis->range().lower > 4 && plots.loss_plot()->yAxis->range().upper < 16);
   }
 
+  // Issue 45 item 8: with Group seeds on, a group's curve reads as the group
+  // (its label, seed count, mean and sd at the step), a click on it opens
+  // the group's runs, and the trial list (the legend) lists the group as one
+  // row, "label (n seeds)", in place of its runs.
+  void a_seed_group_is_read_clicked_and_listed_as_one() {
+    RunPlots plots;
+    plots.resize(1000, 700);
+    plots.show();
+    const std::vector<std::pair<qint64, QString>> runs{{1, "1 lr=0.1 seed=0"}, {2, "2 lr=0.1 seed=1"},
+                                                       {3, "3 lr=0.1 seed=2"}, {4, "4 lr=0.2 seed=0"}};
+    for (const auto& [id, label] : runs) {
+      plots.add_run(id, label);
+      for (int step = 0; step < 50; ++step) {
+        LivePoint p;
+        p.run_id = id;
+        p.step = step;
+        p.wall_s = step * 0.1;
+        p.loss = 2.0 + 0.1 * static_cast<double>(id) - 0.01 * step;
+        plots.append(p);
+      }
+    }
+    plots.set_group_seeds(true);
+    plots.refresh(true);
+    plots.loss_plot()->replot(QCustomPlot::rpImmediateRefresh);
+    // The group's mean at step 10: 2.2 - 0.1, sd 0.1.
+    auto* mean = plots.group_mean_graph(0);
+    const QPointF at(mean->keyAxis()->coordToPixel(10), mean->valueAxis()->coordToPixel(2.1));
+    const auto hit = plots.readout(RunPlots::Plot::Loss)->hover(at);
+    QVERIFY2(hit, "nothing read on the group's curve");
+    QVERIFY2(hit->text.contains("lr=0.1 (3 seeds)") && hit->text.contains("step 10") && hit->text.contains("mean loss 2.1") &&
+                 hit->text.contains("sd 0.1"),
+             qPrintable(hit->text));
+    QCOMPARE(hit->runs, (std::vector<std::int64_t>{1, 2, 3}));
+    QSignalSpy clicked(&plots, &RunPlots::runs_clicked);
+    QTest::mouseClick(plots.loss_plot(), Qt::LeftButton, Qt::NoModifier, at.toPoint());
+    QCOMPARE(clicked.count(), 1);
+    QCOMPARE(clicked.at(0).at(0).value<std::vector<std::int64_t>>(), (std::vector<std::int64_t>{1, 2, 3}));
+    // A single run's curve still reads and opens that run alone.
+    auto* single = plots.loss_graph(4);
+    const QPointF at_single(single->keyAxis()->coordToPixel(10), single->valueAxis()->coordToPixel(2.3));
+    const auto single_hit = plots.readout(RunPlots::Plot::Loss)->hover(at_single);
+    QVERIFY(single_hit && single_hit->runs == std::vector<std::int64_t>{4});
+    // The legend: the group as one row, the single seed as its run; unchecking the group hides its curve.
+    auto* list = plots.run_list();
+    QStringList rows;
+    QTreeWidgetItem* group_row = nullptr;
+    for (int i = 0; i < list->topLevelItemCount(); ++i)
+      if (auto* item = list->topLevelItem(i); !item->isHidden()) {
+        rows << item->text(0);
+        if (item->text(0).contains("seeds")) group_row = item;
+      }
+    QCOMPARE(rows.size(), 2);
+    QVERIFY2(group_row && group_row->text(0) == "lr=0.1 (3 seeds)", qPrintable(rows.join(" | ")));
+    QVERIFY(rows.contains("4"));
+    group_row->setCheckState(0, Qt::Unchecked);  // as a click on its box
+    QVERIFY(!mean->visible());
+    QVERIFY(!plots.run_visible(1) && !plots.run_visible(3) && plots.run_visible(4));
+    group_row->setCheckState(0, Qt::Checked);
+    QVERIFY(mean->visible());
+    // Off again: the runs are listed one by one.
+    plots.set_group_seeds(false);
+    int shown = 0;
+    for (int i = 0; i < list->topLevelItemCount(); ++i) shown += list->topLevelItem(i)->isHidden() ? 0 : 1;
+    QCOMPARE(shown, 4);
+  }
+
   // The front the Pareto plot draws (by bytes on the wire) is `compare
   // --json`'s pareto_front, run for run: one computation in core. Two start
   // iterations per rank send alike and reach the same loss: the first run

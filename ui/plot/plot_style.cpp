@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "ui/plot/minmax_series.h"
 #include "ui/plot/qcustomplot.h"
 
 namespace commtune::ui {
@@ -113,6 +114,14 @@ void widen_flat_range(QCPAxis* axis) {
   }
   const double least = std::max(1e-9, std::abs(centre) * 1e-3);
   if (range.size() < least) axis->setRange(centre - least / 2, centre + least / 2);
+}
+
+void set_graph_data(QCPGraph* graph, const MinMaxSeries& series) {
+  const auto& xs = series.drawn_x();
+  const auto& ys = series.drawn_y();
+  QVector<QCPGraphData> data(static_cast<qsizetype>(xs.size()));
+  for (std::size_t i = 0; i < xs.size(); ++i) data[static_cast<qsizetype>(i)] = QCPGraphData(xs[i], ys[i]);
+  graph->data()->set(data, true);
 }
 
 }  // namespace commtune::ui

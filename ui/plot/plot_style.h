@@ -9,10 +9,13 @@
 
 class QCustomPlot;
 class QCPAxis;
+class QCPGraph;
 class QCPColorGradient;
 class QWidget;
 
 namespace commtune::ui {
+
+class MinMaxSeries;
 
 // A titled plot that drags and zooms; "plot:<title>" as its object name.
 QCustomPlot* make_plot(const QString& title, const QString& y_label, QWidget* parent);
@@ -29,5 +32,7 @@ void set_log_axis(QCPAxis* axis, bool log);
 // few distinct tick labels (not 0.999996..1 or 5.29208, 5.29208, 5.29209);
 // on a log axis, keeps the data's extremes off the axis lines.
 void widen_flat_range(QCPAxis* axis);
+// A graph's data: a series' drawn (reduced) points.
+void set_graph_data(QCPGraph* graph, const MinMaxSeries& series);
 
 }  // namespace commtune::ui

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "ui/plot/bucket_table.h"
+#include "ui/plot/group_curves.h"
 #include "ui/plot/minmax_series.h"
 #include "ui/plot/qcustomplot.h"
 #include "ui/plot/trial_list.h"
@@ -49,41 +50,17 @@ struct RunPlots::Run {
   std::vector<QCPGraph*> breakdown;  // forward, backward, comm wait, hook: only for the chosen run
 };
 
-// A seed group as drawn: its mean and band, reduced as a run's curve is.
-struct RunPlots::Group {
-  GroupSeries series;
-  QCPGraph* mean;
-  QCPGraph* upper;
-  QCPGraph* lower;
-  // The band at an eighth of the curve's resolution: filling ten translucent
-  // bands is the frame's costliest part.
-  MinMaxSeries means{kDrawnPoints}, uppers{kDrawnPoints / 8}, lowers{kDrawnPoints / 8};
-};
-
-namespace {
-
-void set_graph_data(QCPGraph* graph, const MinMaxSeries& series) {
-  const auto& xs = series.drawn_x();
-  const auto& ys = series.drawn_y();
-  QVector<QCPGraphData> data(static_cast<qsizetype>(xs.size()));
-  for (std::size_t i = 0; i < xs.size(); ++i) data[static_cast<qsizetype>(i)] = QCPGraphData(xs[i], ys[i]);
-  graph->data()->set(data, true);
-}
-
-}  // namespace
-
 RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   loss_plot_ = make_plot("Loss", "loss (mean over ranks)", this);
   ratio_plot_ = make_plot("Compression ratio", "fp32 bytes / wire bytes", this);
   wire_plot_ = make_plot("Bytes on the wire", "MB per step per rank", this);
   breakdown_plot_ = make_plot("Step time", "ms", this);
   loss_plot_->addLayer("raw", loss_plot_->layer("main"), QCustomPlot::limBelow);
+  groups_ = std::make_unique<GroupCurves>(loss_plot_, kDrawnPoints);
   for (auto* plot : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) {
     auto* readout = new PlotReadout(plot, [this, plot](const QPointF& at) { return curve_hit(plot, at); });
     readouts_.push_back(readout);
-    connect(readout, &PlotReadout::clicked, this, [this](const std::vector<std::int64_t>& runs) {
-      Q_EMIT run_clicked(runs.front());
-    });
+    connect(readout, &PlotReadout::clicked, this, &RunPlots::runs_clicked);
   }
   breakdown_plot_->legend->setVisible(true);
   breakdown_plot_->legend->setFont(QFont(font().family(), 8));
@@ -114,15 +91,16 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
     auto* run = find(run_id);
     if (!run || run->visible == checked) return;
     run->visible = checked;
-    soloed_ = -1;
+    soloed_.clear();
     visibility_changed();
   });
-  connect(trial_list_, &TrialList::solo_requested, this, [this](qint64 run_id) { solo(run_id); });
+  connect(trial_list_, &TrialList::solo_requested, this,
+          [this](const std::vector<std::int64_t>& run_ids) { solo(run_ids); });
   connect(trial_list_, &TrialList::hovered, this, [this](qint64 run_id) { highlight(run_id); });
   connect(trial_list_, &TrialList::show_all_requested, this, [this] { show_all(); });
   connect(trial_list_, &TrialList::hide_all_requested, this, [this] {
     for (auto& r : runs_) r->visible = false;
-    soloed_ = -1;
+    soloed_.clear();
     visibility_changed();
   });
   breakdown_run_ = new QComboBox(this);
@@ -251,6 +229,8 @@ QTreeWidget* RunPlots::run_list() const { return trial_list_; }
 std::optional<PlotHit> RunPlots::curve_hit(QCustomPlot* plot, const QPointF& pixel) const {
   const auto near = nearest_point(plot, pixel);
   if (!near) return std::nullopt;
+  if (plot == loss_plot_)
+    if (auto group = groups_->hit(*near, x_axis_->currentIndex() == 1, smoothing() > 0)) return group;
   static const char* parts[] = {"forward", "backward", "comm wait", "hook"};
   for (const auto& r : runs_) {
     const auto part = std::find(r->breakdown.begin(), r->breakdown.end(), near->graph);
@@ -334,16 +314,18 @@ bool RunPlots::run_visible(std::int64_t run_id) const {
   return run && run->visible;
 }
 
-void RunPlots::solo(std::int64_t run_id) {
-  if (soloed_ == run_id) return show_all();
-  for (auto& r : runs_) r->visible = r->id == run_id;
-  soloed_ = run_id;
+void RunPlots::solo(std::int64_t run_id) { solo(std::vector<std::int64_t>{run_id}); }
+
+void RunPlots::solo(const std::vector<std::int64_t>& run_ids) {
+  if (soloed_ == run_ids) return show_all();
+  for (auto& r : runs_) r->visible = std::find(run_ids.begin(), run_ids.end(), r->id) != run_ids.end();
+  soloed_ = run_ids;
   visibility_changed();
 }
 
 void RunPlots::show_all() {
   for (auto& r : runs_) r->visible = true;
-  soloed_ = -1;
+  soloed_.clear();
   visibility_changed();
 }
 
@@ -351,6 +333,7 @@ void RunPlots::highlight(std::int64_t run_id) {
   if (highlighted_ == run_id) return;
   highlighted_ = run_id;
   for (auto& r : runs_) restyle(*r);
+  restyle_groups();
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) p->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -358,13 +341,12 @@ void RunPlots::visibility_changed() {
   QSignalBlocker block(trial_list_);
   for (auto& r : runs_) {
     trial_list_->set_checked(r->id, r->visible);
-    const bool grouped = std::any_of(groups_.begin(), groups_.end(), [&](const Group& g) {
-      return std::count(g.series.group().runs.begin(), g.series.group().runs.end(), r->id) > 0;
-    });
+    const bool grouped = groups_->group_of(r->id).has_value();
     for (auto* g : {r->ratio, r->wire}) g->setVisible(r->visible);
     r->loss->setVisible(r->visible && !grouped);  // its group's mean and band stand for it
     r->raw_loss->setVisible(r->visible && !grouped && smoothing() > 0);
   }
+  groups_->set_visible([this](std::int64_t id) { return run_visible(id); });
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_}) {
     p->rescaleAxes(true);
     widen_flat_range(p->yAxis);
@@ -393,8 +375,7 @@ void RunPlots::redraw_from_raw(Run& run) {
   run.raw_loss_by_wall = MinMaxSeries(kDrawnPoints / 4);
   std::fill(run.drawn_revision.begin(), run.drawn_revision.end(), ~0ull);  // new series restart their revisions
   for (const auto& p : model_.take_points(run.id)) append(p);
-  for (auto& g : groups_)  // its group's aggregate is redrawn from the first step at the next refresh
-    if (std::count(g.series.group().runs.begin(), g.series.group().runs.end(), run.id)) g.series.restart();
+  groups_->restart(run.id);  // its group's aggregate is redrawn from the first step at the next refresh
 }
 
 void RunPlots::merge(std::int64_t run_id, const std::vector<LivePoint>& points) {
@@ -408,76 +389,42 @@ void RunPlots::truncate(std::int64_t run_id, std::int64_t step) {
 std::vector<RunPlots::SeedGroup> RunPlots::seed_groups() const { return model_.seed_groups(); }
 
 void RunPlots::regroup() {
-  for (auto& g : groups_)
-    for (auto* graph : {g.mean, g.upper, g.lower}) loss_plot_->removeGraph(graph);
-  groups_.clear();
-  if (group_seeds_->isChecked()) {
-    for (auto& group : seed_groups()) {
-      Group g{GroupSeries(std::move(group)), loss_plot_->addGraph(), loss_plot_->addGraph(), loss_plot_->addGraph()};
-      g.upper->setChannelFillGraph(g.lower);
-      g.mean->setName(QString::fromStdString(g.series.group().key));
-      groups_.push_back(std::move(g));
-    }
-  }
+  groups_->set(group_seeds_->isChecked() ? seed_groups() : std::vector<SeedGroup>{});
+  std::vector<SeedGroup> listed;
+  for (std::size_t i = 0; i < groups_->size(); ++i) listed.push_back(groups_->group(i));
+  trial_list_->set_groups(listed);  // the legend lists the groups, not their runs
   restyle_groups();
-  draw_groups();
+  groups_->draw(model_, x_axis_->currentIndex() == 1);
   visibility_changed();
 }
 
 void RunPlots::restyle_groups() {
-  for (auto& g : groups_) {
-    const auto* first = find(g.series.group().runs.front());
-    QColor colour = theme_.series_color(first ? first->index : 0);
-    g.mean->setPen(QPen(colour, 1));  // 1 px: wider antialiased lines take Qt's slow raster path
-    QColor band = colour;
-    band.setAlpha(50);
-    for (auto* edge : {g.upper, g.lower}) edge->setPen(Qt::NoPen);
-    g.upper->setBrush(band);
-    // Antialiased, ten translucent bands took the loss plot's redraw to 20 ms (bench/plot_bench, grouped).
-    g.upper->setAntialiasedFill(false);
-  }
-}
-
-void RunPlots::draw_groups() {
-  const bool by_wall = x_axis_->currentIndex() == 1;
-  for (auto& g : groups_) {
-    auto update = g.series.advance(model_, by_wall);
-    if (update.restarted) {
-      g.means = MinMaxSeries(kDrawnPoints);
-      g.uppers = g.lowers = MinMaxSeries(kDrawnPoints / 8);
-    } else if (update.points.empty()) {
-      continue;
-    }
-    for (const auto& p : update.points) {
-      g.means.append(p.x, p.mean);
-      g.uppers.append(p.x, p.mean + p.sd);
-      g.lowers.append(p.x, p.mean - p.sd);
-    }
-    set_graph_data(g.mean, g.means);
-    set_graph_data(g.upper, g.uppers);
-    set_graph_data(g.lower, g.lowers);
-  }
+  groups_->restyle(
+      [this](std::int64_t id) {
+        const auto* run = find(id);
+        return theme_.series_color(run ? run->index : 0);
+      },
+      highlighted_);
 }
 
 std::vector<RunPlots::SeedGroup> RunPlots::shown_groups() const {
   std::vector<SeedGroup> out;
-  for (const auto& g : groups_) out.push_back(g.series.group());
+  for (std::size_t i = 0; i < groups_->size(); ++i) out.push_back(groups_->group(i));
   return out;
 }
 
-QCPGraph* RunPlots::group_mean_graph(std::size_t group) const { return groups_.at(group).mean; }
-QCPGraph* RunPlots::group_band_graph(std::size_t group, bool upper) const {
-  return upper ? groups_.at(group).upper : groups_.at(group).lower;
-}
+QCPGraph* RunPlots::group_mean_graph(std::size_t group) const { return groups_->mean(group); }
+QCPGraph* RunPlots::group_band_graph(std::size_t group, bool upper) const { return groups_->band(group, upper); }
 
 void RunPlots::set_group_seeds(bool on) { group_seeds_->setChecked(on); }
 
 void RunPlots::clear() {
-  groups_.clear();  // their graphs go with the plot's below
+  groups_->forget();  // their graphs go with the plot's below
   runs_.clear();
   model_.clear();
   trial_list_->forget();
-  highlighted_ = soloed_ = -1;
+  highlighted_ = -1;
+  soloed_.clear();
   for (auto* p : {loss_plot_, ratio_plot_, wire_plot_, breakdown_plot_}) {
     p->clearGraphs();
     p->replot();
@@ -575,7 +522,8 @@ void RunPlots::refresh(bool immediate) {
     for (std::size_t m = 0; m < r->breakdown.size(); ++m) sync(kForward + m, r->breakdown[m], r->by_step[kForward + m]);
   }
   bucket_table_->refresh();
-  if (!groups_.empty() && std::find(changed.begin(), changed.end(), loss_plot_) != changed.end()) draw_groups();
+  if (!groups_->empty() && std::find(changed.begin(), changed.end(), loss_plot_) != changed.end())
+    groups_->draw(model_, by_wall);  // the steps every replica has reached since the last call
   for (auto* p : changed) {
     p->rescaleAxes(true);
     widen_flat_range(p->yAxis);

@@ -30,6 +30,7 @@ class QSlider;
 namespace commtune::ui {
 
 class BucketTable;
+class GroupCurves;
 class TrialList;
 
 class RunPlots : public QWidget {
@@ -54,6 +55,7 @@ class RunPlots : public QWidget {
   void set_run_visible(std::int64_t run_id, bool visible);
   bool run_visible(std::int64_t run_id) const;
   void solo(std::int64_t run_id);  // only this run; again: every run
+  void solo(const std::vector<std::int64_t>& run_ids);  // only these (a group's)
   void show_all();
   void highlight(std::int64_t run_id);  // drawn thick, the others faded; -1: none
   // EMA weight in [0, 1): 0 draws the raw points.
@@ -91,14 +93,14 @@ class RunPlots : public QWidget {
   int bucket_rows() const;                        // buckets in the statistics table
 
  Q_SIGNALS:
-  void run_clicked(qint64 run_id);  // a click on a run's curve
+  // A click on a run's curve (that run), or on a seed group's (the group's runs).
+  void runs_clicked(const std::vector<std::int64_t>& run_ids);
 
  public:
   QString csv() const;                            // every run's points
 
  private:
   struct Run;
-  struct Group;
   // The most a curve draws (min/max pairs beyond): about a plot's width in
   // pixels, so a min/max pair per two pixel columns keeps every spike while
   // drawing 90 curves (30 trials x 3 plots) stays within a frame (bench/plot_bench).
@@ -113,7 +115,6 @@ class RunPlots : public QWidget {
   std::optional<PlotHit> curve_hit(QCustomPlot* plot, const QPointF& pixel) const;
   void regroup();
   void restyle_groups();
-  void draw_groups();  // the steps every replica has reached since the last call
 
   SeriesModel model_;  // the points and their numbers; what follows draws them
   QCustomPlot* loss_plot_;
@@ -130,11 +131,11 @@ class RunPlots : public QWidget {
   QLabel* empty_label_;
   std::vector<std::unique_ptr<Run>> runs_;
   std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes, step time
-  std::vector<Group> groups_;
+  std::unique_ptr<GroupCurves> groups_;  // on the loss plot
   QCheckBox* group_seeds_;
   bool axis_changed_ = true;
   std::int64_t highlighted_ = -1;
-  std::int64_t soloed_ = -1;
+  std::vector<std::int64_t> soloed_;
   Theme theme_;
 };
 

@@ -124,6 +124,11 @@ std::vector<SeedGroup> SeriesModel::seed_groups() const {
   return out;
 }
 
+std::string group_label(const SeedGroup& group) {
+  const std::string count = std::to_string(group.runs.size()) + " seeds";
+  return group.key.empty() ? count : group.key + " (" + count + ")";
+}
+
 GroupSeries::Update GroupSeries::advance(const SeriesModel& model, bool by_wall) {
   std::vector<const std::vector<LivePoint>*> members;
   for (const auto id : group_.runs)

@@ -37,6 +37,8 @@ struct SeedGroup {
   std::string key;  // the label they share
   std::vector<std::int64_t> runs;
 };
+// How the legend and the readout name a group: "lr=0.1 (3 seeds)".
+std::string group_label(const SeedGroup& group);
 
 class SeriesModel {
  public:

@@ -4,6 +4,7 @@
 #include <QMenu>
 #include <QPainter>
 #include <QPixmap>
+#include <algorithm>
 
 #include "ui/forms/param_field.h"
 
@@ -14,6 +15,15 @@ namespace {
 constexpr int kRunRole = Qt::UserRole;
 constexpr int kSortRole = Qt::UserRole + 1;
 constexpr int kOtherTextRole = Qt::UserRole + 2;  // the label's words that are not parameter=value
+constexpr int kGroupRole = Qt::UserRole + 3;      // a group's row: its runs
+
+std::vector<std::int64_t> runs_of(const QTreeWidgetItem* item) {
+  const auto group = item->data(0, kGroupRole).toList();
+  if (group.isEmpty()) return {item->data(0, kRunRole).toLongLong()};
+  std::vector<std::int64_t> out;
+  for (const auto& id : group) out.push_back(id.toLongLong());
+  return out;
+}
 
 // Sorts numbers as numbers (rank 16 after rank 2).
 class TrialItem final : public QTreeWidgetItem {
@@ -50,19 +60,21 @@ TrialList::TrialList(QWidget* parent) : QTreeWidget(parent) {
   setContextMenuPolicy(Qt::CustomContextMenu);
   setToolTip("Check to show a run, double-click to show it alone (again: all), hover to pick it out");
   auto run_of = [](const QTreeWidgetItem* item) { return item->data(0, kRunRole).toLongLong(); };
-  connect(this, &QTreeWidget::itemChanged, this, [this, run_of](QTreeWidgetItem* item) {
-    Q_EMIT run_checked(run_of(item), item->checkState(0) == Qt::Checked);
+  connect(this, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* item) {
+    const bool checked = item->checkState(0) == Qt::Checked;
+    for (const auto id : runs_of(item)) Q_EMIT run_checked(id, checked);  // a group's: each of its runs
   });
   connect(this, &QTreeWidget::itemDoubleClicked, this,
-          [this, run_of](QTreeWidgetItem* item) { Q_EMIT solo_requested(run_of(item)); });
+          [this](QTreeWidgetItem* item) { Q_EMIT solo_requested(runs_of(item)); });
   connect(this, &QTreeWidget::itemEntered, this,
           [this, run_of](QTreeWidgetItem* item) { Q_EMIT hovered(run_of(item)); });
   connect(this, &QTreeWidget::viewportEntered, this, [this] { Q_EMIT hovered(-1); });
   connect(this, &QWidget::customContextMenuRequested, this, [this, run_of](const QPoint& at) {
     QMenu menu(this);
     if (auto* item = itemAt(at)) {
-      const auto id = run_of(item);
-      menu.addAction("Show only this run", this, [this, id] { Q_EMIT solo_requested(id); });
+      const auto ids = runs_of(item);
+      menu.addAction(ids.size() > 1 ? "Show only these runs" : "Show only this run", this,
+                     [this, ids] { Q_EMIT solo_requested(ids); });
     }
     menu.addAction("Show all runs", this, [this] { Q_EMIT show_all_requested(); });
     menu.addAction("Hide all runs", this, [this] { Q_EMIT hide_all_requested(); });
@@ -120,15 +132,69 @@ void TrialList::add_run(std::int64_t run_id, const QString& label,
 void TrialList::set_checked(std::int64_t run_id, bool checked) {
   if (const auto it = items_.find(run_id); it != items_.end())
     it->second->setCheckState(0, checked ? Qt::Checked : Qt::Unchecked);
+  if (auto* group = group_item_of(run_id)) sync_group_check(group);
 }
 
 void TrialList::set_colour(std::int64_t run_id, const QColor& colour) {
   if (const auto it = items_.find(run_id); it != items_.end()) it->second->setIcon(0, swatch(colour));
+  if (auto* group = group_item_of(run_id); group && runs_of(group).front() == run_id) group->setIcon(0, swatch(colour));
+}
+
+QTreeWidgetItem* TrialList::group_item_of(std::int64_t run_id) const {
+  for (auto* group : group_items_) {
+    const auto ids = runs_of(group);
+    if (std::find(ids.begin(), ids.end(), run_id) != ids.end()) return group;
+  }
+  return nullptr;
+}
+
+// A group's box is checked while any of its runs is; setting it here says nothing to its runs.
+void TrialList::sync_group_check(QTreeWidgetItem* group) {
+  bool any = false;
+  for (const auto id : runs_of(group))
+    if (const auto it = items_.find(id); it != items_.end()) any = any || it->second->checkState(0) == Qt::Checked;
+  QSignalBlocker block(this);
+  group->setCheckState(0, any ? Qt::Checked : Qt::Unchecked);
+}
+
+void TrialList::set_groups(const std::vector<SeedGroup>& groups) {
+  {
+    QSignalBlocker block(this);
+    for (auto* item : group_items_) delete item;
+    group_items_.clear();
+    for (auto& [id, item] : items_) item->setHidden(false);
+  }
+  for (const auto& group : groups) {
+    QVariantList ids;
+    for (const auto id : group.runs) ids << QVariant::fromValue<qlonglong>(id);
+    QTreeWidgetItem* item = nullptr;
+    {
+      QSignalBlocker block(this);
+      item = new TrialItem(this);
+      item->setData(0, kRunRole, ids.front());
+      item->setData(0, kGroupRole, ids);
+      item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable);
+      item->setText(0, QString::fromStdString(group_label(group)));
+      item->setData(0, kSortRole, static_cast<double>(group.runs.front()));
+      item->setFirstColumnSpanned(true);
+      QStringList members;
+      for (const auto id : group.runs)
+        if (const auto it = items_.find(id); it != items_.end()) {
+          members << it->second->toolTip(0);
+          if (id == group.runs.front()) item->setIcon(0, it->second->icon(0));
+          it->second->setHidden(true);
+        }
+      for (int c = 0; c < columnCount(); ++c) item->setToolTip(c, members.join('\n'));
+      group_items_.push_back(item);
+    }
+    sync_group_check(item);
+  }
 }
 
 void TrialList::forget() {
   clear();
   items_.clear();
+  group_items_.clear();
   keys_.clear();
   update_header();
 }

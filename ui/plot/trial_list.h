@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "ui/plot/series_model.h"
+
 class QColor;
 
 namespace commtune::ui {
@@ -26,11 +28,15 @@ class TrialList final : public QTreeWidget {
   void set_checked(std::int64_t run_id, bool checked);
   void set_colour(std::int64_t run_id, const QColor& colour);
   void forget();  // every row, and the parameters' columns
+  // Seed groups listed as one row each, "label (n seeds)", in place of their
+  // runs' rows (checking it shows or hides all of them); none: a row per run.
+  void set_groups(const std::vector<SeedGroup>& groups);
 
  Q_SIGNALS:
   // A row changed (its box, its text or its colour): whether it is checked now.
   void run_checked(qint64 run_id, bool checked);
-  void solo_requested(qint64 run_id);  // a double-click, or the menu's "Show only this run"
+  // A double-click, or the menu's "Show only this run": the row's run, or its group's.
+  void solo_requested(const std::vector<std::int64_t>& run_ids);
   void show_all_requested();
   void hide_all_requested();
   void hovered(qint64 run_id);  // -1: the pointer left the runs
@@ -40,9 +46,12 @@ class TrialList final : public QTreeWidget {
 
  private:
   void update_header();
+  QTreeWidgetItem* group_item_of(std::int64_t run_id) const;
+  void sync_group_check(QTreeWidgetItem* group);
 
   QStringList keys_;  // the parameters the labels name, one column each
   std::map<std::int64_t, QTreeWidgetItem*> items_;
+  std::vector<QTreeWidgetItem*> group_items_;
 };
 
 }  // namespace commtune::ui
