@@ -1033,6 +1033,44 @@ class GuiTest : public QObject {
     QVERIFY2(misfit("").isEmpty(), qPrintable(misfit("a sweep analysed")));
   }
 
+  // Issue 45 item 9: at 1000 px the what-if table showed one row until the
+  // splitter was dragged, and its verdicts were cut to one line.
+  void the_what_if_table_shows_every_network_whole() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    seed_mixed_runs(path);  // an allreduce run among them: a verdict per network
+    MainWindow window(path);
+    window.resize(1600, 1000);
+    auto* analysis = analyse_sweep(window, 1);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 5 && !analysis->analysing(), 60000);
+    QApplication::processEvents();
+    auto* table = analysis->what_if_table();
+    QCOMPARE(table->rowCount(), static_cast<int>(commtune::net::link_presets().size()));
+    const int verdict = column_of(table, "verdict");
+    QVERIFY(verdict >= 0);
+    const auto viewport = table->viewport()->rect();
+    for (int r = 0; r < table->rowCount(); ++r) {
+      const auto cell = table->visualRect(table->model()->index(r, verdict));
+      QVERIFY2(viewport.contains(cell), qPrintable(QString("row %1's verdict at (%2, %3)-(%4, %5) in a %6x%7 viewport")
+                                                       .arg(r).arg(cell.left()).arg(cell.top()).arg(cell.right())
+                                                       .arg(cell.bottom()).arg(viewport.width()).arg(viewport.height())));
+      // The whole verdict fits its cell, wrapped at the column's width.
+      const auto text = table->item(r, verdict)->text();
+      const int needed = table->fontMetrics()
+                             .boundingRect(QRect(0, 0, cell.width() - 8, 100000), Qt::TextWordWrap, text)
+                             .height();
+      QVERIFY2(needed <= cell.height(), qPrintable(QString("row %1's verdict needs %2 px, has %3: %4")
+                                                        .arg(r).arg(needed).arg(cell.height()).arg(text)));
+      QVERIFY(table->item(r, verdict)->toolTip().startsWith(text));
+    }
+    // The wrapped rows still leave the window a laptop's height.
+    window.resize(1366, 700);
+    QApplication::processEvents();
+    const auto least = window.minimumSizeHint().expandedTo(window.minimumSize());
+    QVERIFY2(least.height() <= 700 && window.height() <= 700,
+             qPrintable(QString("at least %1 px high, %2 px now").arg(least.height()).arg(window.height())));
+  }
+
   void the_compressed_level_stays_off_the_bytes_axis() {
     // Issue 45: a log axis fitted exactly put a PowerSGD run's compressed level (0.156 MB a step after ten
     // steps of 4 MB) on the axis line, and the exported plot showed the line dropping to nothing.

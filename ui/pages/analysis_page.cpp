@@ -126,7 +126,13 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   what_if_ = new QTableWidget(0, 6, this);
   what_if_->setObjectName("analysis:what_if");
   what_if_->setHorizontalHeaderLabels({"network", "allreduce ms", "recommended", "its ms", "speedup", "verdict"});
+  // The verdict takes the width left and wraps: every word of it in view (issue 45: cut to one line, off the side).
   what_if_->horizontalHeader()->setSectionResizeMode(5, QHeaderView::Stretch);
+  what_if_->setWordWrap(true);
+  what_if_->setTextElideMode(Qt::ElideNone);
+  connect(what_if_->horizontalHeader(), &QHeaderView::sectionResized, this, [this](int section) {
+    if (section == 5) fit_what_if();
+  });
   what_if_->verticalHeader()->setVisible(false);
   what_if_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   note_ = new QLabel(this);
@@ -211,6 +217,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   views_->addTab(parallel_box, "Parallel coordinates");
   views_->addTab(importance_box, "Parameter importance");
   auto* splitter = new QSplitter(Qt::Vertical, this);
+  splitter_ = splitter;
   splitter->setObjectName("analysis:splitter");
   splitter->addWidget(views_);
   splitter->addWidget(what_if_);
@@ -469,12 +476,33 @@ void AnalysisPage::fill_what_if() {
     for (const auto& note : row.slowmo) tip += "\n" + QString::fromStdString(note);
     what_if_->item(r, 5)->setToolTip(tip);
   }
-  what_if_->resizeColumnsToContents();
-  // Every network's row in view, whatever the splitter above was left at.
-  int height = what_if_->horizontalHeader()->sizeHint().height() + 2 * what_if_->frameWidth() +
-               what_if_->horizontalScrollBar()->sizeHint().height();
-  for (int r = 0; r < what_if_->rowCount(); ++r) height += what_if_->rowHeight(r);
-  what_if_->setMinimumHeight(height);
+  for (int c = 0; c < 5; ++c) what_if_->resizeColumnToContents(c);
+  fit_what_if();
+}
+
+void AnalysisPage::fit_what_if() {
+  // Rows as tall as their wrapped verdicts, and every network's row in view, whatever the splitter above was
+  // left at (issue 45: one row showed at 1000 px).
+  // A smaller window (a laptop's 768 px) keeps two rows and scrolls the rest.
+  what_if_->resizeRowsToContents();
+  int least = what_if_->horizontalHeader()->sizeHint().height() + 2 * what_if_->frameWidth();
+  if (what_if_->horizontalScrollBar()->isVisible()) least += what_if_->horizontalScrollBar()->sizeHint().height();
+  int needed = least;
+  for (int r = 0; r < what_if_->rowCount(); ++r) {
+    needed += what_if_->rowHeight(r);
+    if (r < 2) least += what_if_->rowHeight(r);
+  }
+  what_if_->setMinimumHeight(least);
+  const auto sizes = splitter_->sizes();
+  const int total = sizes.value(0) + sizes.value(1);
+  if (total <= 0 || sizes.value(1) >= needed) return;
+  const int table = std::max(least, std::min(needed, total - views_->minimumSizeHint().height()));
+  splitter_->setSizes({total - table, table});
+}
+
+void AnalysisPage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fit_what_if();  // the room the window has now
 }
 
 }  // namespace commtune::ui

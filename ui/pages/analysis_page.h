@@ -32,6 +32,7 @@ class QSpinBox;
 class QDoubleSpinBox;
 class QTableWidget;
 class QTabWidget;
+class QSplitter;
 
 namespace commtune::ui {
 
@@ -74,11 +75,15 @@ class AnalysisPage : public QWidget {
   // The user asks to see these runs on the Runs page.
   void open_runs_requested(const std::vector<std::int64_t>& run_ids);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void analyse();
   void draw_pareto();
   void draw_heatmap();
   void fill_what_if();
+  void fit_what_if();
   void fill_parallel();
   void fill_parallel_table();
   void draw_importance();
@@ -102,6 +107,7 @@ class AnalysisPage : public QWidget {
   QCustomPlot* pareto_;
   QCustomPlot* heatmap_;
   QTableWidget* what_if_;
+  QSplitter* splitter_;  // the views over the what-if table
   QLabel* note_;
   QPushButton* resume_;
   SweepAnalysis data_;
