@@ -1071,6 +1071,52 @@ class GuiTest : public QObject {
              qPrintable(QString("at least %1 px high, %2 px now").arg(least.height()).arg(window.height())));
   }
 
+  // Issue 45 item 10: the parallel coordinates' value labels sat on the
+  // points (from the axis rightwards, under the lines leaving it) and no
+  // legend said what the colours meant.
+  void parallel_coordinates_label_beside_the_points_with_a_colour_legend() {
+    for (const auto choice : {ThemeChoice::Light, ThemeChoice::Dark}) {
+      commtune::ui::apply_theme(*qApp, choice);
+      ParallelCoordinates parallel;
+      parallel.resize(900, 500);
+      parallel.show();
+      std::vector<ParallelCoordinates::Line> lines;
+      for (int i = 0; i < 6; ++i)
+        lines.push_back({i + 1, {QString::number(1 << (i % 3)), i % 2 ? "topk" : "onebit", QString::number(1.0 + 0.1 * i)},
+                         1.0 + 0.1 * i});
+      parallel.set_data({"rank", "compressor", "tail loss"}, lines);
+      auto* plot = parallel.plot();
+      plot->replot(QCustomPlot::rpImmediateRefresh);
+      int labels = 0;
+      for (int i = 0; i < plot->itemCount(); ++i) {
+        auto* text = qobject_cast<QCPItemText*>(plot->item(i));
+        if (!text) continue;
+        ++labels;
+        const QRectF rect(text->topLeft->pixelPosition(), text->bottomRight->pixelPosition());
+        const double axis_px = plot->xAxis->coordToPixel(std::round(plot->xAxis->pixelToCoord(rect.center().x())));
+        QVERIFY2(rect.right() < axis_px - 3 || rect.left() > axis_px + 3,
+                 qPrintable(QString("'%1' spans %2..%3 px over its axis at %4 px")
+                                .arg(text->text()).arg(rect.left()).arg(rect.right()).arg(axis_px)));
+        QVERIFY2(text->layer()->index() > plot->plottable(0)->layer()->index(),
+                 qPrintable(text->text() + " is drawn under the lines"));
+      }
+      QVERIFY(labels >= 8);
+      if (choice == ThemeChoice::Dark) plot->savePng(QDir::temp().filePath("commtune-parallel-dark.png"));
+      QCPColorScale* scale = nullptr;
+      for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+        if (auto* s = qobject_cast<QCPColorScale*>(plot->plotLayout()->elementAt(i))) scale = s;
+      QVERIFY2(scale, "no colour legend");
+      QCOMPARE(scale->axis()->label(), QString("tail loss"));
+      QVERIFY(std::abs(scale->dataRange().lower - 1.0) < 1e-9 && std::abs(scale->dataRange().upper - 1.5) < 1e-9);
+      QCOMPARE(scale->axis()->labelColor(), commtune::ui::current_theme().foreground);
+      // The legend's colour at the best loss is the best line's.
+      auto gradient = scale->gradient();
+      QCOMPARE(QColor(gradient.color(1.0, scale->dataRange())), parallel.line_colour(0));
+      QCOMPARE(QColor(gradient.color(1.5, scale->dataRange())), parallel.line_colour(5));
+    }
+    commtune::ui::apply_theme(*qApp, ThemeChoice::Light);
+  }
+
   void the_compressed_level_stays_off_the_bytes_axis() {
     // Issue 45: a log axis fitted exactly put a PowerSGD run's compressed level (0.156 MB a step after ten
     // steps of 4 MB) on the axis line, and the exported plot showed the line dropping to nothing.

@@ -26,6 +26,19 @@ ParallelCoordinates::ParallelCoordinates(QWidget* parent) : QWidget(parent) {
   plot_->yAxis->setVisible(false);
   plot_->yAxis->setRange(-0.08, 1.08);
   plot_->xAxis->grid()->setVisible(false);
+  // The values' labels above the lines, which pass behind them.
+  plot_->addLayer("labels", plot_->layer("main"), QCustomPlot::limAbove);
+  // What the colours mean: viridis over the tail loss, as line_colour() draws it.
+  colour_scale_ = new QCPColorScale(plot_);
+  colour_scale_->setType(QCPAxis::atRight);
+  colour_scale_->setBarWidth(10);
+  colour_scale_->axis()->setLabel(colour_name_);
+  colour_scale_->setRangeDrag(false);
+  colour_scale_->setRangeZoom(false);
+  plot_->plotLayout()->addElement(0, 1, colour_scale_);
+  auto* margins = new QCPMarginGroup(plot_);
+  plot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+  colour_scale_->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_);
@@ -118,7 +131,25 @@ std::vector<std::int64_t> ParallelCoordinates::matching_runs() const {
 
 void ParallelCoordinates::apply_theme(const Theme& theme) {
   style_plot(plot_, theme);
+  style_axis(colour_scale_->axis(), theme);
   redraw();
+}
+
+void ParallelCoordinates::set_colour_name(const QString& name) {
+  colour_name_ = name;
+  colour_scale_->axis()->setLabel(name);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+std::optional<std::pair<double, double>> ParallelCoordinates::colour_range() const {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& l : lines_)
+    if (std::isfinite(l.colour_value)) {
+      lo = std::min(lo, l.colour_value);
+      hi = std::max(hi, l.colour_value);
+    }
+  if (!(lo <= hi)) return std::nullopt;
+  return std::make_pair(lo, hi);
 }
 
 void ParallelCoordinates::redraw() {
@@ -152,13 +183,21 @@ void ParallelCoordinates::redraw() {
     axis_line->start->setCoords(x, 0);
     axis_line->end->setCoords(x, 1);
     axis_line->setPen(QPen(theme.foreground, 1.2));
+    // Left of the axis, clear of its points, over the lines arriving there on a patch of background
+    // (issue 45: from the axis rightwards, the points and the lines leaving them covered the values).
     auto label = [&](double y, const QString& text) {
       auto* t = new QCPItemText(plot_);
-      t->position->setCoords(x, y);
-      t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
-      t->setPadding(QMargins(4, 0, 0, 0));
+      t->setLayer("labels");
+      t->position->setParentAnchorX(axis_line->start);  // 6 px left of the axis, at any width
+      t->position->setTypeX(QCPItemPosition::ptAbsolute);
+      t->position->setCoords(-6, y);
+      t->setPositionAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      t->setPadding(QMargins(2, 0, 2, 0));
       t->setText(text);
-      t->setColor(theme.muted);
+      t->setColor(theme.foreground);
+      QColor patch = theme.background;
+      patch.setAlpha(200);
+      t->setBrush(patch);
       t->setFont(QFont(font().family(), 7));
     };
     const auto& s = scales_[a];
@@ -177,6 +216,14 @@ void ParallelCoordinates::redraw() {
       fill.setAlpha(40);
       rect->setBrush(fill);
     }
+  }
+  // The colour legend: the gradient line_colour() draws with, over the same range.
+  const auto range = colour_range();
+  colour_scale_->setVisible(range.has_value());
+  if (range) {
+    const auto gradient = viridis_gradient();
+    colour_scale_->setGradient(theme.dark ? gradient.inverted() : gradient);
+    colour_scale_->setDataRange(QCPRange(range->first, range->second > range->first ? range->second : range->first + 1));
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -212,17 +259,13 @@ std::vector<std::pair<double, QString>> ParallelCoordinates::numeric_labels(std:
 QColor ParallelCoordinates::line_colour(std::size_t line) const {
   // Viridis over the finite values' range, the best (lowest) end the one
   // that stands out on the background: dark purple on light, yellow on dark.
-  double lo = INFINITY, hi = -INFINITY;
-  for (const auto& l : lines_)
-    if (std::isfinite(l.colour_value)) {
-      lo = std::min(lo, l.colour_value);
-      hi = std::max(hi, l.colour_value);
-    }
   const double value = lines_[line].colour_value;
-  if (!std::isfinite(value)) return QColor(0xd9, 0x53, 0x4f);  // diverged
+  const auto finite = colour_range();
+  if (!std::isfinite(value) || !finite) return QColor(0xd9, 0x53, 0x4f);  // diverged
+  const auto [lo, hi] = *finite;
   QCPColorGradient gradient = viridis_gradient();  // color() is not const
-  const QCPRange range(lo, hi > lo ? hi : lo + 1);
-  return QColor(gradient.color(current_theme().dark ? lo + hi - value : value, range));
+  if (current_theme().dark) gradient = gradient.inverted();
+  return QColor(gradient.color(value, QCPRange(lo, hi > lo ? hi : lo + 1)));
 }
 
 std::vector<std::size_t> ParallelCoordinates::drawing_order() const {

@@ -4,7 +4,8 @@
 // one, drawn on top). A run without a parameter (another hook's) passes that
 // axis by. Drag along an axis to brush a range: trials
 // outside every brush fade, and matching_runs() is what the table beside it
-// lists; a click on an axis clears its brush. Numbers spanning more than two
+// lists; a click on an axis clears its brush. A colour bar beside the axes
+// is the colours' legend; values are labelled left of their axis. Numbers spanning more than two
 // decades sit on a log scale; text values are spaced evenly in order.
 #pragma once
 
@@ -19,6 +20,7 @@
 
 class QCustomPlot;
 class QCPItemRect;
+class QCPColorScale;
 class QMouseEvent;
 
 namespace commtune::ui {
@@ -49,6 +51,8 @@ class ParallelCoordinates : public QWidget {
   // A numeric axis's labels: (position in [0, 1], text).
   std::vector<std::pair<double, QString>> numeric_labels(std::size_t axis) const;
   void apply_theme(const Theme& theme);
+  // What the colour shows, as the colour legend names it ("tail loss").
+  void set_colour_name(const QString& name);
 
  Q_SIGNALS:
   void selection_changed();
@@ -63,6 +67,7 @@ class ParallelCoordinates : public QWidget {
   std::vector<std::size_t> drawing_order() const;
   std::optional<PlotHit> line_hit(const QPointF& pixel) const;
   bool matches(std::size_t line) const;
+  std::optional<std::pair<double, double>> colour_range() const;  // of the finite colour values
   void on_press(QMouseEvent* event);
   void on_move(QMouseEvent* event);
   void on_release(QMouseEvent* event);
@@ -77,6 +82,8 @@ class ParallelCoordinates : public QWidget {
   double brush_start_ = 0;
   QCPItemRect* drag_rect_ = nullptr;
   PlotReadout* readout_ = nullptr;
+  QCPColorScale* colour_scale_ = nullptr;  // the colour legend
+  QString colour_name_ = "tail loss";
 };
 
 }  // namespace commtune::ui
