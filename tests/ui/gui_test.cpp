@@ -1117,6 +1117,37 @@ class GuiTest : public QObject {
     commtune::ui::apply_theme(*qApp, ThemeChoice::Light);
   }
 
+  // Issue 45 item 10: the Sweep form showed the TPE and SLURM fields whatever the strategy or backend.
+  void the_sweep_form_shows_tpe_and_slurm_fields_only_when_chosen() {
+    MainWindow window(store());
+    window.resize(1366, 768);
+    window.show();
+    window.show_page(MainWindow::kLaunch);
+    window.launch()->show_sweep(true);
+    auto* sweep = window.launch()->sweep();
+    const auto shown = [&](const QString& path) {
+      auto* field = sweep->findChild<ParamField*>("field:sweep." + path);
+      return field && field->isVisibleTo(sweep);
+    };
+    QVERIFY(shown("strategy") && shown("backend") && shown("trials"));
+    QVERIFY(!shown("tpe_startup_trials") && !shown("tpe_candidates"));
+    QVERIFY(!shown("slurm.partition"));
+    sweep->set_option("strategy", "tpe");
+    QVERIFY(shown("tpe_startup_trials") && shown("tpe_candidates"));
+    // As a user picks it: the strategy's own box.
+    sweep->findChild<ParamField*>("field:sweep.strategy")->findChild<QComboBox*>()->setCurrentText("random");
+    QVERIFY(!shown("tpe_candidates"));
+    sweep->findChild<ParamField*>("field:sweep.backend")->findChild<QComboBox*>()->setCurrentText("slurm");
+    QVERIFY(shown("slurm.partition"));
+    // A spec from a file shows what it chose.
+    auto spec = sweep->spec();
+    spec["strategy"] = "tpe";
+    spec["trials"] = 8;
+    spec["backend"] = "local";
+    sweep->set_spec(spec);
+    QVERIFY(shown("tpe_candidates") && !shown("slurm.partition"));
+  }
+
   void the_compressed_level_stays_off_the_bytes_axis() {
     // Issue 45: a log axis fitted exactly put a PowerSGD run's compressed level (0.156 MB a step after ten
     // steps of 4 MB) on the axis line, and the exported plot showed the line dropping to nothing.

@@ -63,6 +63,7 @@ SweepEditor::SweepEditor(ConfigForm* base, QWidget* parent) : QWidget(parent), b
 
   auto* options_box = new QGroupBox("Search", this);
   auto* form = new QFormLayout(options_box);
+  options_form_ = form;
   for (auto& [path, spec] : option_specs()) {
     auto* f = new ParamField(spec, "sweep." + QString::fromStdString(path), options_box);
     form->addRow(QString::fromStdString(path), f);
@@ -238,7 +239,24 @@ void SweepEditor::revalidate() {
       problem_ = QString::fromUtf8(e.what());
     }
   }
+  show_chosen_options();
   Q_EMIT changed();
+}
+
+void SweepEditor::show_chosen_options() {
+  // TPE's own fields for TPE, SLURM's for the SLURM backend (issue 45: every field, whatever was chosen).
+  const auto chosen = [this](const char* key, const char* fallback) {
+    return option_values_.contains(key) && option_values_[key].is_string() ? option_values_[key].get<std::string>()
+                                                                           : std::string(fallback);
+  };
+  const bool tpe = chosen("strategy", "grid") == "tpe";
+  const bool slurm = chosen("backend", "local") == "slurm";
+  for (const auto& [path, f] : options_) {
+    bool shown = true;
+    if (path.startsWith("tpe_")) shown = tpe;
+    if (path.startsWith("slurm.")) shown = slurm;
+    options_form_->setRowVisible(f, shown);
+  }
 }
 
 }  // namespace commtune::ui

@@ -12,6 +12,7 @@
 
 class QTableWidget;
 class QLabel;
+class QFormLayout;
 
 namespace commtune::ui {
 
@@ -41,12 +42,14 @@ class SweepEditor : public QWidget {
 
  private:
   void revalidate();
+  void show_chosen_options();  // the strategy's and the backend's own fields, not the others'
   QString next_axis_param() const;
   nlohmann::json axes_json() const;  // throws ConfigError naming the axis
 
   ConfigForm* base_;
   QTableWidget* axes_;
   std::map<QString, ParamField*> options_;
+  QFormLayout* options_form_;
   nlohmann::json option_values_ = nlohmann::json::object();
   QString problem_;
   int trials_ = 0;
