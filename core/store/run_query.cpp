@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "core/config/run_config.h"
+#include "core/schema/param_schema.h"
 
 namespace commtune {
 
@@ -134,24 +135,57 @@ QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, cons
   return row;
 }
 
-bool is_parameter_name(const std::string& name) {
+namespace {
+
+// Every parameter of the schema (loaded plugins included), once each.
+std::vector<std::string> parameter_names() {
   const auto schema = describe_schema();
-  const auto has = [&](const nlohmann::json& params, const std::string& prefix) {
+  std::vector<std::string> out;
+  const auto add = [&](const nlohmann::json& params, const std::string& prefix) {
     for (const auto& p : params)
-      if (prefix + p["name"].get<std::string>() == name) return true;
-    return false;
+      if (auto name = prefix + p["name"].get<std::string>(); std::find(out.begin(), out.end(), name) == out.end())
+        out.push_back(std::move(name));
   };
-  if (has(schema["root"], "")) return true;
+  add(schema["root"], "");
   for (const auto& section : schema["sections"]) {
     const auto prefix = section["section"].get<std::string>() + ".";
-    if (name == prefix + "name" && section.contains("entries")) return true;
-    if (has(section.value("params", nlohmann::json::array()), prefix) ||
-        has(section.value("common", nlohmann::json::array()), prefix))
-      return true;
-    for (const auto& entry : section.value("entries", nlohmann::json::array()))
-      if (has(entry["params"], prefix)) return true;
+    if (section.contains("entries")) out.push_back(prefix + "name");
+    add(section.value("params", nlohmann::json::array()), prefix);
+    add(section.value("common", nlohmann::json::array()), prefix);
+    for (const auto& entry : section.value("entries", nlohmann::json::array())) add(entry["params"], prefix);
   }
-  return false;
+  return out;
+}
+
+// " (did you mean 'X'?)" for the name closest to one the query does not know, or "".
+std::string suggestion(const std::string& name, const std::vector<std::string>& known_params) {
+  std::vector<std::string> names = query_figures();
+  names.push_back("loss");  // answered with both losses
+  const auto params = parameter_names();
+  names.insert(names.end(), known_params.begin(), known_params.end());
+  names.insert(names.end(), params.begin(), params.end());
+  auto hint = closest_name(name, names);
+  if (hint.empty() && name.find('.') == std::string::npos) {
+    // A parameter named without its section: lr for optimizer.lr.
+    std::vector<std::string> tails, full;
+    for (const auto& n : names)
+      if (const auto dot = n.rfind('.'); dot != std::string::npos) {
+        tails.push_back(n.substr(dot + 1));
+        full.push_back(n);
+      }
+    const auto tail = closest_name(name, tails);
+    if (!tail.empty()) hint = full[static_cast<std::size_t>(std::find(tails.begin(), tails.end(), tail) - tails.begin())];
+  }
+  if (hint.empty()) return "";
+  if (hint == "loss") return " (did you mean 'tail_loss' or 'last_loss'?)";
+  return " (did you mean '" + hint + "'?)";
+}
+
+}  // namespace
+
+bool is_parameter_name(const std::string& name) {
+  const auto names = parameter_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 RunQuery RunQuery::parse(const std::string& input, const std::vector<std::string>& known_params) {
@@ -185,8 +219,8 @@ RunQuery RunQuery::parse(const std::string& input, const std::vector<std::string
                        "show it) or last_loss (the last step's)");
     } else if (std::find(known_params.begin(), known_params.end(), c.name) == known_params.end() &&
                !is_parameter_name(c.name)) {
-      throw QueryError("no figure or parameter '" + c.name +
-                       "': use a parameter (hook.matrix_approximation_rank; `commtune-cli params` lists them) or one "
+      throw QueryError("no figure or parameter '" + c.name + "'" + suggestion(c.name, known_params) +
+                       ": use a parameter (hook.matrix_approximation_rank; `commtune-cli params` lists them) or one "
                        "of id, name, sweep, status, hook, tag, ranks, steps, tail_loss, last_loss, ms, mb, ratio, wall");
     }
     if (c.value.empty()) throw QueryError("'" + c.name + " " + c.op + "' needs a value");

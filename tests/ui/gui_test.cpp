@@ -926,7 +926,16 @@ class GuiTest : public QObject {
     QVERIFY2(runs->filter_problem().contains("'hook.matrix_aproximation_rank'"), qPrintable(runs->filter_problem()));
     const auto refused = cli_search(path, "hook.matrix_aproximation_rank = 2");
     QVERIFY2(refused.startsWith("exit 2") && refused.contains("'hook.matrix_aproximation_rank'"), qPrintable(refused));
+    // Issue 45 item 10: a mistyped name is answered with the name meant, the CLI's words, and shows no run
+    // (the table showed every run, as if the filter held for all).
+    runs->search()->setText("los < 1");
+    QVERIFY2(runs->filter_problem().contains("'los'") && runs->filter_problem().contains("did you mean 'tail_loss'"),
+             qPrintable(runs->filter_problem()));
+    QCOMPARE(runs->visible_runs(), 0);
+    const auto mistyped = cli_search(path, "los < 1");
+    QVERIFY2(mistyped.startsWith("exit 2") && mistyped.contains(runs->filter_problem()), qPrintable(mistyped));
     runs->search()->clear();
+    QCOMPARE(runs->visible_runs(), 5);
 
     // Analysed: the one hook with a compressor is one heatmap column, centred on its tick.
     auto* analysis = window.analysis();

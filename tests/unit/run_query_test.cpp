@@ -82,5 +82,34 @@ TEST(RunQuery, UnknownNamesAndMissingValuesAreRefusedByName) {
   EXPECT_THROW(RunQuery::parse("tail_loss < " + std::string(100000, '1')), QueryError);  // refused, not a stack overflow
 }
 
+// A mistyped name is answered with the name meant (issue 45: `los` suggested nothing), one answer for
+// `list --search` and the Runs page.
+TEST(RunQuery, AMistypedNameSuggestsTheNameMeant) {
+  const auto refusal = [](const std::string& query, const std::vector<std::string>& known = {}) {
+    try {
+      RunQuery::parse(query, known);
+    } catch (const QueryError& e) {
+      return std::string(e.what());
+    }
+    return std::string("taken");
+  };
+  const auto los = refusal("los < 1");
+  EXPECT_NE(los.find("'los'"), std::string::npos) << los;
+  EXPECT_NE(los.find("did you mean 'tail_loss' or 'last_loss'?"), std::string::npos) << los;
+  const auto tail = refusal("tail_los < 1");
+  EXPECT_NE(tail.find("did you mean 'tail_loss'?"), std::string::npos) << tail;
+  const auto rank = refusal("hook.matrix_aproximation_rank = 2");
+  EXPECT_NE(rank.find("did you mean 'hook.matrix_approximation_rank'?"), std::string::npos) << rank;
+  // A parameter named without its section.
+  const auto bare = refusal("matrix_approximation_rank = 2");
+  EXPECT_NE(bare.find("did you mean 'hook.matrix_approximation_rank'?"), std::string::npos) << bare;
+  // A plugin's parameter seen in the store.
+  const auto plugin = refusal("hook.treshold = 2", {"hook.threshold"});
+  EXPECT_NE(plugin.find("did you mean 'hook.threshold'?"), std::string::npos) << plugin;
+  // Nothing close: no guess.
+  const auto far = refusal("zzzzzzzz = 1");
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+}
+
 }  // namespace
 }  // namespace commtune

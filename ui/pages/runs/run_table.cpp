@@ -121,7 +121,8 @@ QList<QStandardItem*> row_items(const RunRow& row, const QStringList& swept) {
 class RunFilter final : public QSortFilterProxyModel {
  public:
   using QSortFilterProxyModel::QSortFilterProxyModel;
-  // A query that does not parse (being typed) hides nothing.
+  // A query refused (no query: a name it does not know, a condition without its value) shows no run: every
+  // run under a filter the user typed read as if it held for all of them (issue 45).
   void set(std::optional<RunQuery> query, const QString& status, const std::vector<QueryRow>* rows) {
     query_ = std::move(query);
     status_ = status;
@@ -133,12 +134,13 @@ class RunFilter final : public QSortFilterProxyModel {
   bool filterAcceptsRow(int row, const QModelIndex& parent) const override {
     const auto* m = sourceModel();
     if (!status_.isEmpty() && m->index(row, kStatus, parent).data().toString() != status_) return false;
-    if (!query_ || !rows_ || row >= static_cast<int>(rows_->size())) return true;
+    if (!query_) return false;
+    if (!rows_ || row >= static_cast<int>(rows_->size())) return true;
     return query_->matches((*rows_)[static_cast<std::size_t>(row)]);
   }
 
  private:
-  std::optional<RunQuery> query_;
+  std::optional<RunQuery> query_ = RunQuery{};  // none: refused
   QString status_;
   const std::vector<QueryRow>* rows_ = nullptr;
 };
