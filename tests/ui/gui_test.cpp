@@ -54,6 +54,7 @@
 #include "ui/plot/parallel_coordinates.h"
 #include "ui/plot/run_plots.h"
 #include "ui/theme.h"
+#include "core/verdict/sweep_figures.h"
 
 using namespace commtune::ui;
 
@@ -1155,6 +1156,74 @@ class GuiTest : public QObject {
     spec["backend"] = "local";
     sweep->set_spec(spec);
     QVERIFY(shown("tpe_candidates") && !shown("slurm.partition"));
+  }
+
+  // Issue 45 item 11: a best-so-far plot, the tail loss's empirical distribution, the sign of each parameter's
+  // effect beside its importance and the baseline on the slices, each drawn from core/verdict/sweep_figures.h.
+  void the_sweeps_history_distribution_signs_and_baselines_are_drawn_from_core() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    seed_mixed_runs(path);  // four trials and an allreduce baseline at 1.0
+    MainWindow window(path);
+    window.resize(1600, 1000);
+    auto* analysis = analyse_sweep(window, 1);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 5 && !analysis->analysing(), 60000);
+    const auto history = commtune::optimization_history(analysis->data());
+    QCOMPARE(history.trials.size(), std::size_t{4});
+    auto* history_plot = analysis->findChild<QCustomPlot*>("plot:history");
+    QVERIFY(history_plot);
+    auto* best = history_plot->graph(1);
+    QCOMPARE(best->name(), QString("best so far"));
+    QCOMPARE(best->dataCount(), 4);
+    for (int i = 0; i < 4; ++i) {
+      QCOMPARE(best->data()->at(i)->key, double(i + 1));
+      QCOMPARE(best->data()->at(i)->value, *history.trials[static_cast<std::size_t>(i)].best);
+    }
+    const auto baseline_line_at = [](QCustomPlot* plot, bool vertical) -> std::optional<double> {
+      for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* line = qobject_cast<QCPItemStraightLine*>(plot->item(i)))
+          return vertical ? line->point1->coords().x() : line->point1->coords().y();
+      return std::nullopt;
+    };
+    QCOMPARE(baseline_line_at(history_plot, false).value_or(-1), 1.0);
+    analysis->views()->setCurrentIndex(analysis->views()->count() - 1);
+    history_plot->replot(QCustomPlot::rpImmediateRefresh);
+    const auto first = history_plot->graph(0)->data()->at(0);
+    const auto read = analysis->history_readout()->hover(
+        {history_plot->xAxis->coordToPixel(first->key), history_plot->yAxis->coordToPixel(first->value)});
+    QVERIFY2(read && read->text.startsWith("trial 1 (run ") && read->runs.size() == 1, qPrintable(read ? read->text : "nothing"));
+    // The distribution: a step at each trial's loss, the share of the four at or below it.
+    const auto edf = commtune::empirical_distribution(analysis->data());
+    auto* distribution = analysis->findChild<QCustomPlot*>("plot:distribution");
+    QVERIFY(distribution);
+    QCOMPARE(distribution->graph(0)->dataCount(), static_cast<int>(edf.losses.size()));
+    for (std::size_t i = 0; i < edf.losses.size(); ++i) {
+      QCOMPARE(distribution->graph(0)->data()->at(static_cast<int>(i))->key, edf.losses[i]);
+      QCOMPARE(distribution->graph(0)->data()->at(static_cast<int>(i))->value, edf.fractions[i]);
+    }
+    QCOMPARE(edf.fractions.back(), 1.0);
+    QCOMPARE(baseline_line_at(distribution, true).value_or(-1), 1.0);
+    distribution->replot(QCustomPlot::rpImmediateRefresh);
+    const auto step = distribution->graph(0)->data()->at(1);
+    const auto share = analysis->distribution_readout()->hover(
+        {distribution->xAxis->coordToPixel(step->key), distribution->yAxis->coordToPixel(step->value)});
+    QVERIFY2(share && share->text.contains("2 of 4 trials"), qPrintable(share ? share->text : "nothing"));
+    // The slice over the compressor, which allreduce does not have: the baseline as one level.
+    analysis->findChild<QComboBox*>("analysis:slice_param")->setCurrentText("hook.byteps_compressor_type");
+    QCOMPARE(baseline_line_at(analysis->plots()[4], false).value_or(-1), 1.0);
+
+    // A sweep over PowerSGD's rank, whose loss falls as the rank rises: the importance bar says so.
+    QTemporaryDir other_dir;
+    const auto other_path = other_dir.filePath("runs.db");
+    const auto sweep = seed_sweep(other_path, {1, 4, 8}, {2, 10});
+    MainWindow other(other_path);
+    auto* other_analysis = analyse_sweep(other, sweep);
+    QTRY_VERIFY_WITH_TIMEOUT(other_analysis->data().runs.size() == 6 && !other_analysis->analysing(), 60000);
+    auto ticker = other_analysis->plots()[3]->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    QStringList ticks;
+    for (const auto& label : ticker->ticks()) ticks << label;
+    QVERIFY2(ticks.contains("hook.matrix_approximation_rank (−)"), qPrintable(ticks.join(" | ")));
   }
 
   void the_compressed_level_stays_off_the_bytes_axis() {

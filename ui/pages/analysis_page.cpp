@@ -24,6 +24,7 @@
 #include "ui/async.h"
 #include "ui/forms/param_field.h"
 #include "ui/pages/analysis/heatmap_view.h"
+#include "ui/pages/analysis/history_view.h"
 #include "ui/pages/analysis/importance_view.h"
 #include "ui/pages/analysis/pareto_view.h"
 #include "ui/pages/analysis/slice_view.h"
@@ -210,12 +211,23 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   slice_layout->addWidget(slice_, 1);
   connect(slice_param_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_slice);
 
+  // The search as it went (the best so far per trial) beside the tail loss's distribution over the trials.
+  history_ = make_plot("Optimization history", "tail loss", this);
+  history_->setObjectName("plot:history");
+  distribution_ = make_plot("Empirical distribution", "share of trials at or below", this);
+  distribution_->setObjectName("plot:distribution");
+  auto* history_box = new QSplitter(this);
+  history_box->setObjectName("analysis:history");
+  history_box->addWidget(history_);
+  history_box->addWidget(distribution_);
+
   views_ = new QTabWidget(this);
   views_->setObjectName("analysis:views");
   views_->addTab(plots, "Pareto and heatmap");
   views_->addTab(slice_box, "Slices");
   views_->addTab(parallel_box, "Parallel coordinates");
   views_->addTab(importance_box, "Parameter importance");
+  views_->addTab(history_box, "History and distribution");
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter_ = splitter;
   splitter->setObjectName("analysis:splitter");
@@ -245,11 +257,16 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   heatmap_view_ = std::make_unique<HeatmapView>(heatmap_, font().family());
   slice_view_ = std::make_unique<SliceView>(slice_);
   importance_view_ = std::make_unique<ImportanceView>(importance_, importance_note_);
+  history_view_ = std::make_unique<HistoryView>(history_);
+  distribution_view_ = std::make_unique<DistributionView>(distribution_);
+  history_readout_ = new PlotReadout(history_, [this](const QPointF& at) { return history_view_->hit(at); });
+  distribution_readout_ =
+      new PlotReadout(distribution_, [this](const QPointF& at) { return distribution_view_->hit(at); });
   pareto_readout_ = new PlotReadout(pareto_, [this](const QPointF& at) { return pareto_view_->hit(at); });
   heatmap_readout_ = new PlotReadout(heatmap_, [this](const QPointF& at) { return heatmap_view_->hit(at); });
   slice_readout_ = new PlotReadout(slice_, [this](const QPointF& at) { return slice_view_->hit(at); });
   importance_readout_ = new PlotReadout(importance_, [this](const QPointF& at) { return importance_view_->hit(at); });
-  for (auto* readout : {pareto_readout_, heatmap_readout_, slice_readout_})
+  for (auto* readout : {pareto_readout_, heatmap_readout_, slice_readout_, history_readout_})
     connect(readout, &PlotReadout::clicked, this, &AnalysisPage::open_runs_requested);
   apply_theme(current_theme());
 }
@@ -257,7 +274,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
 AnalysisPage::~AnalysisPage() = default;
 
 std::vector<QCustomPlot*> AnalysisPage::plots() const {
-  return {pareto_, heatmap_, parallel_->plot(), importance_, slice_};
+  return {pareto_, heatmap_, parallel_->plot(), importance_, slice_, history_, distribution_};
 }
 
 std::int64_t AnalysisPage::shown_sweep() const { return scope_->currentData().toLongLong(); }
@@ -365,12 +382,13 @@ void AnalysisPage::analyse() {
         fill_what_if();
         fill_parallel();
         draw_importance();
+        draw_history();
         Q_EMIT analysed();
       });
 }
 
 void AnalysisPage::apply_theme(const Theme& t) {
-  for (auto* plot : {pareto_, heatmap_, importance_, slice_}) {
+  for (auto* plot : {pareto_, heatmap_, importance_, slice_, history_, distribution_}) {
     style_plot(plot, t);
     plot->replot();
   }
@@ -379,6 +397,7 @@ void AnalysisPage::apply_theme(const Theme& t) {
   draw_heatmap();  // its colour scale's axis too
   draw_slice();
   draw_importance();
+  draw_history();
 }
 
 void AnalysisPage::fill_parallel() {
@@ -449,7 +468,13 @@ void AnalysisPage::draw_heatmap() {
 
 void AnalysisPage::draw_slice() { slice_view_->draw(data_, slice_param_->currentText().toStdString()); }
 
-void AnalysisPage::draw_importance() { importance_view_->draw(data_.importance); }
+void AnalysisPage::draw_importance() { importance_view_->draw(data_.importance, loss_correlations(data_)); }
+
+void AnalysisPage::draw_history() {
+  const auto history = optimization_history(data_);
+  history_view_->draw(history);
+  distribution_view_->draw(empirical_distribution(data_), history.baseline_loss);
+}
 
 void AnalysisPage::fill_what_if() {
   what_if_->setRowCount(0);

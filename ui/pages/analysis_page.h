@@ -42,6 +42,8 @@ class ParetoView;
 class HeatmapView;
 class SliceView;
 class ImportanceView;
+class HistoryView;
+class DistributionView;
 
 class AnalysisPage : public QWidget {
   Q_OBJECT
@@ -67,6 +69,8 @@ class AnalysisPage : public QWidget {
   PlotReadout* heatmap_readout() const { return heatmap_readout_; }
   PlotReadout* slice_readout() const { return slice_readout_; }
   PlotReadout* importance_readout() const { return importance_readout_; }
+  PlotReadout* history_readout() const { return history_readout_; }
+  PlotReadout* distribution_readout() const { return distribution_readout_; }
 
  Q_SIGNALS:
   void analysed();
@@ -88,6 +92,7 @@ class AnalysisPage : public QWidget {
   void fill_parallel_table();
   void draw_importance();
   void draw_slice();
+  void draw_history();
 
   QString store_path_;
   QComboBox* scope_;
@@ -116,6 +121,12 @@ class AnalysisPage : public QWidget {
   std::unique_ptr<HeatmapView> heatmap_view_;
   std::unique_ptr<SliceView> slice_view_;
   std::unique_ptr<ImportanceView> importance_view_;
+  std::unique_ptr<HistoryView> history_view_;
+  std::unique_ptr<DistributionView> distribution_view_;
+  QCustomPlot* history_;
+  QCustomPlot* distribution_;
+  PlotReadout* history_readout_;
+  PlotReadout* distribution_readout_;
   QComboBox* slice_param_;
   QCustomPlot* slice_;
   PlotReadout* slice_readout_;

@@ -16,7 +16,14 @@
 
 namespace commtune::ui {
 
-void ImportanceView::draw(const ImportanceResult& importance) {
+const ParamCorrelation* ImportanceView::correlation_of(const std::string& param) const {
+  for (const auto& c : correlations_)
+    if (c.param == param) return &c;
+  return nullptr;
+}
+
+void ImportanceView::draw(const ImportanceResult& importance, const std::vector<ParamCorrelation>& correlations) {
+  correlations_ = correlations;
   plot_->clearPlottables();
   plot_->clearItems();
   const Theme t = current_theme();
@@ -29,7 +36,10 @@ void ImportanceView::draw(const ImportanceResult& importance) {
   const auto& shares = shares_;
   for (std::size_t i = 0; i < shares.size(); ++i) {
     const auto& imp = shares[i];
-    ticker->addTick(static_cast<double>(i), QString::fromStdString(imp.param));
+    // The sign of its effect beside its name: which way to move it.
+    const auto* c = imp.kind == Importance::Kind::Parameter ? correlation_of(imp.param) : nullptr;
+    const auto sign = c ? QString::fromStdString(c->sign()) : QString();
+    ticker->addTick(static_cast<double>(i), QString::fromStdString(imp.param) + (sign.isEmpty() ? "" : " (" + sign + ")"));
     bars->addData(static_cast<double>(i), imp.share);
     auto* value = new QCPItemText(plot_);
     value->position->setCoords(static_cast<double>(i), imp.share);
@@ -41,8 +51,10 @@ void ImportanceView::draw(const ImportanceResult& importance) {
   }
   note_->setText(
       QString::fromStdString(importance.method) +
-      (shares.empty() ? QString() : " The shares add up to 100% of the tail loss's variance; allreduce baselines and "
-                                    "diverged trials are left out."));
+      (shares.empty() ? QString()
+                      : " The shares add up to 100% of the tail loss's variance; allreduce baselines and diverged "
+                        "trials are left out. Beside a number's name, the sign of its effect: (+) the tail loss "
+                        "rises with it, (−) it falls (Spearman's rank correlation over the trials)."));
   plot_->xAxis->setTicker(ticker);
   plot_->xAxis->setRange(-0.6, std::max<double>(1, static_cast<double>(shares.size())) - 0.4);
   plot_->xAxis->setLabel(shares.empty() ? "needs a sweep with 3 or more finished trials" : "");
@@ -62,10 +74,19 @@ std::optional<PlotHit> ImportanceView::hit(const QPointF& pixel) const {
   const auto share = QString::number(100 * imp.share, 'f', 1);
   switch (imp.kind) {
     case Importance::Kind::Parameter:
-      return PlotHit{QString("%1: %2% of the tail loss's variance, between its %3 values")
+    {
+      QString effect;
+      if (const auto* c = correlation_of(imp.param); c && c->rho)
+        effect = QString("; the tail loss %1 as it rises (Spearman's rank correlation %2 over %3 trials)")
+                     .arg(*c->rho > 0 ? "rises" : "falls")
+                     .arg(*c->rho, 0, 'f', 2)
+                     .arg(c->trials);
+      return PlotHit{QString("%1: %2% of the tail loss's variance, between its %3 values%4")
                          .arg(QString::fromStdString(imp.param), share)
-                         .arg(imp.groups),
+                         .arg(imp.groups)
+                         .arg(effect),
                      {}};
+    }
     case Importance::Kind::Interactions:
       return PlotHit{QString("interactions: %1% of the tail loss's variance, from parameters varying together")
                          .arg(share),

@@ -1,6 +1,8 @@
 // The Analysis page's importance bars: each swept parameter's share of the
 // tail loss's variance (core/sweep/param_importance.h), interactions and
-// noise, with the decomposition named under them; and what a bar reads.
+// noise, with the decomposition named under them and beside each parameter
+// the sign of its effect (core/verdict/sweep_figures.h: + the loss rises with
+// it, − it falls); and what a bar reads.
 #pragma once
 
 #include <QString>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "core/verdict/sweep_analysis.h"
+#include "core/verdict/sweep_figures.h"
 #include "ui/plot/plot_readout.h"
 
 class QCustomPlot;
@@ -20,13 +23,15 @@ namespace commtune::ui {
 class ImportanceView {
  public:
   ImportanceView(QCustomPlot* plot, QLabel* note) : plot_(plot), note_(note) {}
-  void draw(const ImportanceResult& importance);
+  void draw(const ImportanceResult& importance, const std::vector<ParamCorrelation>& correlations = {});
   std::optional<PlotHit> hit(const QPointF& pixel) const;
 
  private:
   QCustomPlot* plot_;
   QLabel* note_;  // the decomposition used
   std::vector<Importance> shares_;
+  std::vector<ParamCorrelation> correlations_;
+  const ParamCorrelation* correlation_of(const std::string& param) const;
 };
 
 }  // namespace commtune::ui
