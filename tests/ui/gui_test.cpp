@@ -1471,6 +1471,45 @@ class GuiTest : public QObject {
     QCOMPARE(shown, 4);
   }
 
+  // Issue 45 item 11: runs grouped by any parameter (W&B's group by), not only seeds, with mean and band.
+  void runs_group_by_any_parameter_with_mean_and_band() {
+    RunPlots plots;
+    plots.resize(1000, 700);
+    plots.show();
+    const std::vector<std::pair<qint64, QString>> runs{
+        {1, "1 rank=1 lr=0.1"}, {2, "2 rank=4 lr=0.1"}, {3, "3 rank=1 lr=0.2"}, {4, "4 rank=4 lr=0.2"}, {5, "5 allreduce"}};
+    for (const auto& [id, label] : runs) {
+      plots.add_run(id, label);
+      for (int step = 0; step < 20; ++step) {
+        LivePoint p;
+        p.run_id = id;
+        p.step = step;
+        p.loss = static_cast<double>(id);
+        plots.append(p);
+      }
+    }
+    QVERIFY(!plots.set_group_by("momentum"));  // no run names it
+    QVERIFY(plots.set_group_by("lr"));
+    plots.refresh(true);
+    const auto groups = plots.shown_groups();
+    QCOMPARE(groups.size(), std::size_t{2});
+    QCOMPARE(QString::fromStdString(groups[0].key), QString("lr=0.1"));
+    QCOMPARE(groups[0].runs, (std::vector<std::int64_t>{1, 2}));
+    QCOMPARE(plots.group_mean_graph(0)->data()->at(5)->value, 1.5);
+    QCOMPARE(plots.group_mean_graph(1)->data()->at(5)->value, 3.5);
+    QVERIFY(std::abs(plots.group_band_graph(1, true)->data()->at(5)->value - (3.5 + std::sqrt(0.5))) < 1e-9);
+    QVERIFY(plots.loss_graph(5)->visible() && !plots.loss_graph(1)->visible());
+    QStringList rows;
+    for (int i = 0; i < plots.run_list()->topLevelItemCount(); ++i)
+      if (!plots.run_list()->topLevelItem(i)->isHidden()) rows << plots.run_list()->topLevelItem(i)->text(0);
+    QVERIFY2(rows.contains("lr=0.1 (2 runs)") && rows.contains("lr=0.2 (2 runs)") && rows.size() == 3,
+             qPrintable(rows.join(" | ")));
+    QVERIFY(plots.set_group_by("rank"));
+    QCOMPARE(plots.shown_groups()[1].runs, (std::vector<std::int64_t>{2, 4}));
+    plots.set_group_seeds(false);
+    QVERIFY(plots.shown_groups().empty());
+  }
+
   // The front the Pareto plot draws (by bytes on the wire) is `compare
   // --json`'s pareto_front, run for run: one computation in core. Two start
   // iterations per rank send alike and reach the same loss: the first run

@@ -15,6 +15,8 @@ using commtune::ui::GroupSeries;
 using commtune::ui::LiveMetric;
 using commtune::ui::LivePoint;
 using commtune::ui::SeriesModel;
+using commtune::ui::SeedGroup;
+using commtune::ui::group_label;
 
 namespace {
 
@@ -141,6 +143,32 @@ TEST(SeriesModel, GroupsRunsThatDifferOnlyInTheirSeed) {
   ASSERT_EQ(groups.size(), 1u);  // lr=0.2 has a single seed
   EXPECT_EQ(groups[0].key, "lr=0.1");
   EXPECT_EQ(groups[0].runs, (std::vector<std::int64_t>{1, 2, 5}));
+}
+
+// Issue 45 item 11: runs grouped by any parameter, as W&B groups them: the runs that share its value.
+TEST(SeriesModel, GroupsRunsByAnyParameterTheirLabelsOrValuesName) {
+  SeriesModel model;
+  model.add_run(1, "1 rank=1 lr=0.1 seed=0");
+  model.add_run(2, "2 rank=4 lr=0.1 seed=0");
+  model.add_run(3, "3 rank=1 lr=0.2 seed=0");
+  model.add_run(4, "4 rank=4 lr=0.2 seed=0");
+  model.add_run(5, "5 allreduce", {{"lr", "0.1"}});  // the values given, not the label's words
+  model.add_run(6, "6 allreduce");                   // no lr: drawn on its own
+  EXPECT_EQ(model.group_parameters(), (std::vector<std::string>{"rank", "lr", "seed"}));
+  const auto by_lr = model.groups_by("lr");
+  ASSERT_EQ(by_lr.size(), 2u);
+  EXPECT_EQ(by_lr[0].key, "lr=0.1");
+  EXPECT_EQ(by_lr[0].runs, (std::vector<std::int64_t>{1, 2, 5}));
+  EXPECT_EQ(group_label(by_lr[0]), "lr=0.1 (3 runs)");
+  EXPECT_EQ(by_lr[1].runs, (std::vector<std::int64_t>{3, 4}));
+  const auto by_rank = model.groups_by("rank");
+  ASSERT_EQ(by_rank.size(), 2u);
+  EXPECT_EQ(by_rank[1].key, "rank=4");
+  // A value that one run alone has is no group; seeds are the replicas' grouping.
+  model.add_run(7, "7 rank=16 lr=0.3");
+  EXPECT_EQ(model.groups_by("rank").size(), 2u);
+  EXPECT_EQ(model.groups_by("").size(), 0u);  // "": by seed, and no configuration here has two
+  EXPECT_EQ(group_label(SeedGroup{"lr=0.1", {1, 2}}), "lr=0.1 (2 seeds)");
 }
 
 TEST(GroupSeries, MeanAndSampleSdOverTheStepsEveryReplicaReached) {

@@ -115,14 +115,18 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
 
   bucket_table_ = new BucketTable(this);
 
-  group_seeds_ = new QCheckBox("Group seeds", this);
-  group_seeds_->setObjectName("plots:group_seeds");
-  group_seeds_->setToolTip("Runs that differ only in their seed (labels ending seed=N) as one curve: their mean "
-                           "loss, with a band of one standard deviation either side");
-  connect(group_seeds_, &QCheckBox::toggled, this, [this] { regroup(); });
+  group_by_ = new QComboBox(this);
+  group_by_->setObjectName("plots:group_by");
+  group_by_->setToolTip("Runs drawn as one curve: their mean loss, with a band of one standard deviation either "
+                        "side. Seeds: runs that differ only in their seed (labels ending seed=N); a parameter: the "
+                        "runs that share its value");
+  group_by_->addItem("no grouping");
+  group_by_->addItem("seeds", QString());
+  connect(group_by_, &QComboBox::currentIndexChanged, this, [this] { regroup(); });
 
   auto* controls = new QHBoxLayout;
-  controls->addWidget(group_seeds_);
+  controls->addWidget(new QLabel("Group", this));
+  controls->addWidget(group_by_);
   controls->addSpacing(12);
   controls->addWidget(new QLabel("Loss against", this));
   controls->addWidget(x_axis_);
@@ -195,7 +199,9 @@ void RunPlots::set_x_axis_labels() {
 void RunPlots::add_run(std::int64_t run_id, const QString& label,
                        const std::vector<std::pair<QString, QString>>& values) {
   if (has_run(run_id)) return;
-  model_.add_run(run_id, label.toStdString());
+  std::vector<std::pair<std::string, std::string>> named;
+  for (const auto& [param, value] : values) named.emplace_back(param.toStdString(), value.toStdString());
+  model_.add_run(run_id, label.toStdString(), std::move(named));
   auto run = std::make_unique<Run>();
   run->id = run_id;
   run->label = label;
@@ -213,7 +219,10 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label,
   runs_.push_back(std::move(run));
   breakdown_run_->addItem(label, QVariant::fromValue<qlonglong>(run_id));
   static_cast<QStackedLayout*>(layout())->setCurrentIndex(1);
-  if (group_seeds_->isChecked()) regroup();  // a new replica joins its group
+  for (const auto& param : model_.group_parameters())  // what the runs can be grouped by
+    if (group_by_->findData(QString::fromStdString(param)) < 0)
+      group_by_->addItem(QString::fromStdString(param), QString::fromStdString(param));
+  if (group_by_->currentData().isValid()) regroup();  // a new run joins its group
 }
 
 bool RunPlots::has_run(std::int64_t run_id) const { return find(run_id) != nullptr; }
@@ -389,7 +398,8 @@ void RunPlots::truncate(std::int64_t run_id, std::int64_t step) {
 std::vector<RunPlots::SeedGroup> RunPlots::seed_groups() const { return model_.seed_groups(); }
 
 void RunPlots::regroup() {
-  groups_->set(group_seeds_->isChecked() ? seed_groups() : std::vector<SeedGroup>{});
+  const auto by = group_by_->currentData();
+  groups_->set(by.isValid() ? model_.groups_by(by.toString().toStdString()) : std::vector<SeedGroup>{});
   std::vector<SeedGroup> listed;
   for (std::size_t i = 0; i < groups_->size(); ++i) listed.push_back(groups_->group(i));
   trial_list_->set_groups(listed);  // the legend lists the groups, not their runs
@@ -416,7 +426,13 @@ std::vector<RunPlots::SeedGroup> RunPlots::shown_groups() const {
 QCPGraph* RunPlots::group_mean_graph(std::size_t group) const { return groups_->mean(group); }
 QCPGraph* RunPlots::group_band_graph(std::size_t group, bool upper) const { return groups_->band(group, upper); }
 
-void RunPlots::set_group_seeds(bool on) { group_seeds_->setChecked(on); }
+void RunPlots::set_group_seeds(bool on) { group_by_->setCurrentIndex(on ? 1 : 0); }
+
+bool RunPlots::set_group_by(const QString& param) {
+  const int index = group_by_->findData(param);
+  if (index >= 0) group_by_->setCurrentIndex(index);
+  return index >= 0;
+}
 
 void RunPlots::clear() {
   groups_->forget();  // their graphs go with the plot's below

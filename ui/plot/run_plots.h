@@ -68,9 +68,12 @@ class RunPlots : public QWidget {
   void set_bucket_stats(const BucketStats& stats);
 
   // Seed replicas (labels equal but for seed=N) drawn as one mean curve with
-  // a band of one standard deviation, when "Group seeds" is on.
+  // a band of one standard deviation, when Group is on "seeds".
   using SeedGroup = commtune::ui::SeedGroup;
   void set_group_seeds(bool on);
+  // Any parameter the runs' labels or values name, as W&B groups runs: the
+  // runs that share its value as one mean curve and band. False: no run names it.
+  bool set_group_by(const QString& param);
   std::vector<SeedGroup> seed_groups() const;   // the replicas among the runs shown
   std::vector<SeedGroup> shown_groups() const;  // those drawn as groups now
   QCPGraph* group_mean_graph(std::size_t group) const;
@@ -132,7 +135,7 @@ class RunPlots : public QWidget {
   std::vector<std::unique_ptr<Run>> runs_;
   std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes, step time
   std::unique_ptr<GroupCurves> groups_;  // on the loss plot
-  QCheckBox* group_seeds_;
+  QComboBox* group_by_;  // none, seeds, or a parameter (its name as the item's data)
   bool axis_changed_ = true;
   std::int64_t highlighted_ = -1;
   std::vector<std::int64_t> soloed_;

@@ -26,11 +26,21 @@ const SeriesModel::Run* SeriesModel::find(std::int64_t run_id) const {
   return nullptr;
 }
 
-bool SeriesModel::add_run(std::int64_t run_id, std::string label) {
+bool SeriesModel::add_run(std::int64_t run_id, std::string label,
+                          std::vector<std::pair<std::string, std::string>> values) {
   if (has_run(run_id)) return false;
   Run run;
   run.id = run_id;
   run.label = std::move(label);
+  if (values.empty())  // "12 rank=4 lr=0.1": its parameter=value words
+    for (std::size_t at = 0; at < run.label.size();) {
+      const auto end = std::min(run.label.find(' ', at), run.label.size());
+      const auto word = run.label.substr(at, end - at);
+      if (const auto eq = word.find('='); eq != std::string::npos && eq > 0)
+        values.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+      at = end + 1;
+    }
+  run.values = std::move(values);
   run.ema.fill(Ema(smoothing_));
   runs_.push_back(std::move(run));
   return true;
@@ -124,8 +134,34 @@ std::vector<SeedGroup> SeriesModel::seed_groups() const {
   return out;
 }
 
+std::vector<std::string> SeriesModel::group_parameters() const {
+  std::vector<std::string> out;
+  for (const auto& r : runs_)
+    for (const auto& [param, value] : r.values)
+      if (std::find(out.begin(), out.end(), param) == out.end()) out.push_back(param);
+  return out;
+}
+
+std::vector<SeedGroup> SeriesModel::groups_by(const std::string& param) const {
+  if (param.empty()) return seed_groups();
+  std::vector<SeedGroup> all;
+  for (const auto& r : runs_)
+    for (const auto& [name, value] : r.values) {
+      if (name != param) continue;
+      const auto key = name + "=" + value;
+      auto it = std::find_if(all.begin(), all.end(), [&](const SeedGroup& g) { return g.key == key; });
+      if (it == all.end()) it = all.insert(all.end(), SeedGroup{key, {}, "runs"});
+      it->runs.push_back(r.id);
+      break;
+    }
+  std::vector<SeedGroup> out;
+  for (auto& g : all)
+    if (g.runs.size() >= 2) out.push_back(std::move(g));
+  return out;
+}
+
 std::string group_label(const SeedGroup& group) {
-  const std::string count = std::to_string(group.runs.size()) + " seeds";
+  const std::string count = std::to_string(group.runs.size()) + " " + group.unit;
   return group.key.empty() ? count : group.key + " (" + count + ")";
 }
 

@@ -32,12 +32,13 @@ class Ema {
 };
 
 // Replicas of one configuration: runs whose labels are equal but for their
-// id and a seed=N word.
+// id and a seed=N word; or the runs that share one parameter's value.
 struct SeedGroup {
-  std::string key;  // the label they share
+  std::string key;  // the label they share, or "lr=0.1"
   std::vector<std::int64_t> runs;
+  std::string unit = "seeds";  // what its runs are: "seeds", or "runs" (grouped by a parameter)
 };
-// How the legend and the readout name a group: "lr=0.1 (3 seeds)".
+// How the legend and the readout name a group: "lr=0.1 (3 seeds)", "lr=0.1 (4 runs)".
 std::string group_label(const SeedGroup& group);
 
 class SeriesModel {
@@ -49,8 +50,10 @@ class SeriesModel {
     std::array<double, kMetrics> drawn;  // by LiveMetric: smoothed, but for the ratio and the bytes
   };
 
-  // False when the run is there already.
-  bool add_run(std::int64_t run_id, std::string label);
+  // False when the run is there already. `values`: its parameters' values,
+  // else the label's parameter=value words.
+  bool add_run(std::int64_t run_id, std::string label,
+               std::vector<std::pair<std::string, std::string>> values = {});
   bool has_run(std::int64_t run_id) const;
   void clear();
   // The EMA weight in [0, 1) of the points appended from now on; take_points()
@@ -71,11 +74,17 @@ class SeriesModel {
   const std::vector<LivePoint>& points(std::int64_t run_id) const;  // empty for an unknown run
   // The groups of two or more replicas, by key.
   std::vector<SeedGroup> seed_groups() const;
+  // The parameters the runs' values name, in the order they first appear.
+  std::vector<std::string> group_parameters() const;
+  // The runs that share a value of `param`, two or more each, in the order
+  // the values first appear ("": seed_groups()).
+  std::vector<SeedGroup> groups_by(const std::string& param) const;
 
  private:
   struct Run {
     std::int64_t id = 0;
     std::string label;
+    std::vector<std::pair<std::string, std::string>> values;
     std::vector<LivePoint> points;
     double wall_offset = 0;  // a resumed launch's clock restarts: its points go on after the last one
     std::array<Ema, kMetrics> ema;
