@@ -171,7 +171,7 @@ void MainWindow::build_menus() {
   };
   add(run, "Start &run", QKeySequence("Ctrl+R"), [start_or_show] { start_or_show(false); });
   add(run, "Start &sweep", QKeySequence("Ctrl+Shift+R"), [start_or_show] { start_or_show(true); });
-  add(run, "S&top all", QKeySequence("Ctrl+."), [this] { engine_->stop_all(); });
+  add(run, "S&top all", QKeySequence("Ctrl+."), [this] { dashboard_->stop_all(); });
 
   auto* view = menuBar()->addMenu("&View");
   const QStringList names{"&Launch", "&Dashboard", "&Runs", "&Analysis"};

@@ -1,9 +1,15 @@
 #include "core/store/stop_requests.h"
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <system_error>
+
+#include <signal.h>
+
+#include "db/store.h"
 
 namespace commtune {
 
@@ -24,6 +30,16 @@ void request_stop(const std::string& store_path, std::int64_t run_id) {
 bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id) {
   std::error_code ignored;
   return fs::remove(fs::path(stop_request_folder(store_path)) / std::to_string(run_id), ignored);
+}
+
+bool interrupt_owner(const std::string& owner) {
+  const auto me = db::this_process_owner();
+  const auto first = owner.find(':');
+  if (owner == me || first == std::string::npos || owner.substr(0, first) != me.substr(0, me.find(':')) ||
+      !db::owner_alive(owner))
+    return false;
+  const long pid = std::strtol(owner.c_str() + first + 1, nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), SIGINT) == 0;
 }
 
 StopRequestWatcher::StopRequestWatcher(std::string store_path, const std::atomic<bool>* stop_all,

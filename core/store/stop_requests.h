@@ -24,6 +24,11 @@ void request_stop(const std::string& store_path, std::int64_t run_id);
 // Removes a request nobody took (the run has ended, or no process watches
 // it); returns whether there was one.
 bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id);
+// Asks the process an owner names ("host:pid:start", a sweep's or a run's)
+// to stop everything it runs, as Ctrl-C in its terminal does: SIGINT, when
+// it is alive on this host (a sweep ends cancelled, and can be resumed).
+// False for a process on another host, one gone, or this one.
+bool interrupt_owner(const std::string& owner);
 
 class StopRequestWatcher {
  public:

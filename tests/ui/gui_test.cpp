@@ -1249,6 +1249,39 @@ class GuiTest : public QObject {
     QVERIFY(wire->yAxis->coordToPixel(highest) > rect.top() + 3);
   }
 
+  // Issue 45 item 11: "Stop all" for a sweep started elsewhere (it reached only this window's own jobs, and was
+  // off while only a terminal's sweep ran): the sweep stops as Ctrl-C in its terminal stops it, cancelled.
+  void stop_all_ends_a_sweep_started_in_a_terminal() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    MainWindow window(path);
+    window.show();
+    window.show_page(MainWindow::kDashboard);
+    const auto cli = QFileInfo(qEnvironmentVariable("COMMTUNE_WORKER")).dir().filePath("commtune-cli");
+    QProcess other;
+    // The allreduce baseline, then fp16 and bf16: three trials of many steps.
+    other.start(cli, {"--db", path, "sweep", "--axis", "hook.name=fp16_compress,bf16_compress", "--set", "steps=200000",
+                      "--set", "world_size=2", "--set", "model.hidden=64", "--set", "data.features=32"});
+    QVERIFY(other.waitForStarted());
+    auto* dashboard = window.dashboard();
+    auto* trials = dashboard->findChild<QTableWidget*>("dashboard:trials");
+    QTRY_VERIFY_WITH_TIMEOUT(trials->rowCount() == 1, 60000);
+    const auto run_id = trials->item(0, 0)->text().toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(dashboard->plots()->points(run_id) >= 3, 60000);
+    auto* stop_all = dashboard->findChild<QPushButton*>("dashboard:stop_all");
+    QVERIFY(stop_all->isEnabled());
+    stop_all->click();
+    QVERIFY(other.waitForFinished(60000));
+    QCOMPARE(other.exitCode(), 130);  // cancelled, as by Ctrl-C
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(run_id), QString("cancelled"), 30000);
+    commtune::db::Store reader(path.toStdString(), commtune::db::Store::Access::ReadOnly);
+    const auto sweeps = reader.sweeps();
+    QCOMPARE(sweeps.size(), std::size_t{1});
+    QCOMPARE(QString::fromStdString(sweeps[0].status), QString("cancelled"));
+    QCOMPARE(trials->rowCount(), 1);  // no next trial started
+    QTRY_VERIFY(!stop_all->isEnabled());
+  }
+
   void a_sweep_from_the_terminal_shows_on_the_dashboard_by_itself() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");

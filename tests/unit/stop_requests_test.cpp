@@ -6,6 +6,11 @@
 #include <thread>
 
 #include "core/store/stop_requests.h"
+#include "db/store.h"
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace commtune {
 namespace {
@@ -91,6 +96,36 @@ TEST_F(StopRequests, StoppingEverythingSetsEveryWatchedFlag) {
 
 TEST_F(StopRequests, AFolderThatCannotBeWrittenIsAnError) {
   EXPECT_THROW(request_stop("/proc/no-such/runs.db", 1), std::runtime_error);
+}
+
+// Stop all for a sweep another process runs on this host (issue 45 item 11): Ctrl-C, as its terminal gives it.
+TEST(InterruptOwner, InterruptsALiveProcessOnThisHostAndNothingElse) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    const auto owner = db::this_process_owner();
+    if (::write(pipe_fds[1], owner.data(), owner.size()) < 0) ::_exit(2);
+    ::close(pipe_fds[1]);
+    for (int i = 0; i < 600; ++i) ::usleep(100000);  // a minute at most
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  char buffer[512];
+  const auto n = ::read(pipe_fds[0], buffer, sizeof buffer);
+  ::close(pipe_fds[0]);
+  ASSERT_GT(n, 0);
+  const std::string owner(buffer, static_cast<std::size_t>(n));
+  EXPECT_FALSE(interrupt_owner(db::this_process_owner()));  // never this process
+  EXPECT_FALSE(interrupt_owner("another-host.example:" + std::to_string(child) + ":1"));
+  EXPECT_FALSE(interrupt_owner(owner.substr(0, owner.rfind(':')) + ":0"));  // its pid, another start: gone
+  EXPECT_TRUE(interrupt_owner(owner));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  EXPECT_FALSE(interrupt_owner(owner));  // gone now
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 #include <QFileInfo>
 #include <cmath>
+#include <set>
 
 #include "core/store/run_label.h"
 #include "core/store/stop_requests.h"
@@ -42,9 +43,10 @@ DashboardPage::DashboardPage(EngineSession& engine, QWidget* parent) : QWidget(p
   sweep_progress_->setValue(0);
   stop_all_ = new QPushButton("Stop all", this);
   stop_all_->setObjectName("dashboard:stop_all");
-  stop_all_->setToolTip("Stop every running trial and the sweep (Ctrl+.)");
+  stop_all_->setToolTip("Stop every running trial and the sweep (Ctrl+.); a sweep another process runs on this "
+                        "machine stops as Ctrl-C in its terminal stops it");
   stop_all_->setEnabled(false);
-  connect(stop_all_, &QPushButton::clicked, this, [this] { engine_.stop_all(); });
+  connect(stop_all_, &QPushButton::clicked, this, &DashboardPage::stop_all);
 
   trials_ = new QTableWidget(0, kColumns, this);
   trials_->setObjectName("dashboard:trials");
@@ -82,7 +84,7 @@ DashboardPage::DashboardPage(EngineSession& engine, QWidget* parent) : QWidget(p
   connect(&engine_, &EngineSession::run_started, this, &DashboardPage::on_started);
   connect(&engine_, &EngineSession::run_finished, this, &DashboardPage::on_finished);
   connect(&engine_, &EngineSession::job_finished, this, [this](const QString& message, bool ok) {
-    stop_all_->setEnabled(false);
+    stop_all_->setEnabled(!followed_.empty());  // another process's sweep may still run beside it
     on_frame();
     sweep_label_->setText(message);
     log_->appendPlainText((ok ? "done: " : "ended: ") + message);
@@ -180,7 +182,7 @@ void DashboardPage::follow(const Found& found) {
     stop->setToolTip("Recorded by another process (commtune-cli run, sweep or import --follow, or another window): "
                      "asks it to stop this run; a sweep goes on with its next trial, an import stops following");
   }
-  stop_all_->setEnabled(engine_.busy());
+  stop_all_->setEnabled(true);  // its sweep too (issue 45: Stop all reached only this window's own jobs)
   followed_[run_id] = 0;
   sweep_label_->setText(sweep_text());
   poll_->start();
@@ -193,6 +195,27 @@ void DashboardPage::stop_followed(qint64 run_id) {
     log_->appendPlainText(QString("run %1: asked the process that records it to stop it").arg(run_id));
   } catch (const std::exception& e) {
     log_->appendPlainText(QString("run %1: %2").arg(run_id).arg(QString::fromUtf8(e.what())));
+  }
+}
+
+void DashboardPage::stop_all() {
+  if (engine_.busy()) engine_.stop_all();
+  // What other processes run: each process once, as Ctrl-C in its terminal (a sweep ends, cancelled, and can be
+  // resumed); on another host nothing here can reach it but its runs' stop requests.
+  std::set<std::string> asked;
+  for (const auto& [id, t] : tracks_) {
+    if (t.owner.empty() || t.status != db::status::kRunning || !asked.insert(t.owner).second) continue;
+    if (interrupt_owner(t.owner)) {
+      log_->appendPlainText(QString("run %1: asked its process (%2) to stop, as Ctrl-C in its terminal would")
+                                .arg(id)
+                                .arg(QString::fromStdString(t.owner)));
+    } else {
+      for (const auto& [other, ot] : tracks_)
+        if (ot.owner == t.owner && ot.status == db::status::kRunning) stop_followed(other);
+      log_->appendPlainText(QString("%1 runs on another host: its running trials are asked to stop; a sweep there "
+                                    "goes on with its next trial until it is stopped on its host")
+                                .arg(QString::fromStdString(t.owner)));
+    }
   }
 }
 
@@ -344,6 +367,7 @@ void DashboardPage::on_finished(qint64 run_id, const QString& status, const QStr
   trials_->item(t.row, kStatus)->setText(status);
   trials_->item(t.row, kLeft)->setText(status == db::status::kSucceeded ? "done" : "");
   if (auto* stop = trials_->cellWidget(t.row, kStop)) stop->setEnabled(false);
+  if (!engine_.busy() && followed_.empty()) stop_all_->setEnabled(false);
   if (!reason.isEmpty()) log_->appendPlainText(QString("run %1 %2: %3").arg(run_id).arg(status, reason));
   update_sweep_progress();
 }

@@ -46,6 +46,9 @@ class DashboardPage : public QWidget {
   // Looks in the store for runs other processes have started (a timer calls it).
   void discover_runs();
   QString sweep_text() const;  // the label above the trials
+  // Stops this window's job and what other processes run here (Ctrl-C to a
+  // sweep started in a terminal); elsewhere, their running trials.
+  void stop_all();
 
  private:
   struct Track {
