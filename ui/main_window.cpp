@@ -70,6 +70,10 @@ MainWindow::MainWindow(const QString& store_path, QWidget* parent) : QMainWindow
     runs_->open_runs(run_ids);
     show_page(kRuns);
   });
+  connect(analysis_, &AnalysisPage::dashboard_requested, this, [this](qint64 sweep_id) {
+    dashboard_->show_sweep(sweep_id);
+    show_page(kDashboard);
+  });
   connect(runs_, &RunsPage::watch_live, this, [this](qint64 run_id) {
     dashboard_->follow_stored_run(run_id);
     show_page(kDashboard);

@@ -1282,6 +1282,35 @@ class GuiTest : public QObject {
     QTRY_VERIFY(!stop_all->isEnabled());
   }
 
+  // Issue 45 item 11: any finished sweep put back on the Dashboard, from the Analysis page.
+  void a_finished_sweep_goes_back_on_the_dashboard() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_sweep(path, {1, 4}, {2, 10});
+    MainWindow window(path);
+    auto* analysis = analyse_sweep(window, sweep);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 4 && !analysis->analysing(), 60000);
+    auto* button = analysis->findChild<QPushButton*>("analysis:to_dashboard");
+    QVERIFY(button && button->isEnabled());
+    button->click();
+    QTRY_COMPARE(window.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kDashboard));
+    auto* dashboard = window.dashboard();
+    auto* trials = dashboard->findChild<QTableWidget*>("dashboard:trials");
+    QTRY_COMPARE_WITH_TIMEOUT(trials->rowCount(), 4, 30000);
+    for (int row = 0; row < 4; ++row) {
+      const auto id = trials->item(row, 0)->text().toLongLong();
+      QCOMPARE(dashboard->status_of(id), QString("succeeded"));
+      QCOMPARE(dashboard->plots()->points(id), std::size_t{100});
+    }
+    QVERIFY2(dashboard->sweep_text().contains(QString("Sweep %1").arg(sweep)) &&
+                 dashboard->sweep_text().contains("4 of 4 trials ended"),
+             qPrintable(dashboard->sweep_text()));
+    QVERIFY(!dashboard->findChild<QPushButton*>("dashboard:stop_all")->isEnabled());
+    // "All stored runs" is no sweep to put back.
+    analysis->select_sweep(0);
+    QTRY_VERIFY(!button->isEnabled());
+  }
+
   void a_sweep_from_the_terminal_shows_on_the_dashboard_by_itself() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");

@@ -84,6 +84,14 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   resume_->setObjectName("analysis:resume");
   resume_->setToolTip("Go on with this sweep: finished trials stay, an interrupted one continues from its checkpoint");
   resume_->setEnabled(false);
+  auto* to_dashboard = new QPushButton("Show on Dashboard", this);
+  to_dashboard->setObjectName("analysis:to_dashboard");
+  to_dashboard->setToolTip("Put this sweep's trials back on the Dashboard, their curves as the store holds them");
+  connect(to_dashboard, &QPushButton::clicked, this, [this] {
+    if (const auto sweep = scope_->currentData().toLongLong(); sweep > 0) Q_EMIT dashboard_requested(sweep);
+  });
+  connect(scope_, &QComboBox::currentIndexChanged, to_dashboard,
+          [this, to_dashboard] { to_dashboard->setEnabled(scope_->currentData().toLongLong() > 0); });
   connect(resume_, &QPushButton::clicked, this,
           [this] { Q_EMIT resume_requested(scope_->currentData().toLongLong()); });
 
@@ -102,6 +110,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   cluster->addStretch();
   cluster->addWidget(refresh_button);
   cluster->addWidget(resume_);
+  cluster->addWidget(to_dashboard);
   controls->addRow("Target cluster", cluster);
   controls->addRow("Pareto x axis", x_metric_);
 

@@ -76,6 +76,8 @@ class AnalysisPage : public QWidget {
   void analysed();
   // The user asks to go on with a stopped or interrupted sweep.
   void resume_requested(qint64 sweep_id);
+  // The user asks to see this sweep's trials on the Dashboard.
+  void dashboard_requested(qint64 sweep_id);
   // The user asks to see these runs on the Runs page.
   void open_runs_requested(const std::vector<std::int64_t>& run_ids);
 

@@ -144,6 +144,56 @@ void DashboardPage::follow_stored_run(qint64 run_id) {
       });
 }
 
+void DashboardPage::show_sweep(qint64 sweep_id) {
+  struct Stored {
+    Found found;
+    QString status, reason;
+    std::vector<LivePoint> points;
+  };
+  run_async(
+      this,
+      [path = engine_.store_path().toStdString(), sweep_id] {
+        db::Store store(path, db::Store::Access::ReadOnly);
+        if (!store.sweep(sweep_id)) throw db::Error("there is no sweep " + std::to_string(sweep_id));
+        db::RunFilter filter;
+        filter.sweep_id = sweep_id;
+        std::vector<Stored> out;
+        for (const auto& run : store.runs(filter))
+          out.push_back({found_run(store, run), QString::fromStdString(run.status), QString::fromStdString(run.reason),
+                         stored_points(run.id, store.steps(run.id))});
+        return out;
+      },
+      [this, sweep_id](const Outcome<std::vector<Stored>>& out) {
+        if (!out.value) return log_->appendPlainText(QString("sweep %1: %2").arg(sweep_id).arg(out.error));
+        const bool running = std::any_of(tracks_.begin(), tracks_.end(), [](const auto& entry) {
+          return entry.second.status == db::status::kRunning;
+        });
+        if (!running) {  // what ended makes room, as for a new job
+          plots_->clear();
+          tracks_.clear();
+          followed_.clear();
+          trials_->setRowCount(0);
+        }
+        log_->appendPlainText(QString("sweep %1 from the store: %2 trials").arg(sweep_id).arg(out.value->size()));
+        replaying_ = true;
+        for (const auto& stored : *out.value) {
+          const auto id = stored.found.start.run_id;
+          if (tracks_.count(id)) continue;  // shown already
+          if (stored.status == db::status::kRunning && !stored.found.owner.empty() &&
+              stored.found.owner != db::this_process_owner() && db::owner_alive(stored.found.owner)) {
+            follow(stored.found);  // recorded as we look: followed until it ends
+            continue;
+          }
+          on_started(stored.found.start);
+          show_points(stored.points);
+          on_finished(id, stored.status, {});
+        }
+        replaying_ = false;
+        sweep_id_ = sweep_id;
+        sweep_label_->setText(sweep_text());
+      });
+}
+
 void DashboardPage::discover_runs() {
   if (discovering_ || !QFileInfo::exists(engine_.store_path())) return;
   discovering_ = true;
@@ -314,7 +364,8 @@ void DashboardPage::on_started(const RunStart& start) {
     sweep_id_ = start.sweep_id;
     trials_total_ = std::max<qint64>(1, start.trials);
     job_clock_.start();
-    log_->appendPlainText(start.sweep_id ? QString("sweep %1 started: %2 trials").arg(start.sweep_id).arg(start.trials)
+    if (!replaying_)
+      log_->appendPlainText(start.sweep_id ? QString("sweep %1 started: %2 trials").arg(start.sweep_id).arg(start.trials)
                                          : QString("run %1 started").arg(start.run_id));
   }
   stop_all_->setEnabled(true);

@@ -43,6 +43,9 @@ class DashboardPage : public QWidget {
   QString status_of(qint64 run_id) const;
   // Shows a running run from the store, as it is recorded, until it ends.
   void follow_stored_run(qint64 run_id);
+  // Puts a sweep back on the dashboard from the store, finished or not: its
+  // ended trials as they ended, a running one followed.
+  void show_sweep(qint64 sweep_id);
   // Looks in the store for runs other processes have started (a timer calls it).
   void discover_runs();
   QString sweep_text() const;  // the label above the trials
@@ -84,6 +87,7 @@ class DashboardPage : public QWidget {
   QTimer* discover_;
   std::map<qint64, qint64> followed_;  // run -> the first step not shown yet
   bool polling_ = false, discovering_ = false;
+  bool replaying_ = false;  // a sweep put back from the store: its trials did not start now
   std::map<qint64, Track> tracks_;
   qint64 sweep_id_ = -1;
   qint64 trials_total_ = 0;
