@@ -166,4 +166,51 @@ SliceBaseline slice_baseline(const SweepAnalysis& analysis, const std::string& p
   return out;
 }
 
+ScatterMatrix scatter_matrix(const SweepAnalysis& analysis) {
+  ScatterMatrix out;
+  out.rows = {"tail loss", "ms/step"};
+  const auto trials = trials_of(analysis);
+  for (const auto& param : analysis.axes) {
+    ScatterColumn column;
+    column.param = param;
+    std::vector<std::string> values;
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto* run : trials)
+      if (const auto it = run->axis_values.find(param); it != run->axis_values.end()) {
+        if (std::find(values.begin(), values.end(), it->second) == values.end()) values.push_back(it->second);
+        if (const auto v = number(it->second)) {
+          lo = std::min(lo, *v);
+          hi = std::max(hi, *v);
+        } else {
+          column.numeric = false;
+        }
+      }
+    if (!column.numeric) {
+      std::sort(values.begin(), values.end(), value_before);
+      column.categories = values;
+    } else {
+      column.log = lo > 0 && hi / lo > 100;
+    }
+    out.columns.push_back(std::move(column));
+  }
+  for (const auto* run : trials) {
+    ScatterTrial t{run->run_id, {}, {}};
+    for (const auto& column : out.columns) {
+      const auto it = run->axis_values.find(column.param);
+      if (it == run->axis_values.end()) {
+        t.x.emplace_back();
+      } else if (column.numeric) {
+        t.x.push_back(number(it->second));
+      } else {
+        const auto at = std::find(column.categories.begin(), column.categories.end(), it->second);
+        t.x.emplace_back(static_cast<double>(at - column.categories.begin()));
+      }
+    }
+    t.y.push_back(std::isfinite(run->loss) ? std::optional<double>(run->loss) : std::nullopt);
+    t.y.push_back(run->step_ms);
+    out.trials.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace commtune

@@ -2,8 +2,9 @@
 // Analysis page draws and tests check without a window, as optuna-dashboard
 // and W&B show them: the optimization history (each trial's tail loss in the
 // order the trials ran, and the best so far), the empirical distribution of
-// the tail loss, the sign of each swept parameter's effect and the allreduce
-// baseline a slice is read against.
+// the tail loss, the sign of each swept parameter's effect, the allreduce
+// baseline a slice is read against, and the scatter-plot matrix of the swept
+// parameters against the tail loss and the step time.
 // Allreduce baselines are the reference, not trials of the search: left out
 // of every figure but as the baseline.
 #pragma once
@@ -68,5 +69,27 @@ struct SliceBaseline {
   bool empty() const { return !level && at_values.empty(); }
 };
 SliceBaseline slice_baseline(const SweepAnalysis& analysis, const std::string& param);
+
+// The scatter-plot matrix: a column per swept parameter, a row per result
+// (the tail loss, the measured ms per step), a point per trial in each panel
+// where the trial has both. A parameter of words places its values at their
+// index, in order; numbers spanning more than two decades go on a log scale.
+struct ScatterColumn {
+  std::string param;
+  bool numeric = true;
+  bool log = false;
+  std::vector<std::string> categories;  // a parameter of words: its values in order
+};
+struct ScatterTrial {
+  std::int64_t run_id = 0;
+  std::vector<std::optional<double>> x;  // per column: its place (nothing: the trial lacks the parameter)
+  std::vector<std::optional<double>> y;  // per row: the tail loss (finite), the ms per step
+};
+struct ScatterMatrix {
+  std::vector<ScatterColumn> columns;
+  std::vector<std::string> rows;  // "tail loss", "ms/step"
+  std::vector<ScatterTrial> trials;
+};
+ScatterMatrix scatter_matrix(const SweepAnalysis& analysis);
 
 }  // namespace commtune

@@ -1226,6 +1226,43 @@ class GuiTest : public QObject {
     QVERIFY2(ticks.contains("hook.matrix_approximation_rank (−)"), qPrintable(ticks.join(" | ")));
   }
 
+  // Issue 45 item 11: a scatter-plot matrix of the swept parameters against the tail loss and the step time.
+  void the_scatter_matrix_shows_each_parameter_against_loss_and_step_time() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    const auto sweep = seed_sweep(path, {1, 4, 8}, {2, 10});
+    MainWindow window(path);
+    window.resize(1600, 1000);
+    auto* analysis = analyse_sweep(window, sweep);
+    QTRY_VERIFY_WITH_TIMEOUT(analysis->data().runs.size() == 6 && !analysis->analysing(), 60000);
+    const auto matrix = commtune::scatter_matrix(analysis->data());
+    QCOMPARE(matrix.columns.size(), std::size_t{2});
+    auto* scatter = analysis->findChild<QCustomPlot*>("plot:scatter_matrix");
+    QVERIFY(scatter);
+    QCOMPARE(scatter->axisRectCount(), 4);  // 2 parameters x (tail loss, ms/step)
+    QCOMPARE(scatter->graphCount(), 4);
+    // The rank's column, the tail loss's row: a point per trial at its rank and loss (1 + 1/rank, and the tail).
+    QCOMPARE(QString::fromStdString(matrix.columns[0].param), QString("hook.matrix_approximation_rank"));
+    auto* rank_loss = scatter->graph(0);  // the first row's first panel
+    QCOMPARE(rank_loss->valueAxis()->label(), QString("tail loss"));
+    QCOMPARE(rank_loss->dataCount(), 6);
+    std::set<double> ranks;
+    for (const auto& d : *rank_loss->data()) {
+      ranks.insert(d.key);
+      QVERIFY2(std::abs(d.value - (1.0 + 1.0 / d.key)) < 0.05, qPrintable(QString("%1 at rank %2").arg(d.value).arg(d.key)));
+    }
+    QCOMPARE(ranks, (std::set<double>{1, 4, 8}));
+    QVERIFY(scatter->graph(2)->dataCount() == 6);  // ms/step measured for every trial
+    analysis->views()->setCurrentIndex(analysis->views()->count() - 1);
+    scatter->replot(QCustomPlot::rpImmediateRefresh);
+    const auto point = rank_loss->data()->at(5);
+    const auto read = analysis->scatter_readout()->hover(
+        {rank_loss->keyAxis()->coordToPixel(point->key), rank_loss->valueAxis()->coordToPixel(point->value)});
+    QVERIFY2(read && read->text.contains("hook.matrix_approximation_rank = 8") && read->text.contains("tail loss") &&
+                 read->runs.size() == 1,
+             qPrintable(read ? read->text : "nothing"));
+  }
+
   void the_compressed_level_stays_off_the_bytes_axis() {
     // Issue 45: a log axis fitted exactly put a PowerSGD run's compressed level (0.156 MB a step after ten
     // steps of 4 MB) on the axis line, and the exported plot showed the line dropping to nothing.

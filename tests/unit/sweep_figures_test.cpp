@@ -110,5 +110,30 @@ TEST(SweepFigures, ASliceIsReadAgainstTheBaselineAtEachValueOrOneLevel) {
   EXPECT_TRUE(slice_baseline(none, "x").empty());
 }
 
+TEST(SweepFigures, TheScatterMatrixPlacesEachTrialInEveryPanelItHasBothFor) {
+  auto a = sweep();
+  a.runs[0].step_ms = 12.5;  // run 3
+  a.axes.push_back("hook.byteps_compressor_k");
+  a.runs[1].axis_values["hook.byteps_compressor_k"] = "0.001";  // run 1
+  a.runs[3].axis_values["hook.byteps_compressor_k"] = "1";      // run 4: three decades, a log scale
+  const auto m = scatter_matrix(a);
+  EXPECT_EQ(m.rows, (std::vector<std::string>{"tail loss", "ms/step"}));
+  ASSERT_EQ(m.columns.size(), 4u);
+  EXPECT_TRUE(m.columns[0].numeric);
+  EXPECT_FALSE(m.columns[0].log);  // lr: 0.01 .. 0.1
+  EXPECT_FALSE(m.columns[2].numeric);
+  EXPECT_EQ(m.columns[2].categories, (std::vector<std::string>{"powersgd"}));  // the baselines' allreduce left out
+  EXPECT_TRUE(m.columns[3].log);
+  ASSERT_EQ(m.trials.size(), 5u);  // trials only, in the order they ran
+  EXPECT_EQ(m.trials[0].run_id, 1);
+  EXPECT_DOUBLE_EQ(*m.trials[0].x[0], 0.01);
+  EXPECT_DOUBLE_EQ(*m.trials[0].x[2], 0.0);
+  EXPECT_DOUBLE_EQ(*m.trials[0].x[3], 0.001);
+  EXPECT_FALSE(m.trials[2].x[3]);    // run 3 has no k
+  EXPECT_FALSE(m.trials[1].y[0]);    // run 2 diverged: no loss to place
+  EXPECT_DOUBLE_EQ(*m.trials[2].y[1], 12.5);
+  EXPECT_FALSE(m.trials[0].y[1]);    // no step time measured
+}
+
 }  // namespace
 }  // namespace commtune

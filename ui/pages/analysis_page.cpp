@@ -25,6 +25,7 @@
 #include "ui/forms/param_field.h"
 #include "ui/pages/analysis/heatmap_view.h"
 #include "ui/pages/analysis/history_view.h"
+#include "ui/pages/analysis/scatter_matrix_view.h"
 #include "ui/pages/analysis/importance_view.h"
 #include "ui/pages/analysis/pareto_view.h"
 #include "ui/pages/analysis/slice_view.h"
@@ -237,6 +238,11 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   views_->addTab(parallel_box, "Parallel coordinates");
   views_->addTab(importance_box, "Parameter importance");
   views_->addTab(history_box, "History and distribution");
+  // Every swept parameter against the tail loss and the step time, a panel each.
+  scatter_ = new QCustomPlot(this);
+  scatter_->setObjectName("plot:scatter_matrix");
+  scatter_->setMinimumSize(320, 220);
+  views_->addTab(scatter_, "Scatter matrix");
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter_ = splitter;
   splitter->setObjectName("analysis:splitter");
@@ -267,6 +273,8 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   slice_view_ = std::make_unique<SliceView>(slice_);
   importance_view_ = std::make_unique<ImportanceView>(importance_, importance_note_);
   history_view_ = std::make_unique<HistoryView>(history_);
+  scatter_view_ = std::make_unique<ScatterMatrixView>(scatter_);
+  scatter_readout_ = new PlotReadout(scatter_, [this](const QPointF& at) { return scatter_view_->hit(at); });
   distribution_view_ = std::make_unique<DistributionView>(distribution_);
   history_readout_ = new PlotReadout(history_, [this](const QPointF& at) { return history_view_->hit(at); });
   distribution_readout_ =
@@ -275,7 +283,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   heatmap_readout_ = new PlotReadout(heatmap_, [this](const QPointF& at) { return heatmap_view_->hit(at); });
   slice_readout_ = new PlotReadout(slice_, [this](const QPointF& at) { return slice_view_->hit(at); });
   importance_readout_ = new PlotReadout(importance_, [this](const QPointF& at) { return importance_view_->hit(at); });
-  for (auto* readout : {pareto_readout_, heatmap_readout_, slice_readout_, history_readout_})
+  for (auto* readout : {pareto_readout_, heatmap_readout_, slice_readout_, history_readout_, scatter_readout_})
     connect(readout, &PlotReadout::clicked, this, &AnalysisPage::open_runs_requested);
   apply_theme(current_theme());
 }
@@ -283,7 +291,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
 AnalysisPage::~AnalysisPage() = default;
 
 std::vector<QCustomPlot*> AnalysisPage::plots() const {
-  return {pareto_, heatmap_, parallel_->plot(), importance_, slice_, history_, distribution_};
+  return {pareto_, heatmap_, parallel_->plot(), importance_, slice_, history_, distribution_, scatter_};
 }
 
 std::int64_t AnalysisPage::shown_sweep() const { return scope_->currentData().toLongLong(); }
@@ -483,6 +491,7 @@ void AnalysisPage::draw_history() {
   const auto history = optimization_history(data_);
   history_view_->draw(history);
   distribution_view_->draw(empirical_distribution(data_), history.baseline_loss);
+  scatter_view_->draw(scatter_matrix(data_));  // its panels in the theme too
 }
 
 void AnalysisPage::fill_what_if() {

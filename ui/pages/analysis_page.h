@@ -44,6 +44,7 @@ class SliceView;
 class ImportanceView;
 class HistoryView;
 class DistributionView;
+class ScatterMatrixView;
 
 class AnalysisPage : public QWidget {
   Q_OBJECT
@@ -71,6 +72,7 @@ class AnalysisPage : public QWidget {
   PlotReadout* importance_readout() const { return importance_readout_; }
   PlotReadout* history_readout() const { return history_readout_; }
   PlotReadout* distribution_readout() const { return distribution_readout_; }
+  PlotReadout* scatter_readout() const { return scatter_readout_; }
 
  Q_SIGNALS:
   void analysed();
@@ -125,6 +127,9 @@ class AnalysisPage : public QWidget {
   std::unique_ptr<ImportanceView> importance_view_;
   std::unique_ptr<HistoryView> history_view_;
   std::unique_ptr<DistributionView> distribution_view_;
+  std::unique_ptr<ScatterMatrixView> scatter_view_;
+  QCustomPlot* scatter_;
+  PlotReadout* scatter_readout_;
   QCustomPlot* history_;
   QCustomPlot* distribution_;
   PlotReadout* history_readout_;
