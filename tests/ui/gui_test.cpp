@@ -1056,6 +1056,7 @@ class GuiTest : public QObject {
     QApplication::processEvents();
     auto* table = analysis->what_if_table();
     QCOMPARE(table->rowCount(), static_cast<int>(commtune::net::link_presets().size()));
+    QCOMPARE(window.height(), 1000);  // the window did not grow to hold the table (it grew to 1384 px at 1080p)
     const int verdict = column_of(table, "verdict");
     QVERIFY(verdict >= 0);
     const auto viewport = table->viewport()->rect();

@@ -526,19 +526,19 @@ void AnalysisPage::fill_what_if() {
 void AnalysisPage::fit_what_if() {
   // Rows as tall as their wrapped verdicts, and every network's row in view, whatever the splitter above was
   // left at (issue 45: one row showed at 1000 px).
-  // A smaller window (a laptop's 768 px) keeps two rows and scrolls the rest.
+  // A smaller window (a laptop's 768 px) keeps a few lines and scrolls the rest: a least height that follows
+  // the wrapped rows grew the window (to 1384 px at 1920x1080) while the verdicts were laid out narrow.
   what_if_->resizeRowsToContents();
   int least = what_if_->horizontalHeader()->sizeHint().height() + 2 * what_if_->frameWidth();
   if (what_if_->horizontalScrollBar()->isVisible()) least += what_if_->horizontalScrollBar()->sizeHint().height();
   int needed = least;
-  for (int r = 0; r < what_if_->rowCount(); ++r) {
-    needed += what_if_->rowHeight(r);
-    if (r < 2) least += what_if_->rowHeight(r);
-  }
-  what_if_->setMinimumHeight(least);
+  for (int r = 0; r < what_if_->rowCount(); ++r) needed += what_if_->rowHeight(r);
+  least += 4 * what_if_->fontMetrics().lineSpacing();
+  what_if_->setMinimumHeight(std::min(least, needed));
   const auto sizes = splitter_->sizes();
   const int total = sizes.value(0) + sizes.value(1);
-  if (total <= 0 || sizes.value(1) >= needed) return;
+  // The table as tall as its rows when the page has room, the views above taking the rest.
+  if (total <= 0 || sizes.value(1) == needed) return;
   const int table = std::max(least, std::min(needed, total - views_->minimumSizeHint().height()));
   splitter_->setSizes({total - table, table});
 }

@@ -106,6 +106,9 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   breakdown_run_ = new QComboBox(this);
   breakdown_run_->setObjectName("plots:breakdown_run");
   breakdown_run_->setToolTip("The run whose step time is broken down (forward, backward, comm wait, hook)");
+  // It takes the row's room left; a trial's long label must not widen the row past a laptop's screen.
+  breakdown_run_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  breakdown_run_->setMinimumContentsLength(16);
   connect(x_axis_, &QComboBox::currentIndexChanged, this, [this] {
     axis_changed_ = true;
     for (auto& r : runs_) r->drawn_revision[kLoss] = r->drawn_revision[kMetrics] = ~0ull;
@@ -120,6 +123,9 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   group_by_->setToolTip("Runs drawn as one curve: their mean loss, with a band of one standard deviation either "
                         "side. Seeds: runs that differ only in their seed (labels ending seed=N); a parameter: the "
                         "runs that share its value");
+  // As wide as a short name: a long parameter's would widen the row past a laptop's screen.
+  group_by_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  group_by_->setMinimumContentsLength(11);
   group_by_->addItem("no grouping");
   group_by_->addItem("seeds", QString());
   connect(group_by_, &QComboBox::currentIndexChanged, this, [this] { regroup(); });
