@@ -92,6 +92,8 @@ void take_screenshots(MainWindow& window, const QString& spec_path, const QStrin
         {[&window] { show_view(window, "Slices"); }, "slices", always},
         {[&window] { show_view(window, "Parallel coordinates"); }, "parallel", always},
         {[&window] { show_view(window, "Parameter importance"); }, "importance", always},
+        {[&window] { show_view(window, "History and distribution"); }, "history", always},
+        {[&window] { show_view(window, "Scatter matrix"); }, "scatter", always},
     });
     auto index = std::make_shared<std::size_t>(0);
     auto advance = std::make_shared<std::function<void()>>();
@@ -119,9 +121,17 @@ void take_screenshots(MainWindow& window, const QString& spec_path, const QStrin
            window.runs()->refresh();
            when([&window] { return !window.runs()->loading(); },
                 [=, &window] {
-                  (*tour)("", [=, &window] {
-                    window.set_theme(ThemeChoice::Dark);
-                    (*tour)("-dark", [=, &window] {
+                  // A 1080p screen (the README's pictures), then a laptop's 1366x768 ("-1366"), each in both themes.
+                  auto at_size = [=, &window](QSize size, const QString& suffix, std::function<void()> next) {
+                    window.resize(size);
+                    window.set_theme(ThemeChoice::Light);
+                    (*tour)(suffix, [=, &window] {
+                      window.set_theme(ThemeChoice::Dark);
+                      (*tour)(suffix + "-dark", next);
+                    });
+                  };
+                  at_size(QSize(1920, 1080), "", [=, &window] {
+                    at_size(QSize(1366, 768), "-1366", [=, &window] {
                       window.set_theme(ThemeChoice::System);
                       done(0);
                     });

@@ -57,12 +57,16 @@ class Screenshots(unittest.TestCase):
             out = subprocess.run([os.path.join(ct.REPO, "scripts", "screenshots.sh"), d, spec], capture_output=True,
                                  text=True, timeout=600, env=dict(os.environ, COMMTUNE_BUILD_DIR=ct.BUILD))
             self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-            for view in ("launch", "dashboard", "runs", "analysis", "slices", "parallel", "importance"):
-                with open(os.path.join(d, view + ".png"), "rb") as f:
-                    head = f.read(24)
-                self.assertEqual(head[1:4], b"PNG")
-                width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-                self.assertGreaterEqual((width, height), (1000, 600), view)
+            views = ("launch", "dashboard", "runs", "analysis", "slices", "parallel", "importance", "history", "scatter")
+            # A 1080p screen and a laptop's, each in both themes (issue 45).
+            for size, suffix in (((1920, 1080), ""), ((1366, 768), "-1366")):
+                for view in views:
+                    for theme in ("", "-dark"):
+                        with open(os.path.join(d, view + suffix + theme + ".png"), "rb") as f:
+                            head = f.read(24)
+                        self.assertEqual(head[1:4], b"PNG")
+                        width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+                        self.assertEqual((width, height), size, view + suffix + theme)
 
 
 if __name__ == "__main__":
