@@ -124,11 +124,24 @@ nlohmann::json spec_json(const SweepArgs& args) {
   return spec;
 }
 
+// The plan as it streams: trial and steps padded to fixed widths and the
+// label last, so that 10^6 trials print in one trial's memory.
 void print_plan(const SweepSpec& spec) {
-  const auto trials = plan_trials(spec);
-  Table table({"trial", "label", "steps"});
-  for (const auto& t : trials) table.add({std::to_string(t.index), t.label, std::to_string(t.config.run.steps)});
-  table.print(std::cout);
+  std::int64_t most_steps = spec.base.value("steps", RunConfig{}.run.steps);
+  for (const auto& axis : spec.axes)
+    if (axis.param == "steps") {
+      for (const auto& v : axis.values)
+        if (v.is_number_integer()) most_steps = std::max(most_steps, v.get<std::int64_t>());
+      if (axis.max) most_steps = std::max(most_steps, static_cast<std::int64_t>(*axis.max));
+    }
+  const int trial_width = static_cast<int>(std::max<std::size_t>(5, std::to_string(count_trials(spec) * 2).size()));
+  const int steps_width = static_cast<int>(std::max<std::size_t>(5, std::to_string(most_steps).size()));
+  std::printf("%-*s  %*s  %s\n", trial_width, "trial", steps_width, "steps", "label");
+  for_each_trial(spec, [&](const PlannedTrial& t) {
+    std::printf("%-*lld  %*lld  %s\n", trial_width, static_cast<long long>(t.index), steps_width,
+                static_cast<long long>(t.config.run.steps), printable(t.label).c_str());
+  });
+  std::fflush(stdout);
   if (spec.early_stopping.enabled()) {
     std::cout << "successive halving: rungs at";
     for (const auto r : spec.early_stopping.rungs(spec.base.value("steps", RunConfig{}.run.steps)))
@@ -169,9 +182,10 @@ int sweep_command(const SweepArgs& args, const Context& context) {
       return kExitOk;
     }
     writer = open_writer(context.db);
-    sweep_id = create_sweep(spec, *writer);
-    std::fprintf(stderr, "commtune: sweep %lld with %zu trials in %s\n", static_cast<long long>(sweep_id),
-                 plan_trials(spec).size(), writer->path().c_str());
+    std::int64_t trials = 0;
+    sweep_id = create_sweep(spec, *writer, &trials);
+    std::fprintf(stderr, "commtune: sweep %lld with %lld trials in %s\n", static_cast<long long>(sweep_id),
+                 static_cast<long long>(trials), writer->path().c_str());
   }
 
   SweepRunOptions options;

@@ -112,18 +112,36 @@ const nlohmann::json& section_or_empty(const nlohmann::json& raw, const std::str
 
 }  // namespace
 
+namespace {
+// The fixed sections' schemas, built once: every stored run a listing reads
+// is parsed through them, and a plan of 10^6 trials parses each trial.
+struct SectionSchemas {
+  Schema<RunOptions> run = RunOptions::schema();
+  Schema<ReducerOptions> ddp = ReducerOptions::schema();
+  Schema<WeightsOptions> weights = WeightsOptions::schema();
+  Schema<CheckpointOptions> checkpoint = CheckpointOptions::schema();
+  Schema<NetworkOptions> network = NetworkOptions::schema();
+  Schema<DebugOptions> debug = DebugOptions::schema();
+};
+const SectionSchemas& section_schemas() {
+  static const SectionSchemas schemas;
+  return schemas;
+}
+}  // namespace
+
 RunConfig RunConfig::parse(const nlohmann::json& raw) {
   if (!raw.is_object()) throw ConfigError("", "a configuration must be a JSON object");
   check_known_keys(raw, "", {&root_params()}, section_keys());
+  const auto& schemas = section_schemas();
   RunConfig c;
-  c.run = RunOptions::schema().read(raw, "");
+  c.run = schemas.run.read(raw, "");
   for (const auto& s : plain_sections()) check_known_keys(section_or_empty(raw, s.key), s.key, {&s.params});
-  c.ddp = ReducerOptions::schema().read(section_or_empty(raw, "ddp"), "ddp");
+  c.ddp = schemas.ddp.read(section_or_empty(raw, "ddp"), "ddp");
   c.ddp.first_bucket_cap_mb = c.ddp.first_bucket_cap();
-  c.weights = WeightsOptions::schema().read(section_or_empty(raw, "weights"), "weights");
-  c.checkpoint = CheckpointOptions::schema().read(section_or_empty(raw, "checkpoint"), "checkpoint");
-  c.network = NetworkOptions::schema().read(section_or_empty(raw, "network"), "network");
-  c.debug = DebugOptions::schema().read(section_or_empty(raw, "debug"), "debug");
+  c.weights = schemas.weights.read(section_or_empty(raw, "weights"), "weights");
+  c.checkpoint = schemas.checkpoint.read(section_or_empty(raw, "checkpoint"), "checkpoint");
+  c.network = schemas.network.read(section_or_empty(raw, "network"), "network");
+  c.debug = schemas.debug.read(section_or_empty(raw, "debug"), "debug");
   if (c.run.backend == "nccl" && c.run.device == "cpu")
     throw ConfigError("backend", "is nccl, which runs on GPUs only: set device=cuda, or backend=gloo or auto on the CPU");
   if (c.debug.dump_grads_steps > 0 && c.debug.dump_dir.empty())
@@ -174,16 +192,17 @@ RunConfig RunConfig::from_file(const std::string& path) {
 }
 
 nlohmann::json RunConfig::to_json() const {
-  auto j = RunOptions::schema().write(run);
+  const auto& schemas = section_schemas();
+  auto j = schemas.run.write(run);
   j["model"] = model;
   j["data"] = data;
   j["optimizer"] = optimizer;
   j["hook"] = hook;
-  j["ddp"] = ReducerOptions::schema().write(ddp);
-  j["weights"] = WeightsOptions::schema().write(weights);
-  j["checkpoint"] = CheckpointOptions::schema().write(checkpoint);
-  j["network"] = NetworkOptions::schema().write(network);
-  j["debug"] = DebugOptions::schema().write(debug);
+  j["ddp"] = schemas.ddp.write(ddp);
+  j["weights"] = schemas.weights.write(weights);
+  j["checkpoint"] = schemas.checkpoint.write(checkpoint);
+  j["network"] = schemas.network.write(network);
+  j["debug"] = schemas.debug.write(debug);
   return j;
 }
 

@@ -17,6 +17,7 @@
 #include "core/store/run_metrics.h"
 #include "core/store/run_recorder.h"
 #include "core/sweep/successive_halving.h"
+#include "db/sqlite.h"
 
 namespace commtune {
 
@@ -560,21 +561,25 @@ SweepOutcome SweepExecution::run() {
 
 }  // namespace
 
-std::int64_t create_sweep(const SweepSpec& spec, db::Writer& store) {
-  const auto trials = plan_trials(spec);
-  const auto spec_json = spec.to_json();
-  std::vector<db::NewRun> runs;
-  for (const auto& t : trials) runs.push_back(new_trial_run(t, spec.options));
-  return store
-      .call([spec_json, runs, name = spec.options.name](db::Store& s) {
-        const auto id = s.create_sweep(name, spec_json);
-        for (auto run : runs) {
-          run.sweep_id = id;
-          s.create_run(run, db::status::kPending);
-        }
-        return id;
-      })
-      .get();
+std::int64_t create_sweep(const SweepSpec& spec, db::Writer& store, std::int64_t* trials) {
+  std::int64_t stored = 0;
+  const auto id = store
+                      .call([&spec, &stored](db::Store& s) {
+                        // All of the sweep or none of it; the trials stream from the plan.
+                        db::Transaction transaction(s.connection());
+                        const auto sweep_id = s.create_sweep(spec.options.name, spec.to_json());
+                        for_each_trial(spec, [&](const PlannedTrial& t) {
+                          auto run = new_trial_run(t, spec.options);
+                          run.sweep_id = sweep_id;
+                          s.create_run(run, db::status::kPending);
+                          ++stored;
+                        });
+                        transaction.commit();
+                        return sweep_id;
+                      })
+                      .get();
+  if (trials) *trials = stored;
+  return id;
 }
 
 SweepOutcome run_sweep(std::int64_t sweep_id, const SweepRunOptions& options) {

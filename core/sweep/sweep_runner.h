@@ -62,8 +62,10 @@ struct SweepOutcome {
   std::map<std::string, int> trial_statuses;  // how many trials ended how
 };
 
-// Stores a new sweep and its planned trials (as pending runs); returns its id.
-std::int64_t create_sweep(const SweepSpec& spec, db::Writer& store);
+// Stores a new sweep and its planned trials (as pending runs), in one
+// transaction, streaming them from the plan; returns its id, and the number
+// of trials in `trials` when given.
+std::int64_t create_sweep(const SweepSpec& spec, db::Writer& store, std::int64_t* trials = nullptr);
 
 // Runs (or resumes) a stored sweep until every trial has ended or `cancel`
 // is set. Throws db::Error or ConfigError before running anything when the

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <random>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 namespace commtune {
 
@@ -193,7 +195,7 @@ std::vector<nlohmann::json> grid_values(const SweepAxis& axis, const ParamSpec& 
   for (std::int64_t i = 0; i < axis.points; ++i) {
     const double fraction = axis.points == 1 ? 0.0 : static_cast<double>(i) / static_cast<double>(axis.points - 1);
     auto v = typed_number(spec, range_point(axis, fraction));
-    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(std::move(v));
+    if (out.empty() || out.back() != v) out.push_back(std::move(v));  // points rise along the range: repeats are adjacent
   }
   return out;
 }
@@ -216,7 +218,12 @@ std::string value_text(const nlohmann::json& v) {
 
 }  // namespace
 
-SweepSpec SweepSpec::parse(const nlohmann::json& j) {
+namespace {
+
+void check_plan(const SweepSpec& spec, bool hooks_must_act);
+
+// The spec's fields, checked; its trials are not planned yet.
+SweepSpec parse_unplanned(const nlohmann::json& j) {
   if (!j.is_object()) throw ConfigError("", "a sweep specification must be a JSON object");
   const auto options_set = SweepOptions::schema().erase();
   check_known_keys(j, "", {&options_set}, kSpecKeys);
@@ -282,6 +289,22 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
     if (!seen.insert(axis.param).second) throw ConfigError("axes." + axis.param, "appears twice");
     if (axis.min && spec.options.strategy == "grid" && axis.points < 1)
       throw ConfigError("axes." + axis.param + ".points", "a grid over a range needs the number of points");
+    if (axis.min && spec.options.strategy == "grid" && axis.points > 1) {
+      // An integer parameter's points are rounded: more points than integers would plan a trial twice.
+      std::optional<ParamSpec> param;
+      try {
+        param = param_spec(spec.base, axis.param);
+      } catch (const ConfigError&) {  // a parameter of an entry another axis selects: checked per trial
+      }
+      if (param && param->kind == ParamKind::Integer) {
+        const auto distinct = grid_values(axis, *param).size();
+        if (distinct < static_cast<std::size_t>(axis.points))
+          throw ConfigError("axes." + axis.param + ".points",
+                            std::to_string(axis.points) + " points from " + value_text(*axis.min) + " to " +
+                                value_text(*axis.max) + " round to " + std::to_string(distinct) +
+                                " integers: ask for at most " + std::to_string(distinct) + " points, or list the values");
+      }
+    }
   }
   if (spec.axes.empty() && !spec.options.baseline)
     throw ConfigError("axes", "a sweep needs at least one axis (or the baseline)");
@@ -308,14 +331,14 @@ SweepSpec SweepSpec::parse(const nlohmann::json& j) {
         throw ConfigError("axes." + axis.param,
                           "TPE draws this range's values as the sweep runs, so no allreduce baseline can be planned "
                           "at each: list its values, or set baseline to false");
-  plan_trials(spec);  // every trial's configuration must be valid
-  if (spec.options.strategy == "tpe") {
-    // TPE's draws are made as the sweep runs: check random draws from the same space now.
-    auto probe = spec;
-    probe.options.strategy = "random";
-    probe.options.trials = std::min<std::int64_t>(spec.options.trials, 64);
-    plan_trials(probe);
-  }
+  return spec;
+}
+
+}  // namespace
+
+SweepSpec SweepSpec::parse(const nlohmann::json& j) {
+  auto spec = parse_unplanned(j);
+  check_plan(spec, false);
   return spec;
 }
 
@@ -324,45 +347,60 @@ namespace {
 constexpr const char* kInactiveHint =
     " (set allow_inactive_hooks, --allow-inactive-hooks on the command line, if that is what you want)";
 
-// The plan guard: every trial's hook must change what goes on the wire within its steps.
-void check_hooks_act(const SweepSpec& spec) {
-  auto probe = spec;
-  if (spec.options.strategy == "tpe") {  // its draws come later: check random draws from the same space
-    probe.options.strategy = "random";
-    probe.options.trials = std::min<std::int64_t>(spec.options.trials, 64);
-  }
+// The plan guard: a trial's hook must change what goes on the wire within its steps.
+void check_hook_acts(const SweepSpec& spec, const PlannedTrial& trial) {
   const auto field_of = [&](const std::string& param) {
     for (const auto& axis : spec.axes)
       if (axis.param == param) return "axes." + param;
     return "base." + param;
   };
-  for (const auto& trial : plan_trials(probe)) {
-    if (trial.baseline) continue;
-    const auto config = trial.config.to_json();
-    const auto steps = trial.config.run.steps;
-    const auto activity = hook_activity(config);
-    const auto where = " in trial '" + trial.label + "'";
-    if (!activity.start_field.empty() && activity.first_active_step >= steps)
-      throw ConfigError(field_of(activity.start_field),
-                        std::to_string(activity.first_active_step) + " is not below steps (" + std::to_string(steps) +
-                            ")" + where + ": its hook would never act, and the sweep would compare allreduce with "
-                            "allreduce" + kInactiveHint);
-    if (!activity.start_field.empty() && spec.early_stopping.enabled() &&
-        activity.first_active_step >= spec.early_stopping.min_steps)
-      throw ConfigError("early_stopping.min_steps",
-                        std::to_string(spec.early_stopping.min_steps) + " is not above " + activity.start_field + " (" +
-                            std::to_string(activity.first_active_step) + ")" + where +
-                            ": at the first rung its hook has not acted yet, so successive halving would rank "
-                            "allreduce runs" + kInactiveHint);
-    if (const auto problem = hook_size_problem(config, parameter_shapes(trial.config)))
-      throw ConfigError(field_of(problem.field), problem.problem + where + kInactiveHint);
+  const auto config = trial.config.to_json();
+  const auto steps = trial.config.run.steps;
+  const auto activity = hook_activity(config);
+  const auto where = " in trial '" + trial.label + "'";
+  if (!activity.start_field.empty() && activity.first_active_step >= steps)
+    throw ConfigError(field_of(activity.start_field),
+                      std::to_string(activity.first_active_step) + " is not below steps (" + std::to_string(steps) +
+                          ")" + where + ": its hook would never act, and the sweep would compare allreduce with "
+                          "allreduce" + kInactiveHint);
+  if (!activity.start_field.empty() && spec.early_stopping.enabled() &&
+      activity.first_active_step >= spec.early_stopping.min_steps)
+    throw ConfigError("early_stopping.min_steps",
+                      std::to_string(spec.early_stopping.min_steps) + " is not above " + activity.start_field + " (" +
+                          std::to_string(activity.first_active_step) + ")" + where +
+                          ": at the first rung its hook has not acted yet, so successive halving would rank "
+                          "allreduce runs" + kInactiveHint);
+  if (const auto problem = hook_size_problem(config, parameter_shapes(trial.config)))
+    throw ConfigError(field_of(problem.field), problem.problem + where + kInactiveHint);
+}
+
+// Every trial's configuration must be valid (TPE's draws are made as the
+// sweep runs: random draws from the same space are checked now), and for a
+// new sweep every trial's hook must act: one pass over the plan, the hook
+// checked once per configuration outside the seed and optimizer (which do
+// not change whether it acts), so that a grid over learning rates and seeds
+// checks its one hook once.
+void check_plan(const SweepSpec& spec, bool hooks_must_act) {
+  auto probe = spec;
+  if (spec.options.strategy == "tpe") {
+    probe.options.strategy = "random";
+    probe.options.trials = std::min<std::int64_t>(spec.options.trials, 64);
+    for_each_trial(spec, [](const PlannedTrial&) {});
   }
+  std::set<std::string> hooks_checked;
+  for_each_trial(probe, [&](const PlannedTrial& trial) {
+    if (!hooks_must_act || trial.baseline) return;
+    auto key = trial.config.to_json();
+    key.erase("seed");
+    key.erase("optimizer");
+    if (hooks_checked.insert(key.dump()).second) check_hook_acts(spec, trial);
+  });
 }
 
 }  // namespace
 
 SweepSpec SweepSpec::parse_new(const nlohmann::json& j) {
-  auto spec = parse(j);
+  auto spec = parse_unplanned(j);
   // Only TPE and successive halving rank trials: elsewhere an objective would be silently ignored.
   const SweepOptions defaults;
   const bool ranks = spec.options.strategy == "tpe" || spec.early_stopping.enabled();
@@ -373,7 +411,7 @@ SweepSpec SweepSpec::parse_new(const nlohmann::json& j) {
   if (!ranks && spec.options.objective_network != defaults.objective_network)
     throw ConfigError("objective_network", "applies to the step_time objective of TPE or successive halving; this " +
                                                spec.options.strategy + " sweep ranks nothing: leave it out");
-  if (!spec.options.allow_inactive_hooks) check_hooks_act(spec);
+  check_plan(spec, !spec.options.allow_inactive_hooks);  // after the checks above, as one pass
   return spec;
 }
 
@@ -412,24 +450,27 @@ std::size_t axis_size(const SweepAxis& axis) {
   return axis.min ? static_cast<std::size_t>(std::max<std::int64_t>(axis.points, 1)) : axis.values.size();
 }
 
-std::vector<Position> positions(const SweepSpec& spec) {
-  std::vector<Position> out;
+// Calls visit(index, position) for each trial position, in plan order,
+// keeping none of them: random search's draws from its seed, the grid's
+// combinations with the last axis varying fastest.
+template <class Visit>
+void for_each_position(const SweepSpec& spec, Visit&& visit) {
   const auto& axes = spec.axes;
-  if (axes.empty()) return out;
+  if (axes.empty()) return;
+  Position p(axes.size(), 0.0);
   if (spec.options.strategy == "random") {
     Draw draw(static_cast<std::uint64_t>(spec.options.seed));
     for (std::int64_t t = 0; t < spec.options.trials; ++t) {
-      Position p;
-      for (const auto& axis : axes)
-        p.push_back(axis.min ? draw.uniform() : static_cast<double>(draw.index(axis.values.size())));
-      out.push_back(std::move(p));
+      for (std::size_t a = 0; a < axes.size(); ++a)
+        p[a] = axes[a].min ? draw.uniform() : static_cast<double>(draw.index(axes[a].values.size()));
+      visit(t, p);
     }
-    return out;
+    return;
   }
-  // Grid: every combination, the last axis varying fastest.
-  Position p(axes.size(), 0.0);
-  while (true) {
-    out.push_back(p);
+  for (const auto& axis : axes)
+    if (axis_size(axis) == 0) return;
+  for (std::int64_t t = 0;; ++t) {
+    visit(t, p);
     std::size_t a = axes.size();
     while (a > 0) {
       --a;
@@ -438,7 +479,7 @@ std::vector<Position> positions(const SweepSpec& spec) {
         break;
       }
       p[a] = 0;
-      if (a == 0) return out;
+      if (a == 0) return;
     }
   }
 }
@@ -446,6 +487,10 @@ std::vector<Position> positions(const SweepSpec& spec) {
 nlohmann::json axis_value(const SweepSpec& spec, const SweepAxis& axis, double position, const ParamSpec& param) {
   if (!axis.min) return axis.values.at(static_cast<std::size_t>(position));
   if (spec.options.strategy != "grid") return typed_number(param, range_point(axis, position));
+  // A real grid point directly (a plan of 10^6 trials asks once per trial);
+  // integers may round to the same value, so their list drops repeats.
+  if (param.kind != ParamKind::Integer && axis.points > 1)
+    return typed_number(param, range_point(axis, position / static_cast<double>(axis.points - 1)));
   return grid_values(axis, param).at(static_cast<std::size_t>(position));
 }
 
@@ -472,8 +517,12 @@ std::int64_t count_trials(const SweepSpec& spec) {
   return count > kMax / seeds ? kMax : count * seeds;
 }
 
-PlannedTrial trial_at(const SweepSpec& spec, const std::vector<double>& position) {
-  auto raw = spec.base;
+namespace {
+
+// A trial's raw configuration at a position, with its axis values and label
+// filled in (not yet parsed).
+PlannedTrial raw_trial_at(const SweepSpec& spec, const std::vector<double>& position, nlohmann::json& raw) {
+  raw = spec.base;
   PlannedTrial trial;
   for (std::size_t a = 0; a < spec.axes.size(); ++a) {
     const auto& axis = spec.axes[a];
@@ -493,6 +542,14 @@ PlannedTrial trial_at(const SweepSpec& spec, const std::vector<double>& position
     trial.overrides[axis.param] = value;
     trial.label += (trial.label.empty() ? "" : " ") + short_name(axis.param) + "=" + value_text(value);
   }
+  return trial;
+}
+
+}  // namespace
+
+PlannedTrial trial_at(const SweepSpec& spec, const std::vector<double>& position) {
+  nlohmann::json raw;
+  auto trial = raw_trial_at(spec, position, raw);
   try {
     trial.config = RunConfig::parse(raw);
   } catch (const ConfigError& e) {
@@ -577,65 +634,113 @@ std::vector<nlohmann::json> listed_combinations(const SweepSpec& spec, const std
 
 }  // namespace
 
-std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
-  std::vector<PlannedTrial> trials;
-  std::set<std::string> configs;
+namespace {
+
+// Texts seen before, by a 128-bit fingerprint (two independent 64-bit
+// hashes): a plan of 10^6 trials remembers 16 bytes per trial, not its
+// configuration's text. Two different texts share a fingerprint with a
+// chance of about n^2 / 2^129.
+class SeenOnce {
+ public:
+  // True the first time a text is offered.
+  bool first(std::string_view text) {
+    std::uint64_t fnv = 1469598103934665603ull;
+    for (const unsigned char c : text) fnv = (fnv ^ c) * 1099511628211ull;
+    return seen_.insert({fnv, std::hash<std::string_view>{}(text)}).second;
+  }
+
+ private:
+  struct Print {
+    std::uint64_t a, b;
+    bool operator==(const Print& o) const { return a == o.a && b == o.b; }
+  };
+  struct PrintHash {
+    std::size_t operator()(const Print& p) const { return static_cast<std::size_t>(p.a ^ (p.b * 0x9e3779b97f4a7c15ull)); }
+  };
+  std::unordered_set<Print, PrintHash> seen_;
+};
+
+}  // namespace
+
+void for_each_trial(const SweepSpec& spec, const std::function<void(const PlannedTrial&)>& visit) {
+  SeenOnce planned_runs;
+  std::int64_t planned = 0;
   const auto seeds = std::max<std::int64_t>(1, spec.options.seeds);
   // Each planned configuration once per seed; the same run twice is planned once.
-  auto add = [&](const PlannedTrial& planned) {
-    if (const auto seed = planned.config.run.seed; seed > kMaxSeed - (seeds - 1))
+  auto add = [&](PlannedTrial trial) {
+    if (const auto seed = trial.config.run.seed; seed > kMaxSeed - (seeds - 1))
       throw ConfigError("seeds", std::to_string(seeds) + " seeds from seed " + std::to_string(seed) + " reach seed " +
                                      std::to_string(seed + seeds - 1) + ", above the largest seed " +
                                      std::to_string(kMaxSeed) + ": lower seed or seeds");
+    const auto label = trial.label;
+    const auto seed = trial.config.run.seed;
     for (std::int64_t k = 0; k < seeds; ++k) {
-      auto trial = planned;
       if (seeds > 1) {
-        trial.config.run.seed += k;
-        trial.label += (trial.label.empty() ? "" : " ") + std::string("seed=") + std::to_string(trial.config.run.seed);
+        trial.config.run.seed = seed + k;
+        trial.label = label + (label.empty() ? "" : " ") + "seed=" + std::to_string(seed + k);
       }
-      if (!configs.insert(trial.config.to_json().dump()).second) continue;
-      trial.index = static_cast<std::int64_t>(trials.size());
-      trials.push_back(std::move(trial));
+      if (!planned_runs.first(trial.config.to_json().dump())) continue;
+      trial.index = planned++;
+      visit(trial);
     }
   };
 
   const bool tpe = spec.options.strategy == "tpe" && !spec.axes.empty();
-  std::vector<PlannedTrial> planned;
-  if (!tpe)
-    for (const auto& position : positions(spec)) planned.push_back(trial_at(spec, position));
   if (spec.options.baseline) {
-    // A baseline at each combination of values the trials take outside the hook.
+    // A baseline at each combination of values the trials take outside the
+    // hook, in the order the trials first take them: found in a pass over
+    // the positions that keeps only where each new combination first appears.
     const auto outside = non_hook_axes(spec);
-    std::vector<nlohmann::json> combinations;
+    const auto values_outside = [&](const PlannedTrial& trial) {
+      nlohmann::json values = nlohmann::json::object();
+      for (const auto& param : outside)
+        if (trial.overrides.contains(param)) values[param] = trial.overrides[param];
+      return values;
+    };
     if (tpe) {
-      combinations = listed_combinations(spec, outside);
+      for (const auto& values : listed_combinations(spec, outside)) add(baseline_at(spec, values));
     } else {
-      std::set<std::string> seen;
-      for (const auto& trial : planned) {
-        nlohmann::json values = nlohmann::json::object();
-        for (const auto& param : outside)
-          if (trial.overrides.contains(param)) values[param] = trial.overrides[param];
-        if (seen.insert(values.dump()).second) combinations.push_back(values);
-      }
-      if (combinations.empty()) combinations.push_back(nlohmann::json::object());
+      SeenOnce combinations;
+      std::vector<std::int64_t> first_at;
+      nlohmann::json raw;
+      for_each_position(spec, [&](std::int64_t t, const Position& p) {
+        if (combinations.first(values_outside(raw_trial_at(spec, p, raw)).dump())) first_at.push_back(t);
+      });
+      if (first_at.empty()) add(baseline_at(spec, nlohmann::json::object()));
+      std::size_t next = 0;
+      for_each_position(spec, [&](std::int64_t t, const Position& p) {
+        if (next < first_at.size() && first_at[next] == t) {
+          ++next;
+          add(baseline_at(spec, values_outside(raw_trial_at(spec, p, raw))));
+        }
+      });
     }
-    for (const auto& values : combinations) add(baseline_at(spec, values));
   }
   if (tpe) {
     // Each trial's values are drawn when it starts, from the trials finished by then.
-    const auto base = RunConfig::parse(spec.base);
+    PlannedTrial trial;
+    trial.config = RunConfig::parse(spec.base);
+    trial.to_draw = true;
     for (std::int64_t t = 0; t < spec.options.trials; ++t) {
-      PlannedTrial trial;
-      trial.index = static_cast<std::int64_t>(trials.size());
+      trial.index = planned++;
       trial.label = "TPE draw " + std::to_string(t + 1) + " (made when it starts)";
-      trial.config = base;
-      trial.to_draw = true;
-      trials.push_back(std::move(trial));
+      visit(trial);
     }
-    return trials;
+    return;
   }
-  for (const auto& trial : planned) add(trial);
+  for_each_position(spec, [&](std::int64_t, const Position& p) { add(trial_at(spec, p)); });
+}
+
+std::vector<PlannedTrial> plan_trials(const SweepSpec& spec) {
+  std::vector<PlannedTrial> trials;
+  for_each_trial(spec, [&](const PlannedTrial& t) { trials.push_back(t); });
   return trials;
+}
+
+std::int64_t planned_trial_count(const SweepSpec& spec) {
+  std::int64_t n = 0;
+  for_each_trial(spec, [&](const PlannedTrial&) { ++n; });
+  return n;
 }
 
 }  // namespace commtune

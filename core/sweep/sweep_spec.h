@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,11 @@ std::int64_t count_trials(const SweepSpec& spec);
 // baselines first (one per combination of the values the non-hook axes
 // take, each with every seed), then the trials, each seed after seed.
 std::vector<PlannedTrial> plan_trials(const SweepSpec& spec);
+// The same trials handed to `visit` one at a time, keeping none: a plan of
+// 10^6 trials costs one trial and 16 bytes per trial (to plan each run
+// once), however it is printed or stored.
+void for_each_trial(const SweepSpec& spec, const std::function<void(const PlannedTrial&)>& visit);
+std::int64_t planned_trial_count(const SweepSpec& spec);
 
 // The parameters of the spec's axes that are outside the hook section.
 std::vector<std::string> non_hook_axes(const SweepSpec& spec);

@@ -51,12 +51,19 @@ class Sweeps(unittest.TestCase):
 
     def test_axes_take_ranges_on_the_command_line_and_tables_show_readable_values(self):
         plan = ct.cli("sweep", *SMALL, "--no-baseline", "--axis", "optimizer.lr=0.02..0.2:4:log", "--plan").stdout
-        labels = [line.split()[1] for line in plan.splitlines()[1:] if "lr=" in line]
+        labels = [line.split(None, 2)[2] for line in plan.splitlines()[1:] if "lr=" in line]  # trial, steps, label
         self.assertEqual(labels, ["lr=0.02", "lr=0.04309", "lr=0.09283", "lr=0.2"])
         for bad in ("optimizer.lr=0.02..", "optimizer.lr=0.02..0.2:x", "optimizer.lr=a..0.2"):
             proc = ct.cli("sweep", *SMALL, "--axis", bad, "--plan", check=False)
             self.assertEqual(proc.returncode, 2, bad)
             self.assertIn("MIN..MAX[:POINTS][:log]", proc.stderr)
+        # An integer range with more points than integers: refused up front (it crashed planning with
+        # "vector::_M_range_check"), naming the field and how many points it can take.
+        proc = ct.cli("sweep", *SMALL, "--set", "hook.name=powersgd", "--set", "hook.start_powerSGD_iter=2",
+                      "--axis", "hook.matrix_approximation_rank=1..4:10", "--plan", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("axes.hook.matrix_approximation_rank.points", proc.stderr)
+        self.assertIn("round to 4 integers", proc.stderr)
         # A value computed on a log scale is stored with every digit and shown with six.
         ct.cli("sweep", *SMALL, "--no-baseline", "--set", "steps=4", "--axis", "optimizer.lr=0.1..1:3:log")
         table = ct.cli("compare", "--sweep", ct.cli_json("list", "--sweeps")[0]["id"]).stdout
@@ -182,7 +189,7 @@ class Sweeps(unittest.TestCase):
             other = ct.cli(*[a if a != "7" else "8" for a in args], "--spec", f.name).stdout
         self.assertEqual(first, again)
         self.assertNotEqual(first, other)
-        labels = [line.split(None, 1)[1].rsplit(None, 1)[0] for line in first.splitlines()[1:]]
+        labels = [line.split(None, 2)[2] for line in first.splitlines()[1:]]  # trial, steps, label
         self.assertEqual(len(set(labels)), 5, first)
         for label in labels:
             values = dict(item.split("=") for item in label.split())
