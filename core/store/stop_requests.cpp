@@ -32,14 +32,19 @@ bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id) {
   return fs::remove(fs::path(stop_request_folder(store_path)) / std::to_string(run_id), ignored);
 }
 
-bool interrupt_owner(const std::string& owner) {
+bool interrupt_owner(const std::string& owner, const std::string& program) {
   const auto me = db::this_process_owner();
   const auto first = owner.find(':');
   if (owner == me || first == std::string::npos || owner.substr(0, first) != me.substr(0, me.find(':')) ||
       !db::owner_alive(owner))
     return false;
   const long pid = std::strtol(owner.c_str() + first + 1, nullptr, 10);
-  return pid > 0 && ::kill(static_cast<pid_t>(pid), SIGINT) == 0;
+  if (pid <= 0) return false;
+  // Its program's name as the kernel keeps it (the first 15 characters).
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (!std::getline(comm, name) || name != program.substr(0, 15)) return false;
+  return ::kill(static_cast<pid_t>(pid), SIGINT) == 0;
 }
 
 StopRequestWatcher::StopRequestWatcher(std::string store_path, const std::atomic<bool>* stop_all,

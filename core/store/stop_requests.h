@@ -26,9 +26,11 @@ void request_stop(const std::string& store_path, std::int64_t run_id);
 bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id);
 // Asks the process an owner names ("host:pid:start", a sweep's or a run's)
 // to stop everything it runs, as Ctrl-C in its terminal does: SIGINT, when
-// it is alive on this host (a sweep ends cancelled, and can be resumed).
-// False for a process on another host, one gone, or this one.
-bool interrupt_owner(const std::string& owner);
+// it is alive on this host and is `program` (commtune-cli, which takes it as
+// a cancel: a sweep ends cancelled, and can be resumed; another window of
+// the app would quit). False for a process on another host, one gone, this
+// one, or another program.
+bool interrupt_owner(const std::string& owner, const std::string& program = "commtune-cli");
 
 class StopRequestWatcher {
  public:

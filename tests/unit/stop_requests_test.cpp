@@ -9,6 +9,7 @@
 #include "db/store.h"
 
 #include <csignal>
+#include <fstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,14 +119,17 @@ TEST(InterruptOwner, InterruptsALiveProcessOnThisHostAndNothingElse) {
   ::close(pipe_fds[0]);
   ASSERT_GT(n, 0);
   const std::string owner(buffer, static_cast<std::size_t>(n));
-  EXPECT_FALSE(interrupt_owner(db::this_process_owner()));  // never this process
-  EXPECT_FALSE(interrupt_owner("another-host.example:" + std::to_string(child) + ":1"));
-  EXPECT_FALSE(interrupt_owner(owner.substr(0, owner.rfind(':')) + ":0"));  // its pid, another start: gone
-  EXPECT_TRUE(interrupt_owner(owner));
+  std::string program;  // the child is this test program
+  std::getline(std::ifstream("/proc/self/comm"), program);
+  EXPECT_FALSE(interrupt_owner(db::this_process_owner(), program));  // never this process
+  EXPECT_FALSE(interrupt_owner("another-host.example:" + std::to_string(child) + ":1", program));
+  EXPECT_FALSE(interrupt_owner(owner.substr(0, owner.rfind(':')) + ":0", program));  // its pid, another start: gone
+  EXPECT_FALSE(interrupt_owner(owner));  // not commtune-cli (another window of the app would quit)
+  EXPECT_TRUE(interrupt_owner(owner, program));
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
-  EXPECT_FALSE(interrupt_owner(owner));  // gone now
+  EXPECT_FALSE(interrupt_owner(owner, program));  // gone now
 }
 
 }  // namespace

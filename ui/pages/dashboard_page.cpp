@@ -250,8 +250,8 @@ void DashboardPage::stop_followed(qint64 run_id) {
 
 void DashboardPage::stop_all() {
   if (engine_.busy()) engine_.stop_all();
-  // What other processes run: each process once, as Ctrl-C in its terminal (a sweep ends, cancelled, and can be
-  // resumed); on another host nothing here can reach it but its runs' stop requests.
+  // What other processes run: a commtune-cli here once, as Ctrl-C in its terminal (a sweep ends, cancelled, and
+  // can be resumed); another window, or a process on another host, through its runs' stop requests.
   std::set<std::string> asked;
   for (const auto& [id, t] : tracks_) {
     if (t.owner.empty() || t.status != db::status::kRunning || !asked.insert(t.owner).second) continue;
@@ -262,8 +262,8 @@ void DashboardPage::stop_all() {
     } else {
       for (const auto& [other, ot] : tracks_)
         if (ot.owner == t.owner && ot.status == db::status::kRunning) stop_followed(other);
-      log_->appendPlainText(QString("%1 runs on another host: its running trials are asked to stop; a sweep there "
-                                    "goes on with its next trial until it is stopped on its host")
+      log_->appendPlainText(QString("%1 is another window or on another host: its running trials are asked to "
+                                    "stop; a sweep there goes on with its next trial until it is stopped there")
                                 .arg(QString::fromStdString(t.owner)));
     }
   }
