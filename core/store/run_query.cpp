@@ -164,17 +164,29 @@ std::string suggestion(const std::string& name, const std::vector<std::string>& 
   const auto params = parameter_names();
   names.insert(names.end(), known_params.begin(), known_params.end());
   names.insert(names.end(), params.begin(), params.end());
-  auto hint = closest_name(name, names);
-  if (hint.empty() && name.find('.') == std::string::npos) {
-    // A parameter named without its section: lr for optimizer.lr.
-    std::vector<std::string> tails, full;
-    for (const auto& n : names)
-      if (const auto dot = n.rfind('.'); dot != std::string::npos) {
-        tails.push_back(n.substr(dot + 1));
-        full.push_back(n);
-      }
+  // A parameter named without its section (lr for optimizer.lr) first, then the closest name, then the closest
+  // section-less name.
+  std::vector<std::string> tails, full;
+  for (const auto& n : names)
+    if (const auto dot = n.rfind('.'); dot != std::string::npos && name.find('.') == std::string::npos) {
+      tails.push_back(n.substr(dot + 1));
+      full.push_back(n);
+    }
+  const auto lower_name = lower(name);
+  std::string hint;
+  for (std::size_t i = 0; i < tails.size() && hint.empty(); ++i)
+    if (lower(tails[i]) == lower_name) hint = full[i];
+  // A guess shares at least half the name's letters: a short name is within closest_name's reach of any other.
+  const auto alike = [&](const std::string& guess) {
+    std::size_t shared = 0;
+    for (const char c : lower_name) shared += lower(guess).find(c) != std::string::npos;
+    return !guess.empty() && 2 * shared >= lower_name.size();
+  };
+  if (hint.empty()) hint = closest_name(name, names);
+  if (!alike(hint)) hint.clear();
+  if (hint.empty()) {
     const auto tail = closest_name(name, tails);
-    if (!tail.empty()) hint = full[static_cast<std::size_t>(std::find(tails.begin(), tails.end(), tail) - tails.begin())];
+    if (alike(tail)) hint = full[static_cast<std::size_t>(std::find(tails.begin(), tails.end(), tail) - tails.begin())];
   }
   if (hint.empty()) return "";
   if (hint == "loss") return " (did you mean 'tail_loss' or 'last_loss'?)";

@@ -103,6 +103,8 @@ TEST(RunQuery, AMistypedNameSuggestsTheNameMeant) {
   // A parameter named without its section.
   const auto bare = refusal("matrix_approximation_rank = 2");
   EXPECT_NE(bare.find("did you mean 'hook.matrix_approximation_rank'?"), std::string::npos) << bare;
+  const auto lr = refusal("lr = 0.1");  // not 'id', two edits away
+  EXPECT_NE(lr.find("did you mean 'optimizer.lr'?"), std::string::npos) << lr;
   // A plugin's parameter seen in the store.
   const auto plugin = refusal("hook.treshold = 2", {"hook.threshold"});
   EXPECT_NE(plugin.find("did you mean 'hook.threshold'?"), std::string::npos) << plugin;
