@@ -85,14 +85,12 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   resume_->setObjectName("analysis:resume");
   resume_->setToolTip("Go on with this sweep: finished trials stay, an interrupted one continues from its checkpoint");
   resume_->setEnabled(false);
-  auto* to_dashboard = new QPushButton("Show on Dashboard", this);
+  auto* to_dashboard = to_dashboard_ = new QPushButton("Show on Dashboard", this);
   to_dashboard->setObjectName("analysis:to_dashboard");
   to_dashboard->setToolTip("Put this sweep's trials back on the Dashboard, their curves as the store holds them");
   connect(to_dashboard, &QPushButton::clicked, this, [this] {
     if (const auto sweep = scope_->currentData().toLongLong(); sweep > 0) Q_EMIT dashboard_requested(sweep);
   });
-  connect(scope_, &QComboBox::currentIndexChanged, to_dashboard,
-          [this, to_dashboard] { to_dashboard->setEnabled(scope_->currentData().toLongLong() > 0); });
   connect(resume_, &QPushButton::clicked, this,
           [this] { Q_EMIT resume_requested(scope_->currentData().toLongLong()); });
 
@@ -343,6 +341,7 @@ void AnalysisPage::analyse() {
   const auto status = scope_->currentData(Qt::UserRole + 1).toString();
   resume_->setEnabled(status == db::status::kCancelled || status == db::status::kInterrupted ||
                       status == db::status::kFailed);
+  to_dashboard_->setEnabled(scope_->currentData().toLongLong() > 0);  // a sweep, not every stored run
   SweepAnalysisQuery q;
   q.sweep_id = scope_->currentData().toLongLong();
   q.link = link_->currentText().toStdString();

@@ -119,6 +119,7 @@ class AnalysisPage : public QWidget {
   QSplitter* splitter_;  // the views over the what-if table
   QLabel* note_;
   QPushButton* resume_;
+  QPushButton* to_dashboard_;
   SweepAnalysis data_;
   std::vector<std::int64_t> pareto_front_;
   std::unique_ptr<ParetoView> pareto_view_;
