@@ -340,6 +340,20 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     }
   }
 
+  // Each configuration's fair baseline, found once: the plain-allreduce
+  // configuration with the same parameters outside the hook and the same
+  // steps, the one with most succeeded runs (the first of equals).
+  const auto succeeded = [](const Configuration& c) {
+    return std::count(c.statuses.begin(), c.statuses.end(), std::string(db::status::kSucceeded));
+  };
+  for (const auto& c : e.configurations_)
+    e.baseline_keys_.push_back(baseline_key(c.config) + "|" + std::to_string(c.steps_requested));
+  for (std::size_t b = 0; b < e.configurations_.size(); ++b) {
+    if (!e.configurations_[b].plain_allreduce) continue;
+    const auto [at, added] = e.baseline_by_key_.emplace(e.baseline_keys_[b], b);
+    if (!added && succeeded(e.configurations_[b]) > succeeded(e.configurations_[at->second])) at->second = b;
+  }
+
   // Pools of compute, by model, data, ranks and optimizer kind.
   std::map<std::string, std::size_t> pool_of;
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
@@ -447,20 +461,9 @@ std::optional<std::size_t> Evidence::configuration_of(std::int64_t run_id) const
 }
 
 std::optional<std::size_t> Evidence::baseline_of(std::size_t config) const {
-  const auto key = baseline_key(configurations_.at(config).config);
-  const auto steps = configurations_[config].steps_requested;
-  std::optional<std::size_t> best;
-  for (std::size_t b = 0; b < configurations_.size(); ++b) {
-    const auto& candidate = configurations_[b];
-    if (!candidate.plain_allreduce || candidate.steps_requested != steps || baseline_key(candidate.config) != key)
-      continue;
-    // Prefer the one with most succeeded runs.
-    const auto succeeded = [](const Configuration& c) {
-      return std::count(c.statuses.begin(), c.statuses.end(), std::string(db::status::kSucceeded));
-    };
-    if (!best || succeeded(candidate) > succeeded(configurations_[*best])) best = b;
-  }
-  return best;
+  const auto at = baseline_by_key_.find(baseline_keys_.at(config));
+  if (at == baseline_by_key_.end()) return std::nullopt;
+  return at->second;
 }
 
 std::string Evidence::differences_outside_hook(std::size_t a, std::size_t b) const {

@@ -182,6 +182,8 @@ class Evidence {
   std::vector<Figures> figures_;
   std::vector<Pool> pools_;
   std::map<std::int64_t, std::size_t> config_of_run_;
+  std::vector<std::string> baseline_keys_;                  // per configuration: what its baseline shares
+  std::map<std::string, std::size_t> baseline_by_key_;      // the baseline configuration for each
   RunToRun run_to_run_;
   EvidenceOptions options_;
 };
