@@ -166,6 +166,24 @@ double time_outside_compute(const RunSamples& s) {
   return outside.empty() ? 0 : median(std::move(outside));
 }
 
+// Two probed links are one when within a factor of eight of each other: a
+// probe of one link varies by up to twice on a loaded machine (ten 2-rank
+// runs beside stress-ng --cpu 2: 1.9x), and more beside other tests; a
+// shaper differs by far more (50 Mbit/s against the loopback: over 100x).
+// An unprobed link is taken as the other's.
+bool same_link(double a, double b) {
+  if (a <= 0 || b <= 0) return true;
+  return std::max(a, b) <= 8 * std::min(a, b);
+}
+
+// "fp16 (link 12.5 MB/s)", or "(on node7, link ...)" when the host differs from the first's.
+std::string measured_where(const Configuration& c, const Configuration& first) {
+  const auto base = c.label.substr(0, c.label.find(" (measured "));
+  char link[64] = "link not probed";
+  if (c.link_bytes_per_s > 0) std::snprintf(link, sizeof link, "link %.3g MB/s", c.link_bytes_per_s / 1e6);
+  return base + " (measured " + (c.host != first.host ? "on " + c.host + ", " : std::string()) + link + ")";
+}
+
 }  // namespace
 
 RunToRun RunToRun::from_groups(const std::map<std::string, std::vector<double>>& log_times) {
@@ -305,13 +323,28 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
                           const EvidenceOptions& options) {
   Evidence e;
   e.options_ = options;
-  std::map<std::string, std::size_t> by_key;
+  // Runs are replicates when they differ only in seed and bookkeeping, ran
+  // as many steps, on one host, over the same link: each run probes its
+  // link as it starts, and a run behind a 100 Mbit/s shaper is no replicate
+  // of one on the bare loopback (issue 45).
+  std::map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
   for (const auto id : run_ids) {
     const auto run = store.run(id);
     if (!run || !run->config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
-    const auto key = replicate_key(run->config) + "|" + std::to_string(run->steps_requested);
-    auto [at, added] = by_key.emplace(key, e.configurations_.size());
-    if (added) {
+    std::optional<RunSamples> samples;
+    std::string problem;
+    try {
+      samples = RunSamples::from_store(store, id);
+    } catch (const db::Error& error) {
+      problem = error.what();
+    }
+    const double link = samples ? samples->link_bytes_per_s : 0;
+    auto& same = by_key[replicate_key(run->config) + "|" + std::to_string(run->steps_requested)];
+    std::optional<std::size_t> into;
+    for (const auto c : same)
+      if (!into && e.configurations_[c].host == run->host && same_link(e.configurations_[c].link_bytes_per_s, link))
+        into = c;
+    if (!into) {
       Configuration c;
       c.hook = describe_hook(*run);
       c.label = run->name.empty() ? c.hook : without_seed(run->name);
@@ -319,25 +352,31 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
       c.config = run->config;
       c.plain_allreduce = is_plain_allreduce(run->config);
       c.steps_requested = run->steps_requested;
+      c.host = run->host;
+      c.link_bytes_per_s = link;
       auto family = run->config.is_object() ? run->config : nlohmann::json::object();
       family = nlohmann::json{{"model", family.value("model", nlohmann::json())},
                               {"data", family.value("data", nlohmann::json())}};
       c.fingerprint_family = family.dump();
+      into = e.configurations_.size();
       e.configurations_.push_back(std::move(c));
       e.figures_.emplace_back();
+      same.push_back(*into);
+      // The same configuration measured apart: each says where.
+      if (same.size() > 1)
+        for (const auto k : same) e.configurations_[k].label = measured_where(e.configurations_[k], e.configurations_[same.front()]);
     }
-    auto& c = e.configurations_[at->second];
+    auto& c = e.configurations_[*into];
     c.runs.push_back(id);
     c.seeds.push_back(run->config.is_object() ? run->config.value("seed", std::int64_t{0}) : 0);
     c.tail_losses.push_back(tail_loss(store.curve(id)));
     c.statuses.push_back(run->status);
-    e.config_of_run_[id] = at->second;
-    auto& f = e.figures_[at->second];
-    try {
-      f.samples.push_back(RunSamples::from_store(store, id));
-    } catch (const db::Error& error) {
-      f.problem = error.what();
-    }
+    e.config_of_run_[id] = *into;
+    auto& f = e.figures_[*into];
+    if (samples)
+      f.samples.push_back(std::move(*samples));
+    else
+      f.problem = problem;
   }
 
   // Each configuration's fair baseline, found once: the plain-allreduce

@@ -1,9 +1,9 @@
 // What a set of stored runs can support, with its uncertainty: the figures
 // behind `predict`, `recommend`, `compare` and the Analysis page.
 //
-// - Configurations: runs that differ only in their seed are one
-//   configuration, replicated; its loss is the mean over seeds, with the
-//   spread.
+// - Configurations: runs that differ only in their seed, on one host and
+//   link, are one configuration, replicated; its loss is the mean over
+//   seeds, with the spread.
 // - Fair baselines: each configuration is compared with the plain-allreduce
 //   configuration that has the same value of every parameter outside the
 //   hook (learning rate, batch, optimizer, steps, ...), seed by seed where
@@ -82,6 +82,8 @@ struct Configuration {
   bool plain_allreduce = false;
   std::int64_t steps_requested = 0;
   std::string fingerprint_family;  // model and data (the seed left out)
+  std::string host;                // where its runs ran
+  double link_bytes_per_s = 0;     // the link its first run probed (0: not probed)
 
   bool all_succeeded() const;
   // One tail loss per seed, by seed: runs of one seed are one observation

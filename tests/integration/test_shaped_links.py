@@ -100,6 +100,30 @@ class ShapedLinks(unittest.TestCase):
         allreduce = next(r for r in rows if r["hook"] == "allreduce")
         self.assertGreater(allreduce["measured_ms"], 5 * allreduce["unshaped_ms"], report)
 
+    def test_runs_measured_on_different_links_are_not_replicates(self):
+        # Issue 45: `predict` pooled an unshaped run and the same configuration behind a shaper into one row,
+        # as if they were repeats. Each run probes its link as it starts; their probes differ many times over.
+        why = shaped_links.unavailable()
+        if why:
+            self.skipTest(why)
+        ct.fresh_store()
+        sets = ["world_size=2", f"steps={STEPS}", *MODEL]
+        with tempfile.TemporaryDirectory() as scratch:
+            with shaped_links.namespace() as bare:
+                unshaped = shaped_links.run(bare, sets, scratch)
+            with shaped_links.namespace(50) as narrow:
+                shaped = shaped_links.run(narrow, sets, scratch)
+        rows = ct.cli_json("predict", unshaped, shaped)["runs"]
+        self.assertEqual(sorted(r["runs"] for r in rows), [[unshaped], [shaped]], rows)
+        self.assertTrue(all("(measured link" in r["label"] for r in rows), [r["label"] for r in rows])
+        links = sorted(r["profile"]["link_bytes_per_s"] for r in rows)
+        self.assertGreater(links[1], 8 * links[0], links)
+        # Two runs on one link stay one configuration, replicated.
+        with tempfile.TemporaryDirectory() as scratch, shaped_links.namespace() as bare:
+            again = shaped_links.run(bare, sets, scratch)
+        rows = ct.cli_json("predict", unshaped, again)["runs"]
+        self.assertEqual([r["runs"] for r in rows], [[unshaped, again]], rows)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,131 @@
+"""Big sweeps (issue 46 item 5): planning memory, and the commands that read a
+stored sweep of 10^5 trials, each beside a reference measured in the same run.
+
+- Planning: `sweep --plan` of a grid, its peak resident memory less that of
+  `commtune-cli --version` (the process before it plans: libtorch's mapped
+  libraries). Goal: 10^6 trials under 200 MB.
+- A stored sweep: a real 4-trial sweep (an allreduce baseline and PowerSGD
+  ranks 1, 2, 4; 2 ranks, 8 steps) copied into N trials, each copy at its own
+  learning rate (its baseline with it), rows and all. `list`, `compare`,
+  and `recommend` are timed against a bare SQLite read of the same rows
+  (runs, step metrics, step statistics of the sweep).
+  Goal: each under 5 s at 10^5 trials.
+
+  .venv/bin/python bench/big_sweep_bench.py [--trials 100000] [--plan-trials 1000000]
+"""
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI = os.path.join(os.environ.get("COMMTUNE_BUILD_DIR", os.path.join(REPO, "build")), "app", "commtune-cli")
+
+
+def peak_rss_mb(args):
+    """Peak resident memory of one commtune-cli run, MB (wait4's rusage of that child alone)."""
+    proc = subprocess.Popen([CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"commtune-cli {' '.join(args)} failed: {proc.stderr.read().decode()}")
+    return usage.ru_maxrss / 1024
+
+
+def plan_memory(trials):
+    points = round(trials ** (1 / 3))
+    axes = ["--axis", f"optimizer.lr=0.01..1:{points}", "--axis", f"optimizer.momentum=0..0.9:{points}",
+            "--axis", f"seed=0..{points - 1}:{points}"]
+    start = time.perf_counter()
+    planned = peak_rss_mb(["sweep", "--plan", "--max-trials", "1000000", *axes])
+    wall = time.perf_counter() - start
+    idle = peak_rss_mb(["--version"])
+    print(f"plan of {points ** 3} trials: {wall:.1f} s, peak {planned:.0f} MB, {planned - idle:.0f} MB over "
+          f"`--version`'s {idle:.0f} MB (goal: under 200 MB at 10^6)")
+
+
+def copy_sweep(db, copies):
+    """The 4 runs of sweep 1 copied `copies` times, copy k at learning rate 0.05 + k * 1e-7."""
+    con = sqlite3.connect(db)
+    con.execute("CREATE TEMP TABLE copies (k INTEGER PRIMARY KEY)")
+    con.execute("INSERT INTO copies WITH RECURSIVE c(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM c WHERE k < ?) "
+                "SELECT k FROM c", (copies - 1,))
+    width = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+
+    def columns(table, skip=()):
+        return [r[1] for r in con.execute(f"PRAGMA table_info({table})") if r[1] not in skip]
+
+    lr = "(0.05 + c.k * 1e-7)"
+    run_cols = columns("runs", ("id", "trial", "name", "config"))
+    con.execute(f"INSERT INTO runs (id, trial, name, config, {', '.join(run_cols)}) "
+                f"SELECT r.id + c.k * {width}, r.trial + c.k * {width}, r.name || ' lr=' || {lr}, "
+                f"json_set(r.config, '$.optimizer.lr', {lr}), {', '.join('r.' + x for x in run_cols)} "
+                f"FROM runs r, copies c ORDER BY c.k, r.id")
+    for table in ("step_metrics", "step_stats", "artifacts", "run_events"):
+        cols = columns(table, ("run_id", "id"))
+        con.execute(f"INSERT INTO {table} (run_id, {', '.join(cols)}) SELECT t.run_id + c.k * {width}, "
+                    f"{', '.join('t.' + x for x in cols)} FROM {table} t, copies c WHERE t.run_id <= {width}")
+    con.execute(f"INSERT INTO run_params (run_id, name, value) SELECT p.run_id + c.k * {width}, p.name, "
+                f"CASE WHEN p.name = 'optimizer.lr' THEN {lr} ELSE p.value END FROM run_params p, copies c "
+                f"WHERE p.run_id <= {width}")
+    con.commit()
+    con.close()
+
+
+def bare_read(db):
+    """The reference: every row of the sweep's runs, step metrics and step statistics, read with SQLite alone."""
+    con = sqlite3.connect(db)
+    start = time.perf_counter()
+    rows = 0
+    for sql in ("SELECT * FROM runs WHERE sweep_id = 1",
+                "SELECT m.* FROM step_metrics m JOIN runs r ON r.id = m.run_id WHERE r.sweep_id = 1",
+                "SELECT s.* FROM step_stats s JOIN runs r ON r.id = s.run_id WHERE r.sweep_id = 1"):
+        for _ in con.execute(sql):
+            rows += 1
+    con.close()
+    return time.perf_counter() - start, rows
+
+
+def timed(db, *args):
+    start = time.perf_counter()
+    proc = subprocess.run([CLI, "--db", db, *args], capture_output=True, text=True, timeout=3600)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        return wall, f"failed ({proc.returncode}): {proc.stderr.strip().splitlines()[-1] if proc.stderr else ''}"
+    return wall, ""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=100000, help="trials of the stored sweep")
+    parser.add_argument("--plan-trials", type=int, default=1000000, help="trials of the planned grid (0: skip)")
+    args = parser.parse_args()
+    if args.plan_trials:
+        plan_memory(args.plan_trials)
+    with tempfile.TemporaryDirectory() as d:
+        db = os.path.join(d, "runs.db")
+        spec = os.path.join(d, "sweep.json")
+        with open(spec, "w") as f:
+            json.dump({"base": {"world_size": 2, "steps": 8, "model": {"hidden": 32}, "data": {"features": 16},
+                                "hook": {"name": "powersgd", "start_powerSGD_iter": 2}},
+                       "axes": {"hook.matrix_approximation_rank": [1, 2, 4]}}, f)
+        proc = subprocess.run([CLI, "--db", db, "sweep", "--spec", spec], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"the sweep to copy failed ({proc.returncode}):\n{proc.stderr}")
+        copy_sweep(db, max(1, args.trials // 4))
+        size = os.path.getsize(db) / 1e6
+        reference, rows = bare_read(db)
+        print(f"stored sweep: {args.trials // 4 * 4} trials, {size:.0f} MB; bare SQLite read of its {rows} rows: "
+              f"{reference:.2f} s")
+        for name, command in (("list", ["list", "--sweep", "1", "--json"]),
+                              ("compare", ["compare", "--sweep", "1", "--json"]),
+                              ("recommend", ["recommend", "--sweep", "1", "--network", "1gbit", "--json"])):
+            wall, problem = timed(db, *command)
+            print(f"{name:10s} {wall:8.2f} s  {wall / reference:7.1f}x the bare read  (goal: under 5 s) {problem}")
+
+
+if __name__ == "__main__":
+    main()
