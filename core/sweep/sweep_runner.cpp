@@ -170,10 +170,14 @@ void SweepExecution::load() {
   const auto& base = trials_.front().config;
   rung_steps_ = spec_.early_stopping.rungs(base.run.steps);
   // The plan is deterministic: its baselines are the stored trials at their places.
-  const auto plan = plan_trials(spec_);
-  if (plan.size() == trials_.size()) {
-    for (std::size_t t = 0; t < plan.size(); ++t)
-      if (plan[t].baseline) baselines_.insert(t);
+  std::set<std::size_t> planned_baselines;
+  std::size_t planned = 0;
+  for_each_trial(spec_, [&](const PlannedTrial& t) {
+    if (t.baseline) planned_baselines.insert(planned);
+    ++planned;
+  });
+  if (planned == trials_.size()) {
+    baselines_ = std::move(planned_baselines);
   } else if (spec_.options.baseline) {
     baselines_.insert(0);  // planned by an older commtune: one baseline, first
   }

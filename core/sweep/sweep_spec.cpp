@@ -289,22 +289,7 @@ SweepSpec parse_unplanned(const nlohmann::json& j) {
     if (!seen.insert(axis.param).second) throw ConfigError("axes." + axis.param, "appears twice");
     if (axis.min && spec.options.strategy == "grid" && axis.points < 1)
       throw ConfigError("axes." + axis.param + ".points", "a grid over a range needs the number of points");
-    if (axis.min && spec.options.strategy == "grid" && axis.points > 1) {
-      // An integer parameter's points are rounded: more points than integers would plan a trial twice.
-      std::optional<ParamSpec> param;
-      try {
-        param = param_spec(spec.base, axis.param);
-      } catch (const ConfigError&) {  // a parameter of an entry another axis selects: checked per trial
-      }
-      if (param && param->kind == ParamKind::Integer) {
-        const auto distinct = grid_values(axis, *param).size();
-        if (distinct < static_cast<std::size_t>(axis.points))
-          throw ConfigError("axes." + axis.param + ".points",
-                            std::to_string(axis.points) + " points from " + value_text(*axis.min) + " to " +
-                                value_text(*axis.max) + " round to " + std::to_string(distinct) +
-                                " integers: ask for at most " + std::to_string(distinct) + " points, or list the values");
-      }
-    }
+
   }
   if (spec.axes.empty() && !spec.options.baseline)
     throw ConfigError("axes", "a sweep needs at least one axis (or the baseline)");
@@ -491,7 +476,13 @@ nlohmann::json axis_value(const SweepSpec& spec, const SweepAxis& axis, double p
   // integers may round to the same value, so their list drops repeats.
   if (param.kind != ParamKind::Integer && axis.points > 1)
     return typed_number(param, range_point(axis, position / static_cast<double>(axis.points - 1)));
-  return grid_values(axis, param).at(static_cast<std::size_t>(position));
+  const auto values = grid_values(axis, param);
+  if (values.size() < static_cast<std::size_t>(axis.points))  // more points than integers would plan a trial twice
+    throw ConfigError("axes." + axis.param + ".points",
+                      std::to_string(axis.points) + " points from " + value_text(*axis.min) + " to " +
+                          value_text(*axis.max) + " round to " + std::to_string(values.size()) +
+                          " integers: ask for at most " + std::to_string(values.size()) + " points, or list the values");
+  return values.at(static_cast<std::size_t>(position));
 }
 
 bool section_has_name_axis(const SweepSpec& spec, const std::string& param) {
@@ -611,7 +602,11 @@ PlannedTrial baseline_at(const SweepSpec& spec, const nlohmann::json& values) {
   }
   raw["hook"] = {{"name", "allreduce"}};
   baseline.baseline = true;
-  baseline.config = RunConfig::parse(raw);
+  try {
+    baseline.config = RunConfig::parse(raw);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.field(), "in trial '" + baseline.label + "': " + e.problem());
+  }
   return baseline;
 }
 

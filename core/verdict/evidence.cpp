@@ -385,12 +385,24 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
   const auto succeeded = [](const Configuration& c) {
     return std::count(c.statuses.begin(), c.statuses.end(), std::string(db::status::kSucceeded));
   };
-  for (const auto& c : e.configurations_)
-    e.baseline_keys_.push_back(baseline_key(c.config) + "|" + std::to_string(c.steps_requested));
+  std::map<std::string, std::vector<std::size_t>> allreduce_by_key;
   for (std::size_t b = 0; b < e.configurations_.size(); ++b) {
-    if (!e.configurations_[b].plain_allreduce) continue;
-    const auto [at, added] = e.baseline_by_key_.emplace(e.baseline_keys_[b], b);
-    if (!added && succeeded(e.configurations_[b]) > succeeded(e.configurations_[at->second])) at->second = b;
+    const auto& c = e.configurations_[b];
+    if (c.plain_allreduce)
+      allreduce_by_key[baseline_key(c.config) + "|" + std::to_string(c.steps_requested)].push_back(b);
+  }
+  // ... measured where the configuration was: on its host, over its link.
+  for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
+    const auto& config = e.configurations_[c];
+    const auto at = allreduce_by_key.find(baseline_key(config.config) + "|" + std::to_string(config.steps_requested));
+    std::optional<std::size_t> best;
+    if (at != allreduce_by_key.end())
+      for (const auto b : at->second) {
+        const auto& base = e.configurations_[b];
+        if (base.host != config.host || !same_link(base.link_bytes_per_s, config.link_bytes_per_s)) continue;
+        if (!best || succeeded(base) > succeeded(e.configurations_[*best])) best = b;
+      }
+    e.baseline_of_.push_back(best);
   }
 
   // Pools of compute, by model, data, ranks and optimizer kind.
@@ -448,7 +460,9 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     }
   }
 
-  std::map<std::string, std::vector<double>> log_outside_by_timing;
+  // Timing replicates: configurations alike but for seed and learning
+  // rate, measured on one host and link (a shaped run is no repeat).
+  std::map<std::string, std::vector<std::pair<double, std::vector<double>>>> timing_groups;
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     auto& f = e.figures_[c];
     if (f.samples.empty()) continue;
@@ -462,11 +476,20 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
       const double mine = median(std::move(own));
       const double factor = mine > 0 ? (pool.point[1] + pool.point[2]) / mine : 1.0;
       if (mine > 0) s.scale_hook_times(factor);
-      if (const double outside = factor * time_outside_compute(s); outside > 0)
-        log_outside_by_timing[timing_key(e.configurations_[c].config)].push_back(std::log(outside));
+      const double outside = factor * time_outside_compute(s);
+      if (outside <= 0) continue;
+      const auto& config = e.configurations_[c];
+      auto& groups = timing_groups[timing_key(config.config) + "|" + config.host];
+      auto group = std::find_if(groups.begin(), groups.end(),
+                                [&](const auto& g) { return same_link(g.first, config.link_bytes_per_s); });
+      if (group == groups.end()) group = groups.insert(groups.end(), {config.link_bytes_per_s, {}});
+      group->second.push_back(std::log(outside));
     }
   }
-  e.run_to_run_ = RunToRun::from_groups(log_outside_by_timing);
+  std::map<std::string, std::vector<double>> log_outside;
+  for (const auto& [key, groups] : timing_groups)
+    for (std::size_t g = 0; g < groups.size(); ++g) log_outside[key + "#" + std::to_string(g)] = groups[g].second;
+  e.run_to_run_ = RunToRun::from_groups(log_outside);
 
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     auto& f = e.figures_[c];
@@ -499,11 +522,7 @@ std::optional<std::size_t> Evidence::configuration_of(std::int64_t run_id) const
   return at->second;
 }
 
-std::optional<std::size_t> Evidence::baseline_of(std::size_t config) const {
-  const auto at = baseline_by_key_.find(baseline_keys_.at(config));
-  if (at == baseline_by_key_.end()) return std::nullopt;
-  return at->second;
-}
+std::optional<std::size_t> Evidence::baseline_of(std::size_t config) const { return baseline_of_.at(config); }
 
 std::string Evidence::differences_outside_hook(std::size_t a, std::size_t b) const {
   std::map<std::string, std::string> fa, fb;

@@ -135,7 +135,8 @@ class Evidence {
   // The configuration holding a run.
   std::optional<std::size_t> configuration_of(std::int64_t run_id) const;
   // The plain-allreduce configuration with the same values of every
-  // parameter outside the hook; nullopt when the runs have none.
+  // parameter outside the hook, measured on the same host and link;
+  // nullopt when the runs have none.
   std::optional<std::size_t> baseline_of(std::size_t config) const;
   // What differs between a configuration and another outside their hooks
   // ("optimizer.lr 0.1 vs 0.05"); "" when nothing does.
@@ -184,8 +185,7 @@ class Evidence {
   std::vector<Figures> figures_;
   std::vector<Pool> pools_;
   std::map<std::int64_t, std::size_t> config_of_run_;
-  std::vector<std::string> baseline_keys_;                  // per configuration: what its baseline shares
-  std::map<std::string, std::size_t> baseline_by_key_;      // the baseline configuration for each
+  std::vector<std::optional<std::size_t>> baseline_of_;  // per configuration, found once
   RunToRun run_to_run_;
   EvidenceOptions options_;
 };
