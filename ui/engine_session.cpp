@@ -132,7 +132,17 @@ std::pair<QString, bool> EngineSession::run_stored_sweep(db::Writer& store, std:
     out.push_back(std::make_unique<LiveFeed>(e.run_id, queue_));
     return out;
   };
-  const auto outcome = run_sweep(sweep_id, options);
+  // Stop all in another window asks for the whole sweep (core/store/stop_requests.h).
+  stop_requests_.watch_sweep(sweep_id, &stop_all_);
+  const auto outcome = [&] {
+    try {
+      return run_sweep(sweep_id, options);
+    } catch (...) {
+      stop_requests_.forget_sweep(sweep_id);
+      throw;
+    }
+  }();
+  stop_requests_.forget_sweep(sweep_id);
   QStringList counts;
   for (const auto& [status, n] : outcome.trial_statuses)
     counts << QString("%1 %2").arg(n).arg(QString::fromStdString(status));

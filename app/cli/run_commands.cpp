@@ -212,13 +212,56 @@ int import_command(const ImportArgs& args, const Context& context) {
 
 struct StopArgs {
   std::vector<std::int64_t> runs;
+  std::optional<std::int64_t> sweep;
   double wait_s = 60;
 };
+
+// `stop --sweep N`: the process running the sweep stops it as Ctrl-C would
+// (cancelled, resumable), wherever it was started; waits until it has.
+int stop_sweep(std::int64_t sweep_id, double wait_s, const Context& context) {
+  const auto path = store_path(context.db);
+  const auto store = open_store(context.db);
+  const auto sweep = store->sweep(sweep_id);
+  if (!sweep) {
+    std::fprintf(stderr, "commtune: no sweep %lld in %s\n", static_cast<long long>(sweep_id), path.c_str());
+    return kExitFailed;
+  }
+  if (sweep->status != db::status::kRunning) {
+    std::fprintf(stderr, "commtune: sweep %lld is not running (%s)\n", static_cast<long long>(sweep_id),
+                 printable(sweep->status).c_str());
+    return kExitFailed;
+  }
+  request_sweep_stop(path, sweep_id);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(1000 * wait_s));
+  while (true) {
+    const auto now = store->sweep(sweep_id);
+    if (!now || now->status != db::status::kRunning) {
+      std::fprintf(stderr, "commtune: sweep %lld %s\n", static_cast<long long>(sweep_id),
+                   now ? printable(now->status).c_str() : "was deleted");
+      return kExitOk;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      withdraw_sweep_stop_request(path, sweep_id);
+      std::fprintf(stderr,
+                   "commtune: sweep %lld still runs after %g s, so the request is withdrawn: the process running it "
+                   "(%s) did not take it\n",
+                   static_cast<long long>(sweep_id), wait_s, printable(now->owner).c_str());
+      return kExitFailed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
 
 // `stop`: asks the processes that record running runs (`run`, a `sweep`'s
 // trial, `import --follow`, the desktop app) to stop them, as the desktop
 // app's Stop does, and waits until each has.
 int stop_command(const StopArgs& args, const Context& context) {
+  if (args.sweep) {
+    if (!args.runs.empty()) throw std::invalid_argument("stop takes run ids or --sweep, not both");
+    return stop_sweep(*args.sweep, args.wait_s, context);
+  }
+  if (args.runs.empty()) throw std::invalid_argument("stop needs run ids, or --sweep N");
   const auto path = store_path(context.db);
   const auto store = open_store(context.db);  // a run whose process died is marked interrupted here
   int code = kExitOk;
@@ -336,8 +379,11 @@ void add_run_commands(CLI::App& app, Context& context) {
 
   auto stop_args = std::make_shared<StopArgs>();
   auto* stop = app.add_subcommand(
-      "stop", "stop running runs, from any terminal: a sweep goes on with its next trial (as the app's Stop)");
-  stop->add_option("runs", stop_args->runs, "run ids")->required()->check(CLI::PositiveNumber);
+      "stop", "stop running runs, from any terminal: a sweep goes on with its next trial (as the app's Stop); "
+              "--sweep stops a whole sweep (as the app's Stop all)");
+  stop->add_option("runs", stop_args->runs, "run ids")->check(CLI::PositiveNumber);
+  stop->add_option("--sweep", stop_args->sweep, "stop this sweep: cancelled, and resumable with sweep --resume")
+      ->check(CLI::PositiveNumber);
   stop->add_option("--wait", stop_args->wait_s,
                    "seconds to wait for each run to stop before the request is withdrawn (default 60)")
       ->check(number_between(0.1, 86400));

@@ -197,6 +197,8 @@ int sweep_command(const SweepArgs& args, const Context& context) {
   // A trial stops on its own when another process (the desktop app) asks:
   // the sweep goes on with the next one. Ctrl-C stops every trial and the sweep.
   StopRequestWatcher stop_requests(writer->path(), &g_stop);
+  // Stop all in the desktop app asks for the whole sweep: as Ctrl-C here (cancelled, resumable).
+  stop_requests.watch_sweep(sweep_id, &g_stop);
   std::mutex flags_mutex;
   std::map<std::int64_t, std::unique_ptr<std::atomic<bool>>> trial_flags;
   options.trial_cancel = [&](const TrialEvent& e) -> const std::atomic<bool>* {

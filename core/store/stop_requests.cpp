@@ -17,19 +17,39 @@ namespace fs = std::filesystem;
 
 std::string stop_request_folder(const std::string& store_path) { return store_path + ".stop"; }
 
-void request_stop(const std::string& store_path, std::int64_t run_id) {
+namespace {
+
+std::string sweep_file(std::int64_t sweep_id) { return "sweep-" + std::to_string(sweep_id); }
+
+void file_request(const std::string& store_path, const std::string& name, const std::string& what) {
   const fs::path folder = stop_request_folder(store_path);
   std::error_code ec;
   fs::create_directories(folder, ec);
-  std::ofstream file(folder / std::to_string(run_id));
-  if (ec || !file)
-    throw std::runtime_error("cannot ask for run " + std::to_string(run_id) + " to stop: cannot write in " +
-                             folder.string());
+  std::ofstream file(folder / name);
+  if (ec || !file) throw std::runtime_error("cannot ask for " + what + " to stop: cannot write in " + folder.string());
+}
+
+bool withdraw(const std::string& store_path, const std::string& name) {
+  std::error_code ignored;
+  return fs::remove(fs::path(stop_request_folder(store_path)) / name, ignored);
+}
+
+}  // namespace
+
+void request_stop(const std::string& store_path, std::int64_t run_id) {
+  file_request(store_path, std::to_string(run_id), "run " + std::to_string(run_id));
+}
+
+void request_sweep_stop(const std::string& store_path, std::int64_t sweep_id) {
+  file_request(store_path, sweep_file(sweep_id), "sweep " + std::to_string(sweep_id));
+}
+
+bool withdraw_sweep_stop_request(const std::string& store_path, std::int64_t sweep_id) {
+  return withdraw(store_path, sweep_file(sweep_id));
 }
 
 bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id) {
-  std::error_code ignored;
-  return fs::remove(fs::path(stop_request_folder(store_path)) / std::to_string(run_id), ignored);
+  return withdraw(store_path, std::to_string(run_id));
 }
 
 bool interrupt_owner(const std::string& owner, const std::string& program) {
@@ -58,21 +78,28 @@ StopRequestWatcher::~StopRequestWatcher() {
   }
   wake_.notify_all();
   thread_.join();
-  for (const auto& [run_id, flag] : watched_) withdraw_stop_request(store_path_, run_id);
+  for (const auto& [name, flag] : watched_) withdraw(store_path_, name);
 }
 
-void StopRequestWatcher::watch(std::int64_t run_id, std::atomic<bool>* flag) {
+void StopRequestWatcher::watch(std::int64_t run_id, std::atomic<bool>* flag) { watch_file(std::to_string(run_id), flag); }
+void StopRequestWatcher::forget(std::int64_t run_id) { forget_file(std::to_string(run_id)); }
+void StopRequestWatcher::watch_sweep(std::int64_t sweep_id, std::atomic<bool>* flag) {
+  watch_file(sweep_file(sweep_id), flag);
+}
+void StopRequestWatcher::forget_sweep(std::int64_t sweep_id) { forget_file(sweep_file(sweep_id)); }
+
+void StopRequestWatcher::watch_file(const std::string& name, std::atomic<bool>* flag) {
   std::lock_guard lock(mutex_);
   // A run watched already (a trial's next segment) keeps a request filed meanwhile.
-  if (!watched_.count(run_id)) withdraw_stop_request(store_path_, run_id);
-  watched_[run_id] = flag;
+  if (!watched_.count(name)) withdraw(store_path_, name);
+  watched_[name] = flag;
   if (stop_all_ && stop_all_->load()) flag->store(true);
 }
 
-void StopRequestWatcher::forget(std::int64_t run_id) {
+void StopRequestWatcher::forget_file(const std::string& name) {
   std::lock_guard lock(mutex_);
-  watched_.erase(run_id);
-  withdraw_stop_request(store_path_, run_id);
+  watched_.erase(name);
+  withdraw(store_path_, name);
 }
 
 void StopRequestWatcher::loop() {
@@ -80,8 +107,8 @@ void StopRequestWatcher::loop() {
   while (!quit_) {
     wake_.wait_for(lock, poll_, [this] { return quit_; });
     const bool everything = stop_all_ && stop_all_->load();
-    for (auto& [run_id, flag] : watched_)
-      if (everything || withdraw_stop_request(store_path_, run_id)) flag->store(true);
+    for (auto& [name, flag] : watched_)
+      if (everything || withdraw(store_path_, name)) flag->store(true);
   }
 }
 

@@ -2,7 +2,8 @@
 // the desktop app following a CLI sweep asks for one trial, the sweep goes
 // on with the next. A request is a file, <store>.stop/<run id>, beside the
 // store, so a process on another machine that shares the store's folder
-// (a SLURM cluster's shared disk) can ask too. The recording process (`run`
+// (a SLURM cluster's shared disk) can ask too; <store>.stop/sweep-<id> asks
+// for a whole sweep. The recording process (`run`
 // and `sweep`) watches for requests about the runs it runs and takes them.
 #pragma once
 
@@ -24,6 +25,11 @@ void request_stop(const std::string& store_path, std::int64_t run_id);
 // Removes a request nobody took (the run has ended, or no process watches
 // it); returns whether there was one.
 bool withdraw_stop_request(const std::string& store_path, std::int64_t run_id);
+// The same for a whole sweep: the process running it stops it as Ctrl-C
+// would (its trials stopped, the sweep cancelled and resumable). What the
+// desktop app's Stop all files for a sweep another window runs.
+void request_sweep_stop(const std::string& store_path, std::int64_t sweep_id);
+bool withdraw_sweep_stop_request(const std::string& store_path, std::int64_t sweep_id);
 // Asks the process an owner names ("host:pid:start", a sweep's or a run's)
 // to stop everything it runs, as Ctrl-C in its terminal does: SIGINT, when
 // it is alive on this host and is `program` (commtune-cli, which takes it as
@@ -47,9 +53,14 @@ class StopRequestWatcher {
   // The run has ended: a request for it that came too late is dropped, as
   // are those of runs still watched when the watcher goes.
   void forget(std::int64_t run_id);
+  // The same for a sweep this process runs: a request to stop it sets *flag.
+  void watch_sweep(std::int64_t sweep_id, std::atomic<bool>* flag);
+  void forget_sweep(std::int64_t sweep_id);
 
  private:
   void loop();
+  void watch_file(const std::string& name, std::atomic<bool>* flag);
+  void forget_file(const std::string& name);
 
   std::string store_path_;
   const std::atomic<bool>* stop_all_;
@@ -57,7 +68,7 @@ class StopRequestWatcher {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool quit_ = false;
-  std::map<std::int64_t, std::atomic<bool>*> watched_;
+  std::map<std::string, std::atomic<bool>*> watched_;  // by request file: "7" (a run), "sweep-3"
   std::thread thread_;
 };
 

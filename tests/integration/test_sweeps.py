@@ -27,9 +27,8 @@ def steps_stored(run_id):
     return set(rows), len(rows)
 
 
-def kill_while_training(test, proc, trial, rows):
-    """Kills the sweep process `proc` once trial number `trial` has stored more than `rows` step rows; waits
-    until its workers are gone."""
+def wait_while_training(test, trial, rows):
+    """Waits until trial number `trial` has stored more than `rows` step rows."""
     def training():
         try:  # the sweep creates the store: until its schema is committed, there is nothing to read
             stored = ct.query("SELECT count(m.step) FROM runs r JOIN step_metrics m ON m.run_id = r.id "
@@ -39,6 +38,12 @@ def kill_while_training(test, proc, trial, rows):
         return bool(stored) and stored[0][0] > rows
 
     test.assertIsNotNone(ct.wait_for(training, 120))
+
+
+def kill_while_training(test, proc, trial, rows):
+    """Kills the sweep process `proc` once trial number `trial` has stored more than `rows` step rows; waits
+    until its workers are gone."""
+    wait_while_training(test, trial, rows)
     workers = ct.children_of(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -64,6 +69,11 @@ class Sweeps(unittest.TestCase):
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertIn("axes.hook.matrix_approximation_rank.points", proc.stderr)
         self.assertIn("round to 4 integers", proc.stderr)
+        # The same where an axis selects the hook that owns the parameter.
+        proc = ct.cli("sweep", *SMALL, "--axis", "hook.name=powersgd", "--axis", "hook.start_powerSGD_iter=2",
+                      "--axis", "hook.matrix_approximation_rank=1..4:10", "--plan", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("axes.hook.matrix_approximation_rank.points", proc.stderr)
         # A value computed on a log scale is stored with every digit and shown with six.
         ct.cli("sweep", *SMALL, "--no-baseline", "--set", "steps=4", "--axis", "optimizer.lr=0.1..1:3:log")
         table = ct.cli("compare", "--sweep", ct.cli_json("list", "--sweeps")[0]["id"]).stdout
@@ -228,6 +238,31 @@ class Sweeps(unittest.TestCase):
                 stored, rows = steps_stored(run_id)
                 self.assertTrue(kept[run_id] <= stored, f"run {run_id} lost metrics")
                 self.assertEqual((len(stored), rows), (2 * 80, 2 * 80), f"run {run_id}")
+
+    def test_stop_sweep_ends_a_sweep_from_another_terminal(self):
+        # What the desktop app's Stop all files for a sweep another window runs (issue 45): that window stopped
+        # only its running trials, and the sweep went on with the next.
+        with tempfile.TemporaryDirectory() as work:
+            args = [ct.CLI, "sweep", *SMALL, "--set", "steps=1000000", "--no-baseline", "--work-dir", work,
+                    "--axis", "optimizer.lr=0.01,0.02"]
+            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_while_training(self, trial=0, rows=10)
+                workers = ct.children_of(proc.pid)
+                sweep_id = ct.cli_json("list", "--sweeps")[0]["id"]
+                stop = ct.cli("stop", "--sweep", sweep_id, "--wait", 60)
+                self.assertIn(f"sweep {sweep_id} cancelled", stop.stderr)
+                self.assertEqual(proc.wait(timeout=30), 130)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            self.assertIsNotNone(ct.wait_for(lambda: not any(ct.is_running(p) for p in workers), 15))
+            self.assertEqual([r["status"] for r in ct.cli_json("list")], ["cancelled", "pending"])
+            self.assertEqual(os.listdir(f"{ct.store()}.stop"), [])
+            again = ct.cli("stop", "--sweep", sweep_id, check=False)
+            self.assertEqual(again.returncode, 1)
+            self.assertIn(f"sweep {sweep_id} is not running (cancelled)", again.stderr)
 
     def test_two_resumes_at_once_run_the_sweep_once(self):
         """Two `sweep --resume` started at the same instant: one runs the rest of the sweep, the other is

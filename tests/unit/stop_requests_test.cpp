@@ -46,6 +46,25 @@ TEST_F(StopRequests, ARequestStopsTheWatchedRunOnlyAndIsTaken) {
   EXPECT_FALSE(fs::exists(fs::path(stop_request_folder(store_)) / "2"));
 }
 
+TEST_F(StopRequests, ASweepsRequestStopsThatSweepNotARunOfTheSameNumber) {
+  // Stop all in the desktop app, for a sweep another window runs (issue 45): the window stopped only its
+  // running trials and the sweep went on with the next one.
+  StopRequestWatcher watcher(store_, nullptr, std::chrono::milliseconds(10));
+  std::atomic<bool> sweep{false}, run{false};
+  watcher.watch_sweep(4, &sweep);
+  watcher.watch(4, &run);
+  request_sweep_stop(store_, 4);
+  EXPECT_TRUE(becomes_true(sweep));
+  EXPECT_FALSE(run.load());
+  EXPECT_FALSE(fs::exists(fs::path(stop_request_folder(store_)) / "sweep-4"));
+  watcher.forget_sweep(4);
+  request_sweep_stop(store_, 4);  // after the sweep ended: nobody takes it, and the watcher leaves none behind
+  std::atomic<bool> again{false};
+  watcher.watch_sweep(4, &again);  // a resumed sweep does not take a request from before
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(again.load());
+}
+
 TEST_F(StopRequests, AStaleRequestIsDroppedWhenTheRunIsWatchedAgain) {
   request_stop(store_, 3);  // for an earlier launch of run 3 that ended before anyone took it
   StopRequestWatcher watcher(store_, nullptr, std::chrono::milliseconds(10));

@@ -260,11 +260,21 @@ void DashboardPage::stop_all() {
                                 .arg(id)
                                 .arg(QString::fromStdString(t.owner)));
     } else {
+      // Another window, or a process on another host that shares the store's folder: its sweep and its
+      // running trials are asked through stop requests, which it watches.
       for (const auto& [other, ot] : tracks_)
         if (ot.owner == t.owner && ot.status == db::status::kRunning) stop_followed(other);
-      log_->appendPlainText(QString("%1 is another window or on another host: its running trials are asked to "
-                                    "stop; a sweep there goes on with its next trial until it is stopped there")
-                                .arg(QString::fromStdString(t.owner)));
+      if (t.sweep_id) {
+        try {
+          request_sweep_stop(engine_.store_path().toStdString(), t.sweep_id);
+          log_->appendPlainText(QString("sweep %1 (%2, another window or host): asked to stop, with its running "
+                                        "trials")
+                                    .arg(t.sweep_id)
+                                    .arg(QString::fromStdString(t.owner)));
+        } catch (const std::exception& e) {
+          log_->appendPlainText(QString("sweep %1: %2").arg(t.sweep_id).arg(QString::fromUtf8(e.what())));
+        }
+      }
     }
   }
 }
