@@ -33,15 +33,6 @@ std::string number_text(double value) {
 
 std::string optional_text(const std::optional<double>& value) { return value ? number_text(*value) : std::string(); }
 
-// The text read as a finite number; nullopt for words, nan and inf.
-std::optional<double> finite_number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
-  return value;
-}
-
 // A value at the path of a configuration (hook.matrix_approximation_rank), or null.
 const nlohmann::json* at_path(const nlohmann::json& config, const std::string& name) {
   const nlohmann::json* at = &config;
@@ -90,6 +81,14 @@ bool holds(const std::string& actual, const RunQuery::Condition& c, bool is_tags
 }
 
 }  // namespace
+
+std::optional<double> finite_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
 
 const std::vector<std::string>& query_figures() {
   // tail_loss and last_loss, never a bare "loss": the two differ, and a

@@ -49,6 +49,10 @@ std::string param_value_text(const nlohmann::json& value);
 // Whether `name` is a parameter of some entry of the schema (loaded plugins included).
 bool is_parameter_name(const std::string& name);
 
+// A parameter's or figure's text read as a finite number; nullopt for
+// words, nan and inf (the query, the Analysis page's axes and figures).
+std::optional<double> finite_number(const std::string& text);
+
 class RunQuery {
  public:
   struct Condition {

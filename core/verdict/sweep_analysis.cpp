@@ -22,13 +22,6 @@ net::Cluster cluster_for(const SweepAnalysisQuery& q, const std::string& link, i
   return net::Cluster::of(net::link_preset(link, "network"), world_size, q.ranks_per_node, q.nodes);
 }
 
-std::optional<double> finite_number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  return *end == '\0' && std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
-}
-
 // SlowMo's advice on `cluster` for each SlowMo configuration among `runs`.
 std::vector<std::string> slowmo_notes(const Evidence& evidence, const std::vector<db::RunRecord>& runs,
                                       const TargetCompute& compute, const net::Cluster& cluster) {

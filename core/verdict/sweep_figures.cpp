@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "core/store/run_query.h"
+
 namespace commtune {
 
 namespace {
@@ -26,14 +28,6 @@ std::vector<const AnalysedRun*> baseline_configurations(const SweepAnalysis& ana
   for (const auto& run : analysis.runs)
     if (run.baseline && std::isfinite(run.loss_mean) && seen.insert(run.configuration()).second) out.push_back(&run);
   return out;
-}
-
-std::optional<double> number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
 }
 
 // Ranks from 1, ties sharing their mean rank.
@@ -127,7 +121,7 @@ std::vector<ParamCorrelation> loss_correlations(const SweepAnalysis& analysis) {
     for (const auto* run : trials) {
       const auto it = run->axis_values.find(param);
       if (it == run->axis_values.end() || !std::isfinite(run->loss)) continue;
-      const auto v = number(it->second);
+      const auto v = finite_number(it->second);
       if (!v) {
         words = true;
         break;
@@ -178,7 +172,7 @@ ScatterMatrix scatter_matrix(const SweepAnalysis& analysis) {
     for (const auto* run : trials)
       if (const auto it = run->axis_values.find(param); it != run->axis_values.end()) {
         if (std::find(values.begin(), values.end(), it->second) == values.end()) values.push_back(it->second);
-        if (const auto v = number(it->second)) {
+        if (const auto v = finite_number(it->second)) {
           lo = std::min(lo, *v);
           hi = std::max(hi, *v);
         } else {
@@ -200,7 +194,7 @@ ScatterMatrix scatter_matrix(const SweepAnalysis& analysis) {
       if (it == run->axis_values.end()) {
         t.x.emplace_back();
       } else if (column.numeric) {
-        t.x.push_back(number(it->second));
+        t.x.push_back(finite_number(it->second));
       } else {
         const auto at = std::find(column.categories.begin(), column.categories.end(), it->second);
         t.x.emplace_back(static_cast<double>(at - column.categories.begin()));
