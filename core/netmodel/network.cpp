@@ -125,6 +125,12 @@ double probed_bandwidth(double small_bytes, double small_s, double large_bytes, 
   return 2 * (p - 1) / p * (large_bytes - small_bytes) / (large_s - small_s);
 }
 
+bool same_link(const LinkProbe& a, const LinkProbe& b) {
+  if (a.bytes_per_s <= 0 || b.bytes_per_s <= 0) return true;
+  const double tolerance = 8 * std::max(1.0, a.spread) * std::max(1.0, b.spread);
+  return std::max(a.bytes_per_s, b.bytes_per_s) <= tolerance * std::min(a.bytes_per_s, b.bytes_per_s);
+}
+
 std::string collective_stat_prefix(Collective kind, const Group& group) {
   std::string prefix = std::string("comm.") + to_string(kind);
   if (!group.whole()) prefix += "@" + std::to_string(group.size) + "x" + std::to_string(group.stride);

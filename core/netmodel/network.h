@@ -87,6 +87,21 @@ double collective_time(Collective kind, double bytes, const Cluster& cluster, co
 // cancels. 0 when they do not tell (equal times, one rank, bad values).
 double probed_bandwidth(double small_bytes, double small_s, double large_bytes, double large_s, int ranks);
 
+// A link as one run's probe saw it. On a loaded machine the probe's timed
+// attempts wait for the scheduler more than for the wire (a 4 MiB loopback
+// allreduce: 2 ms alone, 2-17 ms beside two busy programs), so how far they
+// spread says how far its bandwidth can be trusted.
+struct LinkProbe {
+  double bytes_per_s = 0;  // 0: not probed, or the probe did not tell
+  double spread = 1;       // the large message's median attempt over its best (1: unknown)
+};
+
+// Whether two probes can be of one link: within a factor of eight (one
+// quiet link probes within 2x, a 50 Mbit/s shaper is over 100x from the
+// loopback), widened by each probe's own spread. An unprobed link is
+// taken as the other's.
+bool same_link(const LinkProbe& a, const LinkProbe& b);
+
 // Where a run stores a collective's per-step totals (docs/store.md):
 // comm.<kind>[@<size>x<stride>] + .bytes, .calls, .seconds
 std::string collective_stat_prefix(Collective kind, const Group& group);

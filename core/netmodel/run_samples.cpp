@@ -138,13 +138,7 @@ RunSamples RunSamples::from_store(const db::Store& store, std::int64_t run_id) {
     const auto& start = starts.back().body;
     if (start.contains("hook_blocking") && start["hook_blocking"].is_boolean()) s.serial_hook = start["hook_blocking"];
     const auto probe = start.value("link_probe", nlohmann::json());
-    if (probe.is_object() && probe.value("bytes", nlohmann::json()).is_array() &&
-        probe.value("seconds", nlohmann::json()).is_array() && probe["bytes"].size() == 2 &&
-        probe["seconds"].size() == 2 && probe["bytes"][0].is_number() && probe["bytes"][1].is_number() &&
-        probe["seconds"][0].is_number() && probe["seconds"][1].is_number())
-      s.link_bytes_per_s = net::probed_bandwidth(probe["bytes"][0].get<double>(), probe["seconds"][0].get<double>(),
-                                                 probe["bytes"][1].get<double>(), probe["seconds"][1].get<double>(),
-                                                 s.world_size);
+    s.link = link_from_probe(probe, s.world_size);
   }
   const auto layouts = store.events(run_id, "buckets");
   if (!layouts.empty())
@@ -153,6 +147,33 @@ RunSamples RunSamples::from_store(const db::Store& store, std::int64_t run_id) {
   return s;
 }
 
+net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks) {
+  const auto numbers = [&](const char* key, std::size_t most) {
+    std::vector<double> out;
+    const auto list = probe.value(key, nlohmann::json());
+    if (!list.is_array() || list.size() > most) return out;
+    for (const auto& x : list)
+      if (x.is_number()) out.push_back(x.get<double>());
+    return out.size() == list.size() ? out : std::vector<double>{};
+  };
+  net::LinkProbe link;
+  if (!probe.is_object()) return link;
+  const auto bytes = numbers("bytes", 2), seconds = numbers("seconds", 2);
+  if (bytes.size() != 2 || seconds.size() != 2) return link;
+  link.bytes_per_s = net::probed_bandwidth(bytes[0], seconds[0], bytes[1], seconds[1], ranks);
+  const auto attempts = probe.value("attempts", nlohmann::json());
+  if (attempts.is_array() && attempts.size() == 2 && attempts[1].is_array() && !attempts[1].empty() &&
+      attempts[1].size() <= 64) {
+    std::vector<double> large;
+    for (const auto& x : attempts[1])
+      if (x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() > 0) large.push_back(x.get<double>());
+    if (large.size() == attempts[1].size()) {
+      std::sort(large.begin(), large.end());
+      link.spread = large[large.size() / 2] / large.front();
+    }
+  }
+  return link;
+}
 void RunSamples::scale_hook_times(double factor) {
   const auto scale = [factor](std::vector<double>& v) {
     for (auto& x : v) x *= factor;
@@ -183,7 +204,7 @@ RunProfile RunSamples::profile(const std::vector<std::size_t>& picks) const {
   p.hook_inline_s = median_at(hook_inline, picks);
   p.measured_step_s = median_at(total, picks);
   p.serial_hook = serial_hook;
-  p.link_bytes_per_s = link_bytes_per_s;
+  p.link_bytes_per_s = link.bytes_per_s;
 
   std::map<std::int32_t, BucketProfile> buckets;
   for (const auto& [bucket, series] : ready) {

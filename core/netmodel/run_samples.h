@@ -24,6 +24,10 @@ struct CollectiveSeries {
   std::vector<double> bytes, calls, seconds;
 };
 
+// A run's `link_probe` (written by core/train/trainer.cpp): two message
+// sizes, the best time of each and (runs since 2026-11) every timed attempt.
+net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks);
+
 struct RunSamples {
   std::int64_t run_id = 0;
   int world_size = 0;
@@ -37,7 +41,7 @@ struct RunSamples {
   std::map<std::int32_t, std::vector<double>> chain;   // bucket -> its hook chain's wall time (NaN: not reported)
   std::map<std::int32_t, std::vector<double>> work;    // bucket -> the hook's own work in it, wall time
   bool serial_hook = false;                             // from the run's start
-  double link_bytes_per_s = 0;                          // this machine's link, probed at the start (0: unknown)
+  net::LinkProbe link;                                  // this machine's link, probed at the start
   std::vector<CollectiveSeries> collectives;
   std::map<std::int32_t, double> bucket_fp32_bytes;  // the newest layout's
 

@@ -182,20 +182,22 @@ nlohmann::json parameter_list(const FlatParameters& flat) {
 // (docs/network-model.md); null with one rank.
 nlohmann::json probe_link(Communicator& comm, const c10::Device& device) {
   if (comm.size() < 2) return nullptr;
-  nlohmann::json bytes = nlohmann::json::array(), seconds = nlohmann::json::array();
+  nlohmann::json bytes = nlohmann::json::array(), seconds = nlohmann::json::array(),
+                 attempts = nlohmann::json::array();
   for (const std::int64_t numel : {std::int64_t{16384}, std::int64_t{1048576}}) {  // 64 KiB, 4 MiB
     auto tensor = at::zeros({numel}, at::TensorOptions().dtype(at::kFloat).device(device));
-    double best = INFINITY;
+    std::vector<double> timed;
     for (int attempt = 0; attempt < 6; ++attempt) {
       const auto start = steady::now();
       Communicator::wait(comm.allreduce_sum(tensor));
-      if (attempt > 0) best = std::min(best, seconds_between(start, steady::now()));
+      if (attempt > 0) timed.push_back(seconds_between(start, steady::now()));
     }
     bytes.push_back(4 * numel);
-    seconds.push_back(best);
+    seconds.push_back(*std::min_element(timed.begin(), timed.end()));
+    attempts.push_back(timed);
   }
   comm.take_collectives();  // not the run's
-  return {{"bytes", bytes}, {"seconds", seconds}};
+  return {{"bytes", bytes}, {"seconds", seconds}, {"attempts", attempts}};
 }
 
 // The run itself, once the process group stands.

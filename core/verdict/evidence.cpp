@@ -166,21 +166,11 @@ double time_outside_compute(const RunSamples& s) {
   return outside.empty() ? 0 : median(std::move(outside));
 }
 
-// Two probed links are one when within a factor of eight of each other: a
-// probe of one link varies by up to twice on a loaded machine (ten 2-rank
-// runs beside stress-ng --cpu 2: 1.9x), and more beside other tests; a
-// shaper differs by far more (50 Mbit/s against the loopback: over 100x).
-// An unprobed link is taken as the other's.
-bool same_link(double a, double b) {
-  if (a <= 0 || b <= 0) return true;
-  return std::max(a, b) <= 8 * std::min(a, b);
-}
-
 // "fp16 (link 12.5 MB/s)", or "(on node7, link ...)" when the host differs from the first's.
 std::string measured_where(const Configuration& c, const Configuration& first) {
   const auto base = c.label.substr(0, c.label.find(" (measured "));
   char link[64] = "link not probed";
-  if (c.link_bytes_per_s > 0) std::snprintf(link, sizeof link, "link %.3g MB/s", c.link_bytes_per_s / 1e6);
+  if (c.link.bytes_per_s > 0) std::snprintf(link, sizeof link, "link %.3g MB/s", c.link.bytes_per_s / 1e6);
   return base + " (measured " + (c.host != first.host ? "on " + c.host + ", " : std::string()) + link + ")";
 }
 
@@ -338,11 +328,11 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     } catch (const db::Error& error) {
       problem = error.what();
     }
-    const double link = samples ? samples->link_bytes_per_s : 0;
+    const auto link = samples ? samples->link : net::LinkProbe{};
     auto& same = by_key[replicate_key(run->config) + "|" + std::to_string(run->steps_requested)];
     std::optional<std::size_t> into;
     for (const auto c : same)
-      if (!into && e.configurations_[c].host == run->host && same_link(e.configurations_[c].link_bytes_per_s, link))
+      if (!into && e.configurations_[c].host == run->host && net::same_link(e.configurations_[c].link, link))
         into = c;
     if (!into) {
       Configuration c;
@@ -353,7 +343,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
       c.plain_allreduce = is_plain_allreduce(run->config);
       c.steps_requested = run->steps_requested;
       c.host = run->host;
-      c.link_bytes_per_s = link;
+      c.link = link;
       auto family = run->config.is_object() ? run->config : nlohmann::json::object();
       family = nlohmann::json{{"model", family.value("model", nlohmann::json())},
                               {"data", family.value("data", nlohmann::json())}};
@@ -399,7 +389,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     if (at != allreduce_by_key.end())
       for (const auto b : at->second) {
         const auto& base = e.configurations_[b];
-        if (base.host != config.host || !same_link(base.link_bytes_per_s, config.link_bytes_per_s)) continue;
+        if (base.host != config.host || !net::same_link(base.link, config.link)) continue;
         if (!best || succeeded(base) > succeeded(e.configurations_[*best])) best = b;
       }
     e.baseline_of_.push_back(best);
@@ -462,7 +452,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
 
   // Timing replicates: configurations alike but for seed and learning
   // rate, measured on one host and link (a shaped run is no repeat).
-  std::map<std::string, std::vector<std::pair<double, std::vector<double>>>> timing_groups;
+  std::map<std::string, std::vector<std::pair<net::LinkProbe, std::vector<double>>>> timing_groups;
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     auto& f = e.figures_[c];
     if (f.samples.empty()) continue;
@@ -481,8 +471,8 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
       const auto& config = e.configurations_[c];
       auto& groups = timing_groups[timing_key(config.config) + "|" + config.host];
       auto group = std::find_if(groups.begin(), groups.end(),
-                                [&](const auto& g) { return same_link(g.first, config.link_bytes_per_s); });
-      if (group == groups.end()) group = groups.insert(groups.end(), {config.link_bytes_per_s, {}});
+                                [&](const auto& g) { return net::same_link(g.first, config.link); });
+      if (group == groups.end()) group = groups.insert(groups.end(), {config.link, {}});
       group->second.push_back(std::log(outside));
     }
   }
@@ -664,7 +654,7 @@ std::pair<std::int64_t, std::int64_t> Evidence::steady_steps(std::size_t config)
   return {first, last};
 }
 
-std::string Evidence::inactive_reason(std::size_t config, std::size_t baseline) const {
+std::string Evidence::inactive_reason(std::size_t config, std::optional<std::size_t> baseline) const {
   const auto& c = configurations_.at(config);
   if (c.plain_allreduce || figures_.at(config).samples.empty()) return "";
   const auto [first, last] = steady_steps(config);
@@ -679,7 +669,8 @@ std::string Evidence::inactive_reason(std::size_t config, std::size_t baseline) 
                   static_cast<long long>(2 * activity.first_active_step));
     return text;
   }
-  const double own = wire_bytes_per_step(config), base = wire_bytes_per_step(baseline);
+  if (!baseline) return "";
+  const double own = wire_bytes_per_step(config), base = wire_bytes_per_step(*baseline);
   if (std::isfinite(own) && std::isfinite(base) && base > 0 && own >= 0.98 * base) {
     std::snprintf(text, sizeof text,
                   "it did not compress in the steps its figures come from (%lld-%lld): %.3f MB per step, allreduce "

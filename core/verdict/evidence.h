@@ -83,7 +83,7 @@ struct Configuration {
   std::int64_t steps_requested = 0;
   std::string fingerprint_family;  // model and data (the seed left out)
   std::string host;                // where its runs ran
-  double link_bytes_per_s = 0;     // the link its first run probed (0: not probed)
+  net::LinkProbe link;             // the link its first run probed
 
   bool all_succeeded() const;
   // One tail loss per seed, by seed: runs of one seed are one observation
@@ -156,8 +156,9 @@ class Evidence {
   LossChange loss_change(std::size_t config, std::size_t baseline) const;
   // "" when the configuration's hook acted on the wire during the steps its
   // figures come from; else why not (it never compressed, it switched on
-  // late). Plain allreduce variants always act.
-  std::string inactive_reason(std::size_t config, std::size_t baseline) const;
+  // late). Plain allreduce variants always act. Without a baseline only its
+  // schedule can tell (whether it compressed needs allreduce's bytes).
+  std::string inactive_reason(std::size_t config, std::optional<std::size_t> baseline) const;
   // The run-to-run spread its single-run intervals include.
   const RunToRun& run_to_run() const { return run_to_run_; }
   // Mean bytes per step and rank over the steady steps of its runs.

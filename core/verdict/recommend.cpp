@@ -151,9 +151,12 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
       if (k.excluded.empty() && !base.all_succeeded())
         k.excluded = "its baseline (runs " + run_list(base.runs) + ") did not succeed";
     } else if (k.excluded.empty()) {
-      k.excluded =
-          "no allreduce run with the same parameters outside the hook to compare with (a sweep with a baseline adds "
-          "one at every value it sweeps)";
+      // A hook that never acted is the reason to name first: a baseline would not change that.
+      k.excluded = evidence.inactive_reason(c, std::nullopt);
+      if (k.excluded.empty())
+        k.excluded =
+            "no allreduce run with the same parameters outside the hook to compare with (a sweep with a baseline "
+            "adds one at every value it sweeps)";
     }
     if (evidence.profile_problem(c).empty()) {
       k.step_s = evidence.predicted_step_s(c, options.cluster, options.compute);
