@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <unordered_map>
 
 #include <sqlite3.h>
 
@@ -87,22 +88,49 @@ void throw_error(sqlite3* db, int code, const std::string& path, std::string_vie
   }
 }
 
-Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
-  const int rc =
-      sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
-  if (rc != SQLITE_OK) throw_error(db, rc, database_path(db), "preparing '" + std::string(sql.substr(0, 60)) + "'");
+namespace detail {
+// One idle statement per SQL text. A connection is used by one thread at a
+// time (SQLITE_OPEN_NOMUTEX), and so is its pool.
+struct StatementPool {
+  static constexpr std::size_t kMostIdle = 128;
+  bool open = true;
+  std::unordered_map<std::string, sqlite3_stmt*> idle;
+
+  void close() noexcept {
+    open = false;
+    for (auto& [sql, stmt] : idle) sqlite3_finalize(stmt);
+    idle.clear();
+  }
+};
+}  // namespace detail
+
+Statement::Statement(sqlite3* db, sqlite3_stmt* stmt, std::shared_ptr<detail::StatementPool> pool)
+    : db_(db), stmt_(stmt), pool_(std::move(pool)) {}
+
+Statement::~Statement() { release(); }
+
+void Statement::release() noexcept {
+  if (!stmt_) return;
+  const auto stmt = std::exchange(stmt_, nullptr);
+  if (pool_ && pool_->open && pool_->idle.size() < detail::StatementPool::kMostIdle) {
+    sqlite3_reset(stmt);  // ends its read, so it holds no snapshot while idle
+    sqlite3_clear_bindings(stmt);
+    if (pool_->idle.emplace(sqlite3_sql(stmt), stmt).second) return;
+  }
+  sqlite3_finalize(stmt);
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
-
 Statement::Statement(Statement&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), stmt_(std::exchange(other.stmt_, nullptr)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      pool_(std::move(other.pool_)) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
-    sqlite3_finalize(stmt_);
+    release();
     db_ = std::exchange(other.db_, nullptr);
     stmt_ = std::exchange(other.stmt_, nullptr);
+    pool_ = std::move(other.pool_);
   }
   return *this;
 }
@@ -204,19 +232,29 @@ void Connection::open(const std::string& name, int flags) {
     throw_error(nullptr, rc, path_, "opening");
   }
   sqlite3_extended_result_codes(db_, 1);
+  pool_ = std::make_shared<detail::StatementPool>();
 }
 
-Connection::~Connection() { sqlite3_close_v2(db_); }
+void Connection::close() noexcept {
+  if (pool_) pool_->close();
+  sqlite3_close_v2(db_);  // a statement still alive keeps the handle until it is finalized
+}
+
+Connection::~Connection() { close(); }
 
 Connection::Connection(Connection&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)), access_(other.access_) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      path_(std::move(other.path_)),
+      access_(other.access_),
+      pool_(std::move(other.pool_)) {}
 
 Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
-    sqlite3_close_v2(db_);
+    close();
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
     access_ = other.access_;
+    pool_ = std::move(other.pool_);
   }
   return *this;
 }
@@ -230,7 +268,21 @@ void Connection::exec(std::string_view sql) {
   }
 }
 
-Statement Connection::prepare(std::string_view sql) const { return Statement(db_, sql); }
+Statement Connection::prepare(std::string_view sql) const {
+  if (pool_) {
+    const auto idle = pool_->idle.find(std::string(sql));
+    if (idle != pool_->idle.end()) {
+      const auto stmt = idle->second;
+      pool_->idle.erase(idle);
+      return Statement(db_, stmt, pool_);
+    }
+  }
+  sqlite3_stmt* stmt = nullptr;
+  const int rc =
+      sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) throw_error(db_, rc, database_path(db_), "preparing '" + std::string(sql.substr(0, 60)) + "'");
+  return Statement(db_, stmt, pool_);
+}
 
 std::int64_t Connection::query_integer(std::string_view sql, std::int64_t fallback) const {
   auto statement = prepare(sql);

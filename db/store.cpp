@@ -62,7 +62,7 @@ void read_config(const std::string& text, RunRecord& r) {
   }
 }
 
-RunRecord read_run(const Statement& s) {
+RunRecord read_run(const Statement& s, bool with_summary) {
   RunRecord r;
   r.id = s.integer(0);
   r.sweep_id = s.optional_integer(1);
@@ -82,7 +82,7 @@ RunRecord read_run(const Statement& s) {
   r.wall_s = s.real(15);
   r.final_loss = s.optional_real(16);
   r.reason = s.text(17);
-  r.summary = parse_json(s.text(18));
+  if (with_summary) r.summary = parse_json(s.text(18));
   r.tags = s.text(19);
   r.notes = s.text(20);
   return r;
@@ -288,11 +288,11 @@ void Store::set_run_status(std::int64_t run_id, const std::string& s, const std:
       .run(s, reason, static_cast<std::int64_t>(status::is_end(s)), unix_now(), run_id);
 }
 
-std::optional<RunRecord> Store::run(std::int64_t run_id) const {
+std::optional<RunRecord> Store::run(std::int64_t run_id, bool with_summary) const {
   auto s = connection_.prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?");
   s.bind_all(run_id);
   if (!s.next()) return std::nullopt;
-  return read_run(s);
+  return read_run(s, with_summary);
 }
 
 std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
@@ -326,7 +326,15 @@ std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
     for (int k = 0; k < 3; ++k) s.bind(index++, value);
   }
   std::vector<RunRecord> out;
-  while (s.next()) out.push_back(read_run(s));
+  while (s.next()) out.push_back(read_run(s, filter.with_summary));
+  return out;
+}
+
+std::map<std::string, std::int64_t> Store::trial_statuses(std::int64_t sweep_id) const {
+  auto s = connection_.prepare("SELECT status, count(*) FROM runs WHERE sweep_id = ? GROUP BY status");
+  s.bind_all(sweep_id);
+  std::map<std::string, std::int64_t> out;
+  while (s.next()) out[s.text(0)] = s.integer(1);
   return out;
 }
 

@@ -201,7 +201,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
                    {"profile", on_target(p, compute).to_json()},
                    {"predictions", predictions}});
     if (config.config.is_object() && config.config.value("hook", nlohmann::json::object()).value("name", "") == "slowmo") {
-      const auto run = store->run(config.runs.front());
+      const auto run = store->run(config.runs.front(), /*with_summary=*/true);  // its parameter count
       auto guidance = nlohmann::json::array();
       for (const auto& cluster : targets)
         guidance.push_back(slowmo_advice(run->summary.value("parameter_count", 0.0),

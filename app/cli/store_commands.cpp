@@ -38,12 +38,12 @@ int list_sweeps(const db::Store& store, bool as_json) {
   }
   Table table({"sweep", "name", "status", "trials", "ended", "created"});
   for (const auto& s : sweeps) {
-    db::RunFilter filter;
-    filter.sweep_id = s.id;
-    const auto runs = store.runs(filter);
-    const auto ended =
-        std::count_if(runs.begin(), runs.end(), [](const auto& r) { return db::status::is_end(r.status); });
-    table.add({std::to_string(s.id), s.name, s.status, std::to_string(runs.size()), std::to_string(ended),
+    std::int64_t trials = 0, ended = 0;
+    for (const auto& [status, count] : store.trial_statuses(s.id)) {
+      trials += count;
+      if (db::status::is_end(status)) ended += count;
+    }
+    table.add({std::to_string(s.id), s.name, s.status, std::to_string(trials), std::to_string(ended),
                format_time(s.created_at)});
   }
   table.print(std::cout);
@@ -129,7 +129,7 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
   const auto store = open_store(context.db);
   if (sweep_id) return show_sweep(*store, *sweep_id, as_json);
   if (!run_id) throw std::invalid_argument("show wants a run id, or --sweep ID");
-  const auto run = store->run(*run_id);
+  const auto run = store->run(*run_id, /*with_summary=*/true);
   if (!run) throw db::Error("there is no run " + std::to_string(*run_id) + " in " + store->path());
   if (config_only) {
     if (!run->config_problem.empty())

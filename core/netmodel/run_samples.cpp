@@ -53,6 +53,11 @@ double mean_at(const std::vector<double>& values, const std::vector<std::size_t>
 RunSamples RunSamples::from_store(const db::Store& store, std::int64_t run_id) {
   const auto run = store.run(run_id);
   if (!run) throw db::Error("there is no run " + std::to_string(run_id) + " in " + store.path());
+  return from_store(store, *run);
+}
+
+RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& run) {
+  const auto run_id = run.id;
   struct Sums {
     double data = 0, forward = 0, backward = 0, optimizer = 0, hook = 0, total = 0, wire = 0, uncompressed = 0;
     int ranks = 0;
@@ -79,12 +84,12 @@ RunSamples RunSamples::from_store(const db::Store& store, std::int64_t run_id) {
                     " has no communication profile (it was recorded by an older commtune): run it again");
 
   // A run commtune recorded had at least one rank; a store edited by hand may say otherwise.
-  if (run->world_size < 1 || run->world_size > (std::int64_t{1} << 20))
-    throw db::Error("run " + std::to_string(run_id) + " says it had " + std::to_string(run->world_size) +
+  if (run.world_size < 1 || run.world_size > (std::int64_t{1} << 20))
+    throw db::Error("run " + std::to_string(run_id) + " says it had " + std::to_string(run.world_size) +
                     " ranks: not a run commtune recorded");
   RunSamples s;
   s.run_id = run_id;
-  s.world_size = static_cast<int>(run->world_size);
+  s.world_size = static_cast<int>(run.world_size);
   // The steady steps, as every view counts them (run_metrics.h).
   std::map<std::int64_t, std::size_t> index;
   for (auto it = std::next(by_step.begin(), static_cast<std::ptrdiff_t>(first_steady_index(by_step.size())));

@@ -48,6 +48,8 @@ struct RunSamples {
   // Throws db::Error when the run has too few steps or lacks the statistics
   // (runs stored before the network model existed).
   static RunSamples from_store(const db::Store& store, std::int64_t run_id);
+  // The same, for a run already read (its row is not read again).
+  static RunSamples from_store(const db::Store& store, const db::RunRecord& run);
 
   std::size_t size() const { return steps.size(); }
   // Scales every wall and CPU time the hook and its collectives took by

@@ -324,7 +324,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     std::optional<RunSamples> samples;
     std::string problem;
     try {
-      samples = RunSamples::from_store(store, id);
+      samples = RunSamples::from_store(store, *run);
     } catch (const db::Error& error) {
       problem = error.what();
     }

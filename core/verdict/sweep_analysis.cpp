@@ -23,16 +23,16 @@ net::Cluster cluster_for(const SweepAnalysisQuery& q, const std::string& link, i
 }
 
 // SlowMo's advice on `cluster` for each SlowMo configuration among `runs`.
-std::vector<std::string> slowmo_notes(const Evidence& evidence, const std::vector<db::RunRecord>& runs,
-                                      const TargetCompute& compute, const net::Cluster& cluster) {
+std::vector<std::string> slowmo_notes(const db::Store& store, const Evidence& evidence, const TargetCompute& compute,
+                                      const net::Cluster& cluster) {
   std::vector<std::string> notes;
   for (std::size_t c = 0; c < evidence.configurations().size(); ++c) {
     const auto& config = evidence.configurations()[c];
     if (!evidence.profile_problem(c).empty() || !config.config.is_object() ||
         config.config.value("hook", nlohmann::json::object()).value("name", "") != "slowmo")
       continue;
-    const auto run = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.id == config.runs.front(); });
-    if (run == runs.end()) continue;
+    const auto run = store.run(config.runs.front(), /*with_summary=*/true);  // its parameter count
+    if (!run || !run->summary.is_object()) continue;
     const auto advice = slowmo_advice(run->summary.value("parameter_count", 0.0),
                                       run->config["hook"].value("localsgd_frequency", 1.0),
                                       on_target(evidence.profile(c), compute).backward_s, cluster);
@@ -42,8 +42,8 @@ std::vector<std::string> slowmo_notes(const Evidence& evidence, const std::vecto
 }
 
 // For each preset network, the recommendation `recommend --network NAME` gives.
-std::vector<NetworkAdvice> advice(const Evidence& evidence, const std::vector<db::RunRecord>& runs,
-                                  const SweepAnalysisQuery& q, int world_size) {
+std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& evidence, const SweepAnalysisQuery& q,
+                                  int world_size) {
   std::vector<NetworkAdvice> out;
   for (const auto& link : net::link_presets()) {
     NetworkAdvice row;
@@ -54,7 +54,7 @@ std::vector<NetworkAdvice> advice(const Evidence& evidence, const std::vector<db
       options.compute = q.compute;
       options.tolerance = q.tolerance;
       row.network = options.cluster.describe();
-      row.slowmo = slowmo_notes(evidence, runs, q.compute, options.cluster);
+      row.slowmo = slowmo_notes(store, evidence, q.compute, options.cluster);
       const auto r = recommend(evidence, options);
       row.verdict = r.verdict;
       row.baseline_run = r.baseline_run;
@@ -154,7 +154,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
     out.note += "No allreduce baseline among these runs: the what-if table needs one (sweeps add it with \"baseline\").";
     return out;
   }
-  out.networks = advice(evidence, runs, q, world_size);
+  out.networks = advice(store, evidence, q, world_size);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "db/schema.h"
@@ -62,6 +63,44 @@ std::string message_of(const std::function<void()>& fn) {
     return e.what();
   }
   return "";
+}
+
+// Statements are kept prepared between uses (db/sqlite.h): a reused one
+// starts unbound and from its first row, two alive at once of one SQL are
+// independent, and one that outlives its connection is still safe to drop.
+TEST_F(StoreTest, PreparedStatementsAreReusedWithoutCarryingState) {
+  Connection c(file("pool.db"), Connection::Access::ReadWrite);
+  c.exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3)");
+  const char* sql = "SELECT x FROM t WHERE x >= coalesce(?, 0) ORDER BY x";
+  {
+    auto first = c.prepare(sql);
+    first.bind_all(2);
+    ASSERT_TRUE(first.next());
+    EXPECT_EQ(first.integer(0), 2);
+    auto second = c.prepare(sql);  // the first is still alive: its own statement
+    ASSERT_TRUE(second.next());
+    EXPECT_EQ(second.integer(0), 1);
+    ASSERT_TRUE(first.next());
+    EXPECT_EQ(first.integer(0), 3);
+  }
+  {
+    auto again = c.prepare(sql);  // back from the pool, mid-read before: reset and unbound
+    ASSERT_TRUE(again.next());
+    EXPECT_EQ(again.integer(0), 1);
+  }
+  // An idle statement, left mid-read, holds no lock: another connection can write and this one sees it.
+  {
+    Connection other(file("pool.db"), Connection::Access::ReadWrite);
+    other.exec("INSERT INTO t VALUES (0)");
+  }
+  auto fresh = c.prepare(sql);
+  ASSERT_TRUE(fresh.next());
+  EXPECT_EQ(fresh.integer(0), 0);
+  auto survivor = std::make_unique<Statement>(c.prepare(sql));
+  {
+    Connection moved(std::move(c));
+  }  // the connection closes with a statement alive
+  survivor.reset();
 }
 
 TEST_F(StoreTest, CreatesTheSchemaAndMarksTheFileAsOurs) {
