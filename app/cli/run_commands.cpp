@@ -216,93 +216,86 @@ struct StopArgs {
   double wait_s = 60;
 };
 
-// `stop --sweep N`: the process running the sweep stops it as Ctrl-C would
-// (cancelled, resumable), wherever it was started; waits until it has.
-int stop_sweep(std::int64_t sweep_id, double wait_s, const Context& context) {
-  const auto path = store_path(context.db);
-  const auto store = open_store(context.db);
-  const auto sweep = store->sweep(sweep_id);
-  if (!sweep) {
-    std::fprintf(stderr, "commtune: no sweep %lld in %s\n", static_cast<long long>(sweep_id), path.c_str());
-    return kExitFailed;
+// What `stop` asks to stop: a run (its recording process stops it; a sweep
+// goes on with its next trial) or a whole sweep (its process stops it as
+// Ctrl-C would: cancelled, resumable).
+struct StopTarget {
+  bool sweep = false;
+  std::int64_t id = 0;
+
+  std::string name() const { return (sweep ? "sweep " : "run ") + std::to_string(id); }
+};
+
+// The target as the store shows it now: status, why it ended, who runs it.
+struct TargetState {
+  std::string status, reason, owner;
+};
+
+std::optional<TargetState> state_of(const db::Store& store, const StopTarget& t) {
+  if (t.sweep) {
+    const auto sweep = store.sweep(t.id);
+    if (!sweep) return std::nullopt;
+    return TargetState{sweep->status, "", sweep->owner};
   }
-  if (sweep->status != db::status::kRunning) {
-    std::fprintf(stderr, "commtune: sweep %lld is not running (%s)\n", static_cast<long long>(sweep_id),
-                 printable(sweep->status).c_str());
-    return kExitFailed;
-  }
-  request_sweep_stop(path, sweep_id);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(1000 * wait_s));
-  while (true) {
-    const auto now = store->sweep(sweep_id);
-    if (!now || now->status != db::status::kRunning) {
-      std::fprintf(stderr, "commtune: sweep %lld %s\n", static_cast<long long>(sweep_id),
-                   now ? printable(now->status).c_str() : "was deleted");
-      return kExitOk;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      withdraw_sweep_stop_request(path, sweep_id);
-      std::fprintf(stderr,
-                   "commtune: sweep %lld still runs after %g s, so the request is withdrawn: the process running it "
-                   "(%s) did not take it\n",
-                   static_cast<long long>(sweep_id), wait_s, printable(now->owner).c_str());
-      return kExitFailed;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  const auto run = store.run(t.id);
+  if (!run) return std::nullopt;
+  return TargetState{run->status, run->reason, run->owner};
 }
 
 // `stop`: asks the processes that record running runs (`run`, a `sweep`'s
-// trial, `import --follow`, the desktop app) to stop them, as the desktop
-// app's Stop does, and waits until each has.
+// trial, `import --follow`, the desktop app) or run a sweep to stop them, as
+// the desktop app's Stop and Stop all do, and waits until each has.
 int stop_command(const StopArgs& args, const Context& context) {
-  if (args.sweep) {
-    if (!args.runs.empty()) throw std::invalid_argument("stop takes run ids or --sweep, not both");
-    return stop_sweep(*args.sweep, args.wait_s, context);
-  }
-  if (args.runs.empty()) throw std::invalid_argument("stop needs run ids, or --sweep N");
+  if (args.sweep && !args.runs.empty()) throw std::invalid_argument("stop takes run ids or --sweep, not both");
+  if (!args.sweep && args.runs.empty()) throw std::invalid_argument("stop needs run ids, or --sweep N");
+  std::vector<StopTarget> targets;
+  if (args.sweep) targets.push_back({true, *args.sweep});
+  for (const auto id : args.runs) targets.push_back({false, id});
+
   const auto path = store_path(context.db);
   const auto store = open_store(context.db);  // a run whose process died is marked interrupted here
+  const auto withdraw = [&](const StopTarget& t) {
+    t.sweep ? withdraw_sweep_stop_request(path, t.id) : withdraw_stop_request(path, t.id);
+  };
   int code = kExitOk;
-  std::vector<std::int64_t> asked;
-  for (const auto id : args.runs) {
-    const auto run = store->run(id);
-    if (!run) {
-      std::fprintf(stderr, "commtune: no run %lld in %s\n", static_cast<long long>(id), path.c_str());
+  std::vector<StopTarget> asked;
+  for (const auto& t : targets) {
+    const auto state = state_of(*store, t);
+    if (!state) {
+      std::fprintf(stderr, "commtune: no %s in %s\n", t.name().c_str(), path.c_str());
       code = kExitFailed;
-    } else if (run->status != db::status::kRunning) {
-      std::fprintf(stderr, "commtune: run %lld is not running (%s)\n", static_cast<long long>(id),
-                   printable(run->status).c_str());  // a shared store's text: escaped
+    } else if (state->status != db::status::kRunning) {
+      std::fprintf(stderr, "commtune: %s is not running (%s)\n", t.name().c_str(),
+                   printable(state->status).c_str());  // a shared store's text: escaped
       code = kExitFailed;
     } else {
-      request_stop(path, id);
-      asked.push_back(id);
+      t.sweep ? request_sweep_stop(path, t.id) : request_stop(path, t.id);
+      asked.push_back(t);
     }
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(1000 * args.wait_s));
   while (!asked.empty()) {
     for (auto it = asked.begin(); it != asked.end();) {
-      const auto run = store->run(*it);
-      if (run && run->status == db::status::kRunning) {
+      const auto state = state_of(*store, *it);
+      if (state && state->status == db::status::kRunning) {
         ++it;
         continue;
       }
-      auto line = "commtune: run " + std::to_string(*it) + " " + (run ? run->status : "was deleted");
-      if (run && !run->reason.empty()) line += " (" + run->reason + ")";
+      auto line = "commtune: " + it->name() + " " + (state ? state->status : "was deleted");
+      if (state && !state->reason.empty()) line += " (" + state->reason + ")";
       std::fprintf(stderr, "%s\n", printable(line).c_str());
       it = asked.erase(it);
     }
     if (asked.empty()) break;
     if (std::chrono::steady_clock::now() >= deadline) {
-      for (const auto id : asked) {
-        withdraw_stop_request(path, id);
-        const auto run = store->run(id);
+      for (const auto& t : asked) {
+        withdraw(t);
+        const auto state = state_of(*store, t);
         std::fprintf(stderr,
-                     "commtune: run %lld still runs after %g s, so the request is withdrawn: the process recording "
-                     "it (%s) did not take it\n",
-                     static_cast<long long>(id), args.wait_s, run ? printable(run->owner).c_str() : "?");
+                     "commtune: %s still runs after %g s, so the request is withdrawn: the process running it (%s) "
+                     "did not take it\n",
+                     t.name().c_str(), args.wait_s, state ? printable(state->owner).c_str() : "?");
       }
       return kExitFailed;
     }
@@ -381,9 +374,9 @@ void add_run_commands(CLI::App& app, Context& context) {
   auto* stop = app.add_subcommand(
       "stop", "stop running runs, from any terminal: a sweep goes on with its next trial (as the app's Stop); "
               "--sweep stops a whole sweep (as the app's Stop all)");
-  stop->add_option("runs", stop_args->runs, "run ids")->check(CLI::PositiveNumber);
+  stop->add_option("runs", stop_args->runs, "run ids")->check(number_between(1, 9e18));
   stop->add_option("--sweep", stop_args->sweep, "stop this sweep: cancelled, and resumable with sweep --resume")
-      ->check(CLI::PositiveNumber);
+      ->check(number_between(1, 9e18));
   stop->add_option("--wait", stop_args->wait_s,
                    "seconds to wait for each run to stop before the request is withdrawn (default 60)")
       ->check(number_between(0.1, 86400));
