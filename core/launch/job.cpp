@@ -110,9 +110,16 @@ JobResult run_job(const JobRequest& request) {
     result.outcome.status = RunStatus::Failed;
     result.outcome.reason = std::string("could not launch: ") + e.what();
   }
-  if (request.store)
+  if (request.store) {
+    // Rows queued before the writer failed count as lost only once its thread
+    // reaches them: wait for that, or the count falls short of what was sent.
+    try {
+      request.store->flush();
+    } catch (const db::Error&) {
+    }
     if (const auto lost = request.store->stats().lost_step_rows; lost > 0)
       result.outcome.reason += "; " + std::to_string(lost) + " step rows the ranks sent were not stored";
+  }
   result.summary = summary.to_json(result.outcome, options.config);
 
   if (request.store && result.run_id) {
