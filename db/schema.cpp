@@ -113,7 +113,15 @@ ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
 )sql";
 
-std::vector<std::string> migrations() { return {kVersion1, version2(), kVersion3}; }
+// Version 4: a run's digest, the figures every listing and comparison shows
+// (core/store/run_metrics.h), written as JSON when the run ends and cleared
+// when it starts again, so that reading a sweep does not read every step.
+// Runs that ended before have none: their figures come from their steps.
+constexpr const char* kVersion4 = R"sql(
+ALTER TABLE runs ADD COLUMN digest TEXT;
+)sql";
+
+std::vector<std::string> migrations() { return {kVersion1, version2(), kVersion3, kVersion4}; }
 
 struct FileState {
   std::int64_t application_id;

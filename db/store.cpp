@@ -36,6 +36,10 @@ std::string process_start_time(long pid) {
   return "";
 }
 
+std::optional<std::string> optional_dump(const nlohmann::json& json) {
+  return json.is_null() ? std::nullopt : std::optional<std::string>(json.dump());
+}
+
 nlohmann::json parse_json(const std::string& text) {
   if (text.empty()) return nullptr;
   return parse_bounded_json(text);
@@ -43,7 +47,7 @@ nlohmann::json parse_json(const std::string& text) {
 
 constexpr const char* kRunColumns =
     "id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, steps_completed, "
-    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes";
+    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes, digest";
 
 ConfigCheck& config_check() {
   static ConfigCheck check;
@@ -85,6 +89,12 @@ RunRecord read_run(const Statement& s, bool with_summary) {
   if (with_summary) r.summary = parse_json(s.text(18));
   r.tags = s.text(19);
   r.notes = s.text(20);
+  if (const auto digest = s.text(21); !digest.empty()) {
+    try {
+      r.digest = parse_json(digest);
+    } catch (const std::exception&) {  // a damaged digest is none: the figures come from the steps
+    }
+  }
   return r;
 }
 
@@ -267,7 +277,7 @@ void Store::start_run(std::int64_t run_id) {
   connection_
       .prepare(
           "UPDATE runs SET status = ?, owner = ?, host = ?, started_at = coalesce(started_at, ?), finished_at = NULL, "
-          "reason = '' WHERE id = ?")
+          "reason = '', digest = NULL WHERE id = ?")
       .run(status::kRunning, this_process_owner(), host_name(), unix_now(), run_id);
 }
 
@@ -275,9 +285,9 @@ void Store::finish_run(std::int64_t run_id, const RunEnd& end) {
   connection_
       .prepare(
           "UPDATE runs SET status = ?, reason = ?, steps_completed = ?, final_loss = ?, wall_s = ?, summary = ?, "
-          "finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
-      .run(end.status, end.reason, end.steps_completed, end.final_loss, end.wall_s,
-           end.summary.is_null() ? std::optional<std::string>() : std::optional<std::string>(end.summary.dump()),
+          "digest = ?, finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
+      .run(end.status, end.reason, end.steps_completed, end.final_loss, end.wall_s, optional_dump(end.summary),
+           optional_dump(end.digest),
            static_cast<std::int64_t>(status::is_end(end.status)), unix_now(), run_id);
 }
 
@@ -296,7 +306,21 @@ std::optional<RunRecord> Store::run(std::int64_t run_id, bool with_summary) cons
 }
 
 std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
-  std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE 1";
+  auto s = select_runs(kRunColumns, filter);
+  std::vector<RunRecord> out;
+  while (s.next()) out.push_back(read_run(s, filter.with_summary));
+  return out;
+}
+
+std::vector<std::int64_t> Store::run_ids(const RunFilter& filter) const {
+  auto s = select_runs("id", filter);
+  std::vector<std::int64_t> out;
+  while (s.next()) out.push_back(s.integer(0));
+  return out;
+}
+
+Statement Store::select_runs(const char* columns, const RunFilter& filter) const {
+  std::string sql = std::string("SELECT ") + columns + " FROM runs WHERE 1";
   if (filter.sweep_id) sql += " AND sweep_id = ?";
   if (!filter.statuses.empty()) {
     sql += " AND status IN (";
@@ -325,9 +349,7 @@ std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
       s.bind(index++, value);
     for (int k = 0; k < 3; ++k) s.bind(index++, value);
   }
-  std::vector<RunRecord> out;
-  while (s.next()) out.push_back(read_run(s, filter.with_summary));
-  return out;
+  return s;
 }
 
 std::map<std::string, std::int64_t> Store::trial_statuses(std::int64_t sweep_id) const {
@@ -513,6 +535,17 @@ std::vector<EventRow> Store::events(std::int64_t run_id, const std::string& kind
   while (s.next())
     out.push_back({s.integer(0), static_cast<std::int32_t>(s.integer(1)), s.real(2), s.text(3), parse_json(s.text(4))});
   return out;
+}
+
+nlohmann::json Store::last_event_member(std::int64_t run_id, const std::string& kind, const std::string& member) const {
+  // `->` gives the member as JSON text (NULL when absent); a body that is no
+  // JSON has no members.
+  auto s = connection_.prepare(
+      "SELECT CASE WHEN json_valid(body) THEN body -> ('$.\"' || ?3 || '\"') END "
+      "FROM run_events WHERE run_id = ?1 AND kind = ?2 ORDER BY id DESC LIMIT 1");
+  s.bind_all(run_id, kind, member);
+  if (!s.next() || s.is_null(0)) return nullptr;
+  return parse_json(s.text(0));
 }
 
 std::vector<Artifact> Store::artifacts(std::int64_t run_id) const {

@@ -68,6 +68,10 @@ struct RunRecord {
   nlohmann::json summary;  // null until the run ends, and unless read `with_summary`
   std::string tags;        // the user's, comma-separated
   std::string notes;
+  // The figures stored when the run last ended (core/store/run_metrics.h's
+  // RunDigest as JSON); null while it runs, before it ended once, or when
+  // the stored text is no JSON.
+  nlohmann::json digest;
 };
 
 // The store holds what any process wrote, and a file can be edited or come
@@ -87,6 +91,7 @@ struct RunEnd {
   std::optional<double> final_loss;
   double wall_s = 0;  // of the whole run, all launches together
   nlohmann::json summary;
+  nlohmann::json digest;  // the run's figures from its stored steps (RunRecord::digest); null: none
 };
 
 struct SweepRecord {
@@ -209,6 +214,7 @@ class Store {
   void set_run_status(std::int64_t run_id, const std::string& status, const std::string& reason = "");
   std::optional<RunRecord> run(std::int64_t run_id, bool with_summary = false) const;
   std::vector<RunRecord> runs(const RunFilter& filter = {}) const;
+  std::vector<std::int64_t> run_ids(const RunFilter& filter = {}) const;  // the same runs, ids only
   // Changes when a run is added, renamed or removed or its status changes
   // (not with every step): a list view polls it to know when to read again.
   std::string runs_signature() const;
@@ -236,6 +242,9 @@ class Store {
   // (name, and in StatPoint the rank, that step, the bucket and the value).
   std::vector<std::pair<std::string, StatPoint>> latest_bucket_stats(std::int64_t run_id, std::int32_t rank = 0) const;
   std::vector<EventRow> events(std::int64_t run_id, const std::string& kind = "") const;
+  // One member of the body of a run's newest event of `kind` ("link_probe"
+  // of "run_start"), read without parsing the rest; null when there is none.
+  nlohmann::json last_event_member(std::int64_t run_id, const std::string& kind, const std::string& member) const;
   std::vector<Artifact> artifacts(std::int64_t run_id) const;
   std::int64_t count_steps(std::int64_t run_id) const;
   // The mean loss over the ranks that stored `step` (nullopt when none did).
@@ -249,6 +258,9 @@ class Store {
   int mark_orphans_interrupted();
 
  private:
+  // The runs a filter selects, in its order: `columns` of each, bound and ready to step.
+  Statement select_runs(const char* columns, const RunFilter& filter) const;
+
   Connection connection_;
   std::optional<Statement> insert_step_, insert_stat_, insert_event_;
   std::optional<Statement> find_stat_, add_stat_;

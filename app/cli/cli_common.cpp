@@ -266,9 +266,7 @@ std::vector<std::int64_t> select_runs(const db::Store& store, const std::vector<
   filter.sweep_id = sweep_id;
   if (sweep_id && !store.sweep(*sweep_id))
     throw db::Error("there is no sweep " + std::to_string(*sweep_id) + " in " + store.path());
-  std::vector<std::int64_t> ids;
-  for (const auto& r : store.runs(filter)) ids.push_back(r.id);
-  return ids;
+  return store.run_ids(filter);
 }
 
 nlohmann::json optional_json(const std::optional<std::int64_t>& v) {
@@ -320,15 +318,6 @@ nlohmann::json sweep_json(const db::Store& store, const db::SweepRecord& s) {
           {"created_at", s.created_at},
           {"finished_at", optional_json(s.finished_at)},
           {"trials", trials}};
-}
-
-nlohmann::json digest_json(const RunDigest& d) {
-  return {{"last_loss", optional_json(d.last_loss)},
-          {"tail_loss", optional_json(d.loss)},
-          {"step_ms", optional_json(d.step_ms)},
-          {"wire_mb_per_step", optional_json(d.wire_mb)},
-          {"compression_ratio", optional_json(d.compression_ratio)},
-          {"steps", d.steps}};
 }
 
 std::optional<double> summary_number(const nlohmann::json& summary, const char* pointer) {

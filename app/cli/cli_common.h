@@ -105,7 +105,6 @@ std::vector<std::int64_t> select_runs(const db::Store& store, const std::vector<
 // `full`); a sweep with its trials' statuses; a digest's numbers.
 nlohmann::json run_json(const db::RunRecord& run, bool full);
 nlohmann::json sweep_json(const db::Store& store, const db::SweepRecord& sweep);
-nlohmann::json digest_json(const RunDigest& digest);
 
 // A number from a run summary at a JSON pointer ("/step_time_ms/median"), if
 // there (figure_json's "nan" and "inf" too).

@@ -108,8 +108,9 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
   std::vector<nlohmann::json> rows;
   std::set<std::string> param_names;
   for (const auto id : ids) {
-    auto row = run_json(*store->run(id), false);
-    row["digest"] = digest_json(digest_run(*store, id));
+    const auto run = store->run(id);
+    auto row = run_json(*run, false);
+    row["digest"] = digest_json(digest_run(*store, *run));
     row["params"] = nlohmann::json::object();
     for (const auto& [name, value] : store->params(id)) {
       row["params"][name] = value;

@@ -96,7 +96,7 @@ TargetCompute target_compute(const ComputeArgs& args, const db::Store& store) {
   } else if (args.from_run) {
     compute.kind = TargetCompute::Kind::FromRun;
     // As every prediction sees a run: its compute pooled over its steps (here, its alone).
-    const auto target = Evidence::gather(store, {*args.from_run}, {0, 0});
+    const auto target = Evidence::gather(store, std::vector<std::int64_t>{*args.from_run}, {0, 0});
     if (target.configurations().empty()) throw db::Error("there is no run " + std::to_string(*args.from_run));
     if (!target.profile_problem(0).empty()) throw db::Error(target.profile_problem(0));
     compute.target_run = target.profile(0);

@@ -82,7 +82,7 @@ int list_command(const ListArgs& args, const Context& context) {
     runs.erase(std::remove_if(runs.begin(), runs.end(),
                               [&](const db::RunRecord& r) {
                                 return !query.matches(
-                                    query_row(r, describe_hook(r), digest_run(*store, r.id), store->params(r.id)));
+                                    query_row(r, describe_hook(r), digest_run(*store, r), store->params(r.id)));
                               }),
                runs.end());
     if (args.limit > 0 && runs.size() > static_cast<std::size_t>(args.limit)) runs.resize(args.limit);
@@ -138,7 +138,7 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
     std::cout << json_text(run->config, 2) << "\n";
     return kExitOk;
   }
-  const auto digest = digest_run(*store, run->id);
+  const auto digest = digest_run(*store, *run);
   auto events = nlohmann::json::array();
   for (const auto& e : store->events(run->id))
     if (e.kind != "checkpoint")

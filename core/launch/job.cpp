@@ -6,6 +6,7 @@
 
 #include "core/dist/devices.h"
 #include "core/launch/run_report.h"
+#include "core/store/run_metrics.h"
 #include "core/store/run_recorder.h"
 
 namespace commtune {
@@ -144,7 +145,7 @@ void record_run_end(db::Writer& store, std::int64_t run_id, const RunOutcome& ou
   end.wall_s = prior_wall_s + outcome.wall_s;
   end.summary = summary_json;
   if (store.error().empty()) {
-    store.call([run_id, end](db::Store& s) { s.finish_run(run_id, end); });
+    store.call([run_id, end](db::Store& s) { finish_run_with_digest(s, run_id, end); });
     try {
       store.flush();
       return;
@@ -156,7 +157,7 @@ void record_run_end(db::Writer& store, std::int64_t run_id, const RunOutcome& ou
   // running until the next process that opens the store marks it interrupted.
   try {
     db::Store direct(store.path());
-    direct.finish_run(run_id, end);
+    finish_run_with_digest(direct, run_id, end);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "commtune: the end of run %lld could not be recorded: %s\n", static_cast<long long>(run_id),
                  e.what());

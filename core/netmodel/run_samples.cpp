@@ -152,6 +152,11 @@ RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& r
   return s;
 }
 
+net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run) {
+  if (run.world_size < 1 || run.world_size > (std::int64_t{1} << 20)) return {};
+  return link_from_probe(store.last_event_member(run.id, "run_start", "link_probe"), static_cast<int>(run.world_size));
+}
+
 net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks) {
   const auto numbers = [&](const char* key, std::size_t most) {
     std::vector<double> out;

@@ -84,6 +84,55 @@ bool is_measured(const std::string& status) {
   return std::find(all.begin(), all.end(), status) != all.end();
 }
 
-RunDigest digest_run(const db::Store& store, std::int64_t run_id) { return digest_curve(store.curve(run_id)); }
+RunDigest digest_run(const db::Store& store, const db::RunRecord& run) {
+  if (db::status::is_end(run.status))
+    if (auto stored = digest_from_json(run.digest)) return *stored;
+  return digest_curve(store.curve(run.id));
+}
+
+RunDigest digest_run(const db::Store& store, std::int64_t run_id) {
+  const auto run = store.run(run_id);
+  return run ? digest_run(store, *run) : RunDigest{};
+}
+
+nlohmann::json digest_json(const RunDigest& d) {
+  return {{"last_loss", figure_json(d.last_loss)},
+          {"tail_loss", figure_json(d.loss)},
+          {"step_ms", figure_json(d.step_ms)},
+          {"wire_mb_per_step", figure_json(d.wire_mb)},
+          {"compression_ratio", figure_json(d.compression_ratio)},
+          {"steps", d.steps}};
+}
+
+std::optional<RunDigest> digest_from_json(const nlohmann::json& json) {
+  if (!json.is_object()) return std::nullopt;
+  bool whole = true;
+  const auto figure = [&](const char* key) -> std::optional<double> {
+    const auto at = json.find(key);
+    if (at == json.end()) {
+      whole = false;
+      return std::nullopt;
+    }
+    const auto value = figure_from_json(*at);
+    if (!value && !at->is_null()) whole = false;
+    return value;
+  };
+  RunDigest d;
+  d.last_loss = figure("last_loss");
+  d.loss = figure("tail_loss");
+  d.step_ms = figure("step_ms");
+  d.wire_mb = figure("wire_mb_per_step");
+  d.compression_ratio = figure("compression_ratio");
+  const auto steps = json.find("steps");
+  if (!whole || steps == json.end() || !steps->is_number_integer() || steps->get<std::int64_t>() < 0)
+    return std::nullopt;
+  d.steps = steps->get<std::int64_t>();
+  return d;
+}
+
+void finish_run_with_digest(db::Store& store, std::int64_t run_id, db::RunEnd end) {
+  end.digest = digest_json(digest_curve(store.curve(run_id)));
+  store.finish_run(run_id, end);
+}
 
 }  // namespace commtune

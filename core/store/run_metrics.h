@@ -63,6 +63,19 @@ struct RunDigest {
   std::int64_t steps = 0;  // steps every reporting rank finished
 };
 RunDigest digest_curve(const std::vector<db::CurvePoint>& curve);
+// A run's digest: the one stored when it ended (RunRecord::digest), else
+// computed from its steps (a run still running, or one that ended before
+// the store kept digests).
+RunDigest digest_run(const db::Store& store, const db::RunRecord& run);
 RunDigest digest_run(const db::Store& store, std::int64_t run_id);
+
+// The digest as `show`, `compare --json` and the store hold it; nullopt
+// for JSON that is not one (a damaged or hand-edited store).
+nlohmann::json digest_json(const RunDigest& digest);
+std::optional<RunDigest> digest_from_json(const nlohmann::json& json);
+
+// Ends a run in the store with its digest computed from the steps it holds
+// (call it where the run's last rows are committed: the writer's thread).
+void finish_run_with_digest(db::Store& store, std::int64_t run_id, db::RunEnd end);
 
 }  // namespace commtune

@@ -256,7 +256,7 @@ std::optional<Job> SweepExecution::take_job() {
           end.reason = e.what();
         }
         if (!end.status.empty()) {
-          store().call([id = trials_[t].run.id, end](db::Store& s) { s.finish_run(id, end); }).get();
+          store().call([id = trials_[t].run.id, end](db::Store& s) { finish_run_with_digest(s, id, end); }).get();
           trials_[t].to_draw = false;
           halving_->failed(asha->trial);
           continue;
@@ -475,7 +475,7 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
     end.status = db::status::kFailed;
     end.reason = e.what();
     end.steps_completed = trial.run.steps_completed;
-    store().call([run_id, end](db::Store& s) { s.finish_run(run_id, end); }).get();
+    store().call([run_id, end](db::Store& s) { finish_run_with_digest(s, run_id, end); }).get();
   }
 
   event.finished = true;

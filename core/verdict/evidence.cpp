@@ -311,6 +311,14 @@ double t_quantile_95(int df) {
 
 Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t>& run_ids,
                           const EvidenceOptions& options) {
+  std::vector<db::RunRecord> runs;
+  for (const auto id : run_ids)
+    if (auto run = store.run(id)) runs.push_back(std::move(*run));
+  return gather(store, runs, options);
+}
+
+Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecord>& runs,
+                          const EvidenceOptions& options) {
   Evidence e;
   e.options_ = options;
   // Runs are replicates when they differ only in seed and bookkeeping, ran
@@ -318,33 +326,35 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
   // link as it starts, and a run behind a 100 Mbit/s shaper is no replicate
   // of one on the bare loopback (issue 45).
   std::map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
-  for (const auto id : run_ids) {
-    const auto run = store.run(id);
-    if (!run || !run->config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
+  for (const auto& run : runs) {
+    const auto id = run.id;
+    if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
     std::optional<RunSamples> samples;
-    std::string problem;
-    try {
-      samples = RunSamples::from_store(store, *run);
-    } catch (const db::Error& error) {
-      problem = error.what();
+    std::string problem = "its steps were not read (a comparison of losses)";
+    if (options.profiles) {
+      try {
+        samples = RunSamples::from_store(store, run);
+      } catch (const db::Error& error) {
+        problem = error.what();
+      }
     }
-    const auto link = samples ? samples->link : net::LinkProbe{};
-    auto& same = by_key[replicate_key(run->config) + "|" + std::to_string(run->steps_requested)];
+    const auto link = samples ? samples->link : run_link(store, run);
+    auto& same = by_key[replicate_key(run.config) + "|" + std::to_string(run.steps_requested)];
     std::optional<std::size_t> into;
     for (const auto c : same)
-      if (!into && e.configurations_[c].host == run->host && net::same_link(e.configurations_[c].link, link))
+      if (!into && e.configurations_[c].host == run.host && net::same_link(e.configurations_[c].link, link))
         into = c;
     if (!into) {
       Configuration c;
-      c.hook = describe_hook(*run);
-      c.label = run->name.empty() ? c.hook : without_seed(run->name);
+      c.hook = describe_hook(run);
+      c.label = run.name.empty() ? c.hook : without_seed(run.name);
       if (c.label.empty()) c.label = c.hook;
-      c.config = run->config;
-      c.plain_allreduce = is_plain_allreduce(run->config);
-      c.steps_requested = run->steps_requested;
-      c.host = run->host;
+      c.config = run.config;
+      c.plain_allreduce = is_plain_allreduce(run.config);
+      c.steps_requested = run.steps_requested;
+      c.host = run.host;
       c.link = link;
-      auto family = run->config.is_object() ? run->config : nlohmann::json::object();
+      auto family = run.config.is_object() ? run.config : nlohmann::json::object();
       family = nlohmann::json{{"model", family.value("model", nlohmann::json())},
                               {"data", family.value("data", nlohmann::json())}};
       c.fingerprint_family = family.dump();
@@ -358,9 +368,9 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
     }
     auto& c = e.configurations_[*into];
     c.runs.push_back(id);
-    c.seeds.push_back(run->config.is_object() ? run->config.value("seed", std::int64_t{0}) : 0);
-    c.tail_losses.push_back(tail_loss(store.curve(id)));
-    c.statuses.push_back(run->status);
+    c.seeds.push_back(run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0);
+    c.tail_losses.push_back(digest_run(store, run).loss);
+    c.statuses.push_back(run.status);
     e.config_of_run_[id] = *into;
     auto& f = e.figures_[*into];
     if (samples)

@@ -122,6 +122,10 @@ struct RunToRun {
 struct EvidenceOptions {
   int replicates = 200;     // bootstrap replicates behind every interval
   std::uint64_t seed = 0;   // the bootstrap's: the same store gives the same verdicts
+  // Whether to read the runs' steps for the step-time figures. Without them
+  // (a comparison of losses) configurations, baselines and loss changes are
+  // the same, and every configuration's profile_problem says it was not read.
+  bool profiles = true;
 };
 
 class Evidence {
@@ -129,6 +133,9 @@ class Evidence {
   // Reads the runs (all steps of each, once). A run that cannot be profiled
   // (too few steps, an older store) still counts for its loss.
   static Evidence gather(const db::Store& store, const std::vector<std::int64_t>& run_ids,
+                         const EvidenceOptions& options = {});
+  // The same, for runs already read.
+  static Evidence gather(const db::Store& store, const std::vector<db::RunRecord>& runs,
                          const EvidenceOptions& options = {});
 
   const std::vector<Configuration>& configurations() const { return configurations_; }

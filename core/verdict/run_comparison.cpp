@@ -51,24 +51,31 @@ std::string param_text(const nlohmann::json& value) {
 RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_t>& ids,
                            std::optional<std::int64_t> baseline) {
   RunComparison out;
-  for (const auto id : ids) {
-    const auto run = store.run(id);
-    if (!run) continue;
+  std::vector<db::RunRecord> records;  // each run read once, for the evidence and then the rows
+  for (const auto id : ids)
+    if (auto run = store.run(id)) records.push_back(std::move(*run));
+  const auto compared = records.size();
+  if (baseline && std::find(ids.begin(), ids.end(), *baseline) == ids.end()) {
+    auto named = store.run(*baseline);
+    if (!named) throw std::invalid_argument("there is no run " + std::to_string(*baseline));
+    records.push_back(std::move(*named));
+  }
+  // Losses only: no step times, so no run's steps are read.
+  EvidenceOptions losses;
+  losses.replicates = 0;
+  losses.profiles = false;
+  const auto evidence = Evidence::gather(store, records, losses);
+  for (std::size_t i = 0; i < compared; ++i) {
     ComparedRun c;
-    c.run = *run;
-    c.label = run_label(*run);
-    for (const auto& [name, value] : store.params(id)) c.params[name] = configured_value(*run, name, value);
-    c.digest = digest_run(store, id);
+    c.label = run_label(records[i]);
+    for (const auto& [name, value] : store.params(records[i].id))
+      c.params[name] = configured_value(records[i], name, value);
+    c.digest = digest_run(store, records[i]);
+    c.run = std::move(records[i]);
     out.runs.push_back(std::move(c));
   }
   out.differing = differing_params(out.runs);
 
-  auto with_baseline = ids;
-  if (baseline && std::find(ids.begin(), ids.end(), *baseline) == ids.end()) {
-    if (!store.run(*baseline)) throw std::invalid_argument("there is no run " + std::to_string(*baseline));
-    with_baseline.push_back(*baseline);
-  }
-  const auto evidence = Evidence::gather(store, with_baseline, {0, 0});
   const auto& configs = evidence.configurations();
   const auto baseline_config = [&](std::size_t c) -> std::optional<std::size_t> {
     if (baseline) return evidence.configuration_of(*baseline);
@@ -95,7 +102,7 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
     if (!c.baseline_run) continue;
     // The baseline's digest when it is among the runs; its curve read only when it is not.
     const auto known = by_id.find(*c.baseline_run);
-    const auto base_loss = known != by_id.end() ? known->second->digest.loss : tail_loss(store.curve(*c.baseline_run));
+    const auto base_loss = known != by_id.end() ? known->second->digest.loss : digest_run(store, *c.baseline_run).loss;
     const auto& loss = c.digest.loss;
     if (base_loss && loss && std::isfinite(*loss) && std::isfinite(*base_loss) && *base_loss != 0)
       c.loss_change = *loss / *base_loss - 1;

@@ -97,7 +97,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
   out.run_to_run = evidence.run_to_run().describe();
   int world_size = 1;
   for (const auto& run : runs) {
-    const auto digest = digest_run(store, run.id);
+    const auto digest = digest_run(store, run);
     if (!digest.loss) continue;
     const auto c = evidence.configuration_of(run.id);
     AnalysedRun p;

@@ -39,6 +39,7 @@
 #include <tuple>
 
 #include "core/netmodel/network.h"
+#include "core/store/run_metrics.h"
 #include "db/store.h"
 #include "ui/engine_session.h"
 #include "ui/export_dialog.h"
@@ -158,7 +159,7 @@ std::int64_t seed_sweep(const QString& path, const std::vector<int>& ranks, cons
           row.uncompressed_bytes = 4000000;
           s.insert(row);
         }
-      s.finish_run(id, {db::status::kSucceeded, "", 100, loss, 1.0, nullptr});
+      commtune::finish_run_with_digest(s, id, {db::status::kSucceeded, "", 100, loss, 1.0, nullptr, nullptr});
     }
   s.set_sweep_status(sweep, db::status::kSucceeded);
   transaction.commit();
@@ -181,7 +182,7 @@ std::int64_t store_flat_run(commtune::db::Store& s, commtune::db::NewRun run, in
       row.t_step = 0.01;
       s.insert(row);
     }
-  s.finish_run(id, {db::status::kSucceeded, "", steps, loss, 1.0, nullptr});
+  commtune::finish_run_with_digest(s, id, {db::status::kSucceeded, "", steps, loss, 1.0, nullptr, nullptr});
   return id;
 }
 

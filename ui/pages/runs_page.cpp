@@ -223,7 +223,7 @@ void RunsPage::refresh() {
         }
         for (auto& r : store.runs()) {
           auto hook = describe_hook(r);
-          auto digest = digest_run(store, r.id);
+          auto digest = digest_run(store, r);
           auto query = query_row(r, hook, digest, store.params(r.id));
           out.rows.push_back({std::move(r), std::move(hook), digest, std::move(query)});
         }
