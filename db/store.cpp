@@ -312,6 +312,13 @@ std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
   return out;
 }
 
+std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const {
+  std::vector<RunRecord> out;
+  for (const auto id : ids)
+    if (auto r = run(id)) out.push_back(std::move(*r));
+  return out;
+}
+
 std::vector<std::int64_t> Store::run_ids(const RunFilter& filter) const {
   auto s = select_runs("id", filter);
   std::vector<std::int64_t> out;

@@ -215,6 +215,7 @@ class Store {
   std::optional<RunRecord> run(std::int64_t run_id, bool with_summary = false) const;
   std::vector<RunRecord> runs(const RunFilter& filter = {}) const;
   std::vector<std::int64_t> run_ids(const RunFilter& filter = {}) const;  // the same runs, ids only
+  std::vector<RunRecord> runs(const std::vector<std::int64_t>& ids) const;  // those stored, in this order
   // Changes when a run is added, renamed or removed or its status changes
   // (not with every step): a list view polls it to know when to read again.
   std::string runs_signature() const;

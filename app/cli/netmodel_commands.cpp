@@ -252,12 +252,17 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   options.min_speedup = args.min_speedup;
   options.baseline_run = args.baseline;
   options.compute = target_compute(args.compute, *store);
-  const auto reference = args.baseline ? args.baseline : find_allreduce_baseline(*store, ids);
-  const int ranks = static_cast<int>(store->run(reference ? *reference : ids.front())->world_size);
+  const auto runs = store->runs(ids);  // read once: for the network's ranks and the evidence
+  if (runs.empty()) throw std::invalid_argument("nothing to choose from: the runs named are gone");
+  std::optional<db::RunRecord> named;
+  if (args.baseline && !(named = store->run(*args.baseline)))
+    throw std::invalid_argument("--baseline: there is no run " + std::to_string(*args.baseline));
+  const auto* reference = named ? &*named : find_allreduce_baseline(runs);
+  const int ranks = static_cast<int>((reference ? *reference : runs.front()).world_size);
   const auto targets = clusters(args.cluster, ranks, {"10gbit"});
   if (targets.size() != 1) throw std::invalid_argument("recommend answers for one network: name one with --network");
   options.cluster = targets.front();
-  const auto r = recommend(*store, ids, options);
+  const auto r = recommend(Evidence::gather(*store, runs), options);
 
   std::vector<std::string> files;
   if (!args.export_dir.empty() && r.chosen_run) {

@@ -29,17 +29,12 @@ std::string describe_hook(const db::RunRecord& run) {
 
 std::string run_label(const db::RunRecord& run) { return run.name.empty() ? describe_hook(run) : run.name; }
 
-std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids) {
-  std::optional<std::int64_t> best;
-  std::int64_t best_steps = -1;
-  for (const auto id : run_ids) {
-    const auto run = store.run(id);
-    if (!run || run->status != db::status::kSucceeded || !is_plain_allreduce(run->config)) continue;
-    if (run->steps_completed > best_steps) {
-      best = id;
-      best_steps = run->steps_completed;
-    }
-  }
+const db::RunRecord* find_allreduce_baseline(const std::vector<db::RunRecord>& runs) {
+  const db::RunRecord* best = nullptr;
+  for (const auto& run : runs)
+    if (run.status == db::status::kSucceeded && is_plain_allreduce(run.config) &&
+        (!best || run.steps_completed > best->steps_completed))
+      best = &run;
   return best;
 }
 

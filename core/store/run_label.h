@@ -17,9 +17,9 @@ namespace commtune {
 // Whether a configuration trains with plain allreduce (hook allreduce or none, no wrapper).
 bool is_plain_allreduce(const nlohmann::json& config);
 
-// The run among `run_ids` that plain allreduce trained, preferring the one
-// with most steps; nullopt if none.
-std::optional<std::int64_t> find_allreduce_baseline(const db::Store& store, const std::vector<std::int64_t>& run_ids);
+// The succeeded run among `runs` that plain allreduce trained, preferring
+// the one with most steps; nullptr if none.
+const db::RunRecord* find_allreduce_baseline(const std::vector<db::RunRecord>& runs);
 
 // "powersgd (fp16 wrapper)" and the like.
 std::string describe_hook(const nlohmann::json& config);

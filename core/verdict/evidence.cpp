@@ -311,10 +311,7 @@ double t_quantile_95(int df) {
 
 Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t>& run_ids,
                           const EvidenceOptions& options) {
-  std::vector<db::RunRecord> runs;
-  for (const auto id : run_ids)
-    if (auto run = store.run(id)) runs.push_back(std::move(*run));
-  return gather(store, runs, options);
+  return gather(store, store.runs(run_ids), options);
 }
 
 Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecord>& runs,

@@ -51,9 +51,7 @@ std::string param_text(const nlohmann::json& value) {
 RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_t>& ids,
                            std::optional<std::int64_t> baseline) {
   RunComparison out;
-  std::vector<db::RunRecord> records;  // each run read once, for the evidence and then the rows
-  for (const auto id : ids)
-    if (auto run = store.run(id)) records.push_back(std::move(*run));
+  auto records = store.runs(ids);  // each run read once, for the evidence and then the rows
   const auto compared = records.size();
   if (baseline && std::find(ids.begin(), ids.end(), *baseline) == ids.end()) {
     auto named = store.run(*baseline);
