@@ -252,7 +252,7 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   options.min_speedup = args.min_speedup;
   options.baseline_run = args.baseline;
   options.compute = target_compute(args.compute, *store);
-  const auto runs = store->runs(ids);  // read once: for the network's ranks and the evidence
+  auto runs = store->runs(ids);  // read once: for the network's ranks and the evidence
   if (runs.empty()) throw std::invalid_argument("nothing to choose from: the runs named are gone");
   std::optional<db::RunRecord> named;
   if (args.baseline && !(named = store->run(*args.baseline)))
@@ -262,7 +262,7 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   const auto targets = clusters(args.cluster, ranks, {"10gbit"});
   if (targets.size() != 1) throw std::invalid_argument("recommend answers for one network: name one with --network");
   options.cluster = targets.front();
-  const auto r = recommend(Evidence::gather(*store, runs), options);
+  const auto r = recommend(*store, std::move(runs), options);
 
   std::vector<std::string> files;
   if (!args.export_dir.empty() && r.chosen_run) {

@@ -42,14 +42,14 @@ std::string run_list(const std::vector<std::int64_t>& runs) {
 
 }  // namespace
 
-Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>& run_ids,
-                         const RecommendOptions& options) {
-  auto ids = run_ids;
-  if (options.baseline_run && std::find(ids.begin(), ids.end(), *options.baseline_run) == ids.end()) {
-    if (!store.run(*options.baseline_run)) throw db::Error("there is no run " + std::to_string(*options.baseline_run));
-    ids.insert(ids.begin(), *options.baseline_run);
+Recommendation recommend(const db::Store& store, std::vector<db::RunRecord> runs, const RecommendOptions& options) {
+  const auto named = options.baseline_run;
+  if (named && std::none_of(runs.begin(), runs.end(), [&](const db::RunRecord& r) { return r.id == *named; })) {
+    auto baseline = store.run(*named);
+    if (!baseline) throw db::Error("there is no run " + std::to_string(*named));
+    runs.insert(runs.begin(), std::move(*baseline));
   }
-  return recommend(Evidence::gather(store, ids), options);
+  return recommend(Evidence::gather(store, runs), options);
 }
 
 bool is_recommended(const Candidate& best, const RecommendOptions& options) {

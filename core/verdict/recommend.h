@@ -78,7 +78,8 @@ std::string recommendation_verdict(const Candidate* best, const std::string& whe
 
 // Throws db::Error when the runs hold no allreduce baseline (and none is named).
 Recommendation recommend(const Evidence& evidence, const RecommendOptions& options);
-Recommendation recommend(const db::Store& store, const std::vector<std::int64_t>& run_ids,
-                         const RecommendOptions& options);
+// For stored runs; the named baseline (options.baseline_run) joins them
+// when it is not among them. Throws db::Error when it is not stored.
+Recommendation recommend(const db::Store& store, std::vector<db::RunRecord> runs, const RecommendOptions& options);
 
 }  // namespace commtune

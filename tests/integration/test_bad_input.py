@@ -170,6 +170,7 @@ class BadInput(unittest.TestCase):
         self.assertEqual(proc.returncode, 1, proc.stderr)
         failed = ct.cli_json("list")[0]["id"]
         self.refused(["predict", failed], f"run {failed} failed", "nothing measured")
+        self.refused(["recommend", failed, "--baseline", "999999"], "--baseline", "no run 999999")
 
     def test_counts_that_are_not_integers_are_refused(self):
         self.refused(["list", "--limit", "1e23"], "--limit", "1e23")
