@@ -89,12 +89,8 @@ RunRecord read_run(const Statement& s, bool with_summary) {
   if (with_summary) r.summary = parse_json(s.text(18));
   r.tags = s.text(19);
   r.notes = s.text(20);
-  if (const auto digest = s.text(21); !digest.empty()) {
-    try {
-      r.digest = parse_json(digest);
-    } catch (const std::exception&) {  // a damaged digest is none: the figures come from the steps
-    }
-  }
+  r.digest = parse_json(s.text(21));
+  if (r.digest.is_discarded()) r.digest = nullptr;  // a damaged digest is none: the figures come from the steps
   return r;
 }
 
@@ -545,10 +541,10 @@ std::vector<EventRow> Store::events(std::int64_t run_id, const std::string& kind
 }
 
 nlohmann::json Store::last_event_member(std::int64_t run_id, const std::string& kind, const std::string& member) const {
-  // `->` gives the member as JSON text (NULL when absent); a body that is no
-  // JSON has no members.
+  // The member as JSON text ('null' when absent; json_quote keeps an object
+  // or array as it is); a body that is no JSON has no members.
   auto s = connection_.prepare(
-      "SELECT CASE WHEN json_valid(body) THEN body -> ('$.\"' || ?3 || '\"') END "
+      "SELECT CASE WHEN json_valid(body) THEN json_quote(json_extract(body, '$.\"' || ?3 || '\"')) END "
       "FROM run_events WHERE run_id = ?1 AND kind = ?2 ORDER BY id DESC LIMIT 1");
   s.bind_all(run_id, kind, member);
   if (!s.next() || s.is_null(0)) return nullptr;

@@ -245,6 +245,7 @@ class Store {
   std::vector<EventRow> events(std::int64_t run_id, const std::string& kind = "") const;
   // One member of the body of a run's newest event of `kind` ("link_probe"
   // of "run_start"), read without parsing the rest; null when there is none.
+  // `member` is a plain key: no quotes, dots or backslashes.
   nlohmann::json last_event_member(std::int64_t run_id, const std::string& kind, const std::string& member) const;
   std::vector<Artifact> artifacts(std::int64_t run_id) const;
   std::int64_t count_steps(std::int64_t run_id) const;

@@ -102,7 +102,7 @@ std::vector<std::int64_t> select_runs(const db::Store& store, const std::vector<
                                       std::optional<std::int64_t> sweep_id);
 
 // A stored run as JSON: its record (and its configuration and summary when
-// `full`); a sweep with its trials' statuses; a digest's numbers.
+// `full`); a sweep with its trials' statuses.
 nlohmann::json run_json(const db::RunRecord& run, bool full);
 nlohmann::json sweep_json(const db::Store& store, const db::SweepRecord& sweep);
 

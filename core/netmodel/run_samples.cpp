@@ -154,7 +154,12 @@ RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& r
 
 net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run) {
   if (run.world_size < 1 || run.world_size > (std::int64_t{1} << 20)) return {};
-  return link_from_probe(store.last_event_member(run.id, "run_start", "link_probe"), static_cast<int>(run.world_size));
+  try {
+    return link_from_probe(store.last_event_member(run.id, "run_start", "link_probe"),
+                           static_cast<int>(run.world_size));
+  } catch (const db::Error&) {  // an unreadable start event: not probed, as a run without one
+    return {};
+  }
 }
 
 net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks) {

@@ -27,7 +27,8 @@ struct CollectiveSeries {
 // A run's `link_probe` (written by core/train/trainer.cpp): two message
 // sizes, the best time of each and (runs since 2026-11) every timed attempt.
 net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks);
-// A stored run's link, its steps left unread.
+// A stored run's link, its steps left unread; not probed ({}) when its
+// start event is missing or unreadable.
 net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run);
 
 struct RunSamples {

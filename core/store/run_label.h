@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@ bool is_plain_allreduce(const nlohmann::json& config);
 // The succeeded run among `runs` that plain allreduce trained, preferring
 // the one with most steps; nullptr if none.
 const db::RunRecord* find_allreduce_baseline(const std::vector<db::RunRecord>& runs);
+const db::RunRecord* find_allreduce_baseline(std::vector<db::RunRecord>&&) = delete;  // would point into a temporary
 
 // "powersgd (fp16 wrapper)" and the like.
 std::string describe_hook(const nlohmann::json& config);

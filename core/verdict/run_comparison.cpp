@@ -93,14 +93,15 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
   };
   std::map<std::int64_t, const ComparedRun*> by_id;
   for (const auto& c : out.runs) by_id[c.run.id] = &c;
+  // A baseline outside the runs is the one named (the evidence holds no other run).
+  const auto named_loss = records.size() > compared ? digest_run(store, records[compared]).loss : std::nullopt;
   for (auto& c : out.runs) {
     c.baseline_run = baseline_run_of(c.run);
     c.is_baseline = c.baseline_run && *c.baseline_run == c.run.id;
     out.any_baseline = out.any_baseline || c.is_baseline;
     if (!c.baseline_run) continue;
-    // The baseline's digest when it is among the runs; its curve read only when it is not.
     const auto known = by_id.find(*c.baseline_run);
-    const auto base_loss = known != by_id.end() ? known->second->digest.loss : digest_run(store, *c.baseline_run).loss;
+    const auto base_loss = known != by_id.end() ? known->second->digest.loss : named_loss;
     const auto& loss = c.digest.loss;
     if (base_loss && loss && std::isfinite(*loss) && std::isfinite(*base_loss) && *base_loss != 0)
       c.loss_change = *loss / *base_loss - 1;

@@ -90,10 +90,8 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
         if (axis.log) out.log_axes.insert(axis.param);
       }
   const auto runs = store.runs(filter);
-  std::vector<std::int64_t> ids;
-  for (const auto& run : runs) ids.push_back(run.id);
   // One read of every run; the pooled compute and the intervals serve every network below.
-  const auto evidence = Evidence::gather(store, ids);
+  const auto evidence = Evidence::gather(store, runs);
   out.run_to_run = evidence.run_to_run().describe();
   int world_size = 1;
   for (const auto& run : runs) {
