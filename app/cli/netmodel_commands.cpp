@@ -254,18 +254,13 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   options.compute = target_compute(args.compute, *store);
   auto runs = store->runs(ids);  // read once: for the network's ranks and the evidence
   if (runs.empty()) throw std::invalid_argument("nothing to choose from: the runs named are gone");
-  std::int64_t ranks = 0;
-  if (args.baseline) {
-    auto named = store->run(*args.baseline);
-    if (!named) throw std::invalid_argument("--baseline: there is no run " + std::to_string(*args.baseline));
-    ranks = named->world_size;
-    if (std::none_of(runs.begin(), runs.end(), [&](const db::RunRecord& r) { return r.id == named->id; }))
-      runs.insert(runs.begin(), std::move(*named));  // a fair baseline may lie outside the runs
-  } else {
-    const auto* reference = find_allreduce_baseline(runs);
-    ranks = (reference ? *reference : runs.front()).world_size;
-  }
-  const auto targets = clusters(args.cluster, static_cast<int>(ranks), {"10gbit"});
+  // The network has as many nodes as the baseline has ranks; recommend() adds a named one to the runs.
+  std::optional<db::RunRecord> named;
+  if (args.baseline && !(named = store->run(*args.baseline)))
+    throw std::invalid_argument("--baseline: there is no run " + std::to_string(*args.baseline));
+  const auto* reference = named ? &*named : find_allreduce_baseline(runs);
+  const int ranks = static_cast<int>((reference ? *reference : runs.front()).world_size);
+  const auto targets = clusters(args.cluster, ranks, {"10gbit"});
   if (targets.size() != 1) throw std::invalid_argument("recommend answers for one network: name one with --network");
   options.cluster = targets.front();
   const auto r = recommend(*store, std::move(runs), options);

@@ -2,32 +2,19 @@
 // instead of its steps while it holds, and never trusted once the run runs
 // again or the stored text is not a digest.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "core/netmodel/run_samples.h"
 #include "core/store/run_metrics.h"
 #include "db/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace commtune {
 namespace {
 
-namespace fs = std::filesystem;
-
 class RunDigests : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/commtune-digest-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    store_ = std::make_unique<db::Store>((dir_ / "runs.db").string());
-  }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
 
   // A 2-rank run of `steps` steps; rank 0's loss at `nan_step` is NaN.
   std::int64_t stored_run(int steps, int nan_step = -1) {
@@ -58,8 +45,8 @@ class RunDigests : public ::testing::Test {
     finish_run_with_digest(*store_, id, end);
   }
 
-  fs::path dir_;
-  std::unique_ptr<db::Store> store_;
+  testing::TempDir dir_{"commtune-digest-test"};  // declared first: outlives the store
+  std::unique_ptr<db::Store> store_ = std::make_unique<db::Store>(dir_.file("runs.db"));
 };
 
 void expect_same_figure(const std::optional<double>& a, const std::optional<double>& b, const char* what) {

@@ -2,11 +2,9 @@
 // and migration, typed reads and writes, the batched writer, readers beside
 // it, and files that are not ours.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -14,23 +12,17 @@
 #include "db/schema.h"
 #include "db/store.h"
 #include "db/writer.h"
+#include "tests/support/temp_dir.h"
 
 using namespace commtune::db;
-namespace fs = std::filesystem;
 
 namespace {
 
 class StoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/commtune-store-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  std::string file(const std::string& name) const { return dir_.file(name); }
 
-  fs::path dir_;
+  commtune::testing::TempDir dir_{"commtune-store-test"};
 };
 
 // Queues rank 0's steps 0..count-1 of a run.
