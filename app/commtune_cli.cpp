@@ -7,6 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/heap_tuning.h"
 #include "core/config/run_config.h"
 #include "core/version.h"
 
@@ -34,6 +35,7 @@ std::optional<std::string> unknown_command(CLI::App& app, int argc, char** argv)
 
 int main(int argc, char** argv) {
   using namespace commtune::cli;
+  commtune::tune_heap();
   install_stop_signals();
   CLI::App app{"commtune: tune and visualise how data-parallel training communicates gradients"};
   app.set_version_flag("--version", commtune::version_text());

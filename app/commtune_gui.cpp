@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "app/heap_tuning.h"
 #include "core/version.h"
 #include "db/store.h"
 #include "ui/main_window.h"
@@ -38,6 +39,7 @@ std::string missing_display() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  commtune::tune_heap();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--version") {

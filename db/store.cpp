@@ -2,12 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "db/json_text.h"
 #include "db/schema.h"
@@ -66,13 +70,18 @@ void read_config(const std::string& text, RunRecord& r) {
   }
 }
 
-RunRecord read_run(const Statement& s, bool with_summary) {
+// A run's row; its configuration checked here, or its text left in
+// `config_text` for check_configs (runs read together).
+RunRecord read_run(const Statement& s, bool with_summary, std::string* config_text = nullptr) {
   RunRecord r;
   r.id = s.integer(0);
   r.sweep_id = s.optional_integer(1);
   r.trial = s.optional_integer(2);
   r.name = s.text(3);
-  read_config(s.text(4), r);
+  if (config_text)
+    *config_text = s.text(4);
+  else
+    read_config(s.text(4), r);
   r.status = s.text(5);
   r.host = s.text(6);
   r.owner = s.text(7);
@@ -92,6 +101,32 @@ RunRecord read_run(const Statement& s, bool with_summary) {
   r.digest = parse_json(s.text(21));
   if (r.digest.is_discarded()) r.digest = nullptr;  // a damaged digest is none: the figures come from the steps
   return r;
+}
+
+// The configurations of runs read together, checked on every core: parsing
+// and checking one costs more than reading its row, and `compare --sweep`
+// reads 10^5 of them.
+void check_configs(std::vector<RunRecord>& runs, const std::vector<std::string>& texts) {
+  const std::size_t count = runs.size(), chunk = 256;
+  const auto threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, (count + chunk - 1) / chunk);
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;  // an allocation that failed, say: the first thread's, raised here
+  std::mutex failure_lock;
+  const auto work = [&] {
+    try {
+      for (auto start = next.fetch_add(chunk); start < count; start = next.fetch_add(chunk))
+        for (auto i = start; i < std::min(count, start + chunk); ++i) read_config(texts[i], runs[i]);
+    } catch (...) {
+      const std::lock_guard<std::mutex> hold(failure_lock);
+      if (!failure) failure = std::current_exception();
+      next = count;
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 SweepRecord read_sweep(const Statement& s) {
@@ -304,14 +339,21 @@ std::optional<RunRecord> Store::run(std::int64_t run_id, bool with_summary) cons
 std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
   auto s = select_runs(kRunColumns, filter);
   std::vector<RunRecord> out;
-  while (s.next()) out.push_back(read_run(s, filter.with_summary));
+  std::vector<std::string> texts;
+  while (s.next()) out.push_back(read_run(s, filter.with_summary, &texts.emplace_back()));
+  check_configs(out, texts);
   return out;
 }
 
 std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const {
+  auto s = connection_.prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?");
   std::vector<RunRecord> out;
-  for (const auto id : ids)
-    if (auto r = run(id)) out.push_back(std::move(*r));
+  std::vector<std::string> texts;
+  for (const auto id : ids) {
+    s.bind_all(id);
+    if (s.next()) out.push_back(read_run(s, false, &texts.emplace_back()));
+  }
+  check_configs(out, texts);
   return out;
 }
 
@@ -360,24 +402,6 @@ std::map<std::string, std::int64_t> Store::trial_statuses(std::int64_t sweep_id)
   s.bind_all(sweep_id);
   std::map<std::string, std::int64_t> out;
   while (s.next()) out[s.text(0)] = s.integer(1);
-  return out;
-}
-
-std::vector<std::pair<std::string, nlohmann::json>> Store::params(std::int64_t run_id) const {
-  auto s = connection_.prepare("SELECT name, value, typeof(value) FROM run_params WHERE run_id = ? ORDER BY name");
-  s.bind_all(run_id);
-  std::vector<std::pair<std::string, nlohmann::json>> out;
-  while (s.next()) {
-    const auto type = s.text(2);
-    nlohmann::json value;
-    if (type == "integer")
-      value = s.integer(1);
-    else if (type == "real")
-      value = s.real(1);
-    else if (type == "text")
-      value = s.text(1);
-    out.emplace_back(s.text(0), std::move(value));
-  }
   return out;
 }
 

@@ -219,7 +219,6 @@ class Store {
   // Changes when a run is added, renamed or removed or its status changes
   // (not with every step): a list view polls it to know when to read again.
   std::string runs_signature() const;
-  std::vector<std::pair<std::string, nlohmann::json>> params(std::int64_t run_id) const;
   void rename_run(std::int64_t run_id, const std::string& name);
   // Tags are normalised: trimmed, empty ones dropped, joined by ", ".
   void annotate_run(std::int64_t run_id, const std::string& tags, const std::string& notes);

@@ -18,6 +18,7 @@
 #include "core/export/production_export.h"
 #include "core/export/run_source.h"
 #include "core/io/input_file.h"
+#include "core/store/run_query.h"
 
 namespace commtune::cli {
 namespace {
@@ -112,7 +113,7 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
     auto row = run_json(*run, false);
     row["digest"] = digest_json(digest_run(*store, *run));
     row["params"] = nlohmann::json::object();
-    for (const auto& [name, value] : store->params(id)) {
+    for (const auto& [name, value] : run_params(*run)) {
       row["params"][name] = value;
       param_names.insert(name);
     }

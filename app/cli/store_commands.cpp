@@ -81,8 +81,7 @@ int list_command(const ListArgs& args, const Context& context) {
   if (!query.empty()) {
     runs.erase(std::remove_if(runs.begin(), runs.end(),
                               [&](const db::RunRecord& r) {
-                                return !query.matches(
-                                    query_row(r, describe_hook(r), digest_run(*store, r), store->params(r.id)));
+                                return !query.matches(query_row(r, describe_hook(r), digest_run(*store, r)));
                               }),
                runs.end());
     if (args.limit > 0 && runs.size() > static_cast<std::size_t>(args.limit)) runs.resize(args.limit);
@@ -173,7 +172,7 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
             << "  on the wire  " << format_optional("%.3f MB/step", digest.wire_mb) << ", compression "
             << format_optional("%.1fx", digest.compression_ratio) << "\n";
   std::cout << "parameters:\n";
-  for (const auto& [name, value] : store->params(run->id))
+  for (const auto& [name, value] : run_params(*run))
     std::cout << "  " << printable(name) << " = " << json_text(value) << "\n";
   std::cout << "statistics: ";
   for (const auto& name : store->stat_names(run->id)) std::cout << printable(name) << " ";

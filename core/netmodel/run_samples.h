@@ -27,8 +27,9 @@ struct CollectiveSeries {
 // A run's `link_probe` (written by core/train/trainer.cpp): two message
 // sizes, the best time of each and (runs since 2026-11) every timed attempt.
 net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks);
-// A stored run's link, its steps left unread; not probed ({}) when its
-// start event is missing or unreadable.
+// A stored run's link, its steps left unread: from its digest when it has
+// ended, else from its start event; not probed ({}) when neither holds one
+// or the event is unreadable.
 net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run);
 
 struct RunSamples {

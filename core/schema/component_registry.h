@@ -98,6 +98,9 @@ class ComponentRegistry {
     if (!section.is_object()) throw ConfigError(section_, section.dump() + " is not a JSON object");
     auto it = section.find("name");
     if (it == section.end()) return default_name_;
+    if (it->is_string())  // a registered name, as nearly always: no choice spec built to say so
+      for (const auto& e : entries_)
+        if (e.name == it->template get_ref<const std::string&>()) return e.name;
     return check_param(name_spec(), *it, join_path(section_, "name")).template get<std::string>();
   }
 

@@ -75,7 +75,8 @@ nlohmann::json digest_json(const RunDigest& digest);
 std::optional<RunDigest> digest_from_json(const nlohmann::json& json);
 
 // Ends a run in the store with its digest computed from the steps it holds
-// (call it where the run's last rows are committed: the writer's thread).
+// and the link its last launch probed (the start event's link_probe); call
+// it where the run's last rows are committed: the writer's thread.
 void finish_run_with_digest(db::Store& store, std::int64_t run_id, db::RunEnd end);
 
 }  // namespace commtune

@@ -107,13 +107,42 @@ std::string param_value_text(const nlohmann::json& value) {
   return value.dump();
 }
 
-nlohmann::json configured_value(const db::RunRecord& run, const std::string& name, const nlohmann::json& stored) {
-  const auto* configured = at_path(run.config, name);
-  return configured && configured->is_boolean() ? *configured : stored;
+namespace {
+
+// A leaf as a parameter: an array whole, as its JSON text.
+nlohmann::json param_value(const nlohmann::json& leaf) { return leaf.is_array() ? nlohmann::json(leaf.dump()) : leaf; }
+
+void add_leaves(const nlohmann::json& j, std::string& path, std::vector<std::pair<std::string, nlohmann::json>>& out) {
+  if (!j.is_object()) {
+    out.emplace_back(path, param_value(j));
+    return;
+  }
+  const auto length = path.size();
+  for (const auto& [key, value] : j.items()) {
+    if (length) path += '.';
+    path += key;
+    add_leaves(value, path, out);
+    path.resize(length);
+  }
 }
 
-QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, const RunDigest& digest,
-                   const std::vector<std::pair<std::string, nlohmann::json>>& params) {
+}  // namespace
+
+std::vector<std::pair<std::string, nlohmann::json>> run_params(const db::RunRecord& run) {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  if (!run.config.is_object()) return out;
+  std::string path;
+  add_leaves(run.config, path, out);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+nlohmann::json run_param(const db::RunRecord& run, const std::string& name) {
+  const auto* leaf = at_path(run.config, name);
+  return leaf && !leaf->is_object() ? param_value(*leaf) : nlohmann::json();
+}
+
+QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, const RunDigest& digest) {
   QueryRow row;
   auto& f = row.figures;
   f["id"] = std::to_string(run.id);
@@ -130,7 +159,7 @@ QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, cons
   f["mb"] = optional_text(digest.wire_mb);
   f["ratio"] = optional_text(digest.compression_ratio);
   f["wall"] = number_text(run.wall_s);
-  for (const auto& [name, stored] : params) row.params[name] = param_value_text(configured_value(run, name, stored));
+  for (const auto& [name, value] : run_params(run)) row.params[name] = param_value_text(value);
   return row;
 }
 

@@ -34,14 +34,16 @@ struct QueryRow {
 // The figure names conditions use, in the order tables show them.
 const std::vector<std::string>& query_figures();
 
-// `params` as Store::params gives them; the parameter texts read as a
-// configuration holds them (true/false, 1e-05).
-QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, const RunDigest& digest,
-                   const std::vector<std::pair<std::string, nlohmann::json>>& params);
+// Every parameter of a run, by name, as its checked configuration holds
+// it (hook.matrix_approximation_rank -> 2, data.shuffle -> true): the leaves
+// outside arrays, an array whole as its JSON text, as the store's
+// run_params table keeps them for --param filters. Sorted by name.
+std::vector<std::pair<std::string, nlohmann::json>> run_params(const db::RunRecord& run);
+// One of them; null when the run has no such parameter.
+nlohmann::json run_param(const db::RunRecord& run, const std::string& name);
 
-// A stored parameter's value as the run's configuration holds it: the store
-// keeps booleans as 1/0.
-nlohmann::json configured_value(const db::RunRecord& run, const std::string& name, const nlohmann::json& stored);
+// The parameter texts read as a configuration holds them (true/false, 1e-05).
+QueryRow query_row(const db::RunRecord& run, const std::string& hook_label, const RunDigest& digest);
 
 // A value as a table and a query show it: "1e-05", "true", a string unquoted.
 std::string param_value_text(const nlohmann::json& value);

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
-#include <regex>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/hooks/hook_activity.h"
 #include "core/store/run_label.h"
@@ -19,21 +19,65 @@ namespace {
 
 // Keys of a run's configuration that are bookkeeping, not training: where
 // checkpoints and dumps go, how long to wait for a peer, what to do on NaN.
-const std::vector<std::string> kBookkeeping = {"seed", "checkpoint", "timeout_s", "on_nonfinite", "threads",
-                                               "cpu_affinity"};
+const std::vector<std::string> kBookkeeping = {
+    "seed",         "checkpoint",           "timeout_s",          "on_nonfinite",           "threads",
+    "cpu_affinity", "weights.save_initial", "weights.save_final", "debug.dump_grads_steps", "debug.dump_dir"};
 
-nlohmann::json without_bookkeeping(nlohmann::json config) {
-  if (!config.is_object()) return nlohmann::json::object();
-  for (const auto& key : kBookkeeping) config.erase(key);
-  if (config.contains("weights") && config["weights"].is_object()) {
-    config["weights"].erase("save_initial");
-    config["weights"].erase("save_final");
+// The configuration as JSON text without the keys at `omitted` (paths such
+// as "weights.save_final" or "optimizer.lr"): what identity keys compare,
+// written in one walk instead of copying the tree (10^5 runs are read at a
+// time). `hook` receives where the top level's hook member lies in `out`,
+// its separating comma included.
+void append_without(std::string& out, const nlohmann::json& j, const std::vector<std::string>& omitted,
+                    std::string& path, std::pair<std::size_t, std::size_t>* hook = nullptr) {
+  const auto inside = [&](const std::string& p) {  // some omitted path lies below p
+    return std::any_of(omitted.begin(), omitted.end(), [&](const std::string& o) {
+      return o.size() > p.size() && o.compare(0, p.size(), p) == 0 && o[p.size()] == '.';
+    });
+  };
+  if (!j.is_object() || (!path.empty() && !inside(path))) {
+    out += j.dump();
+    return;
   }
-  if (config.contains("debug") && config["debug"].is_object()) {
-    config["debug"].erase("dump_grads_steps");
-    config["debug"].erase("dump_dir");
+  out += '{';
+  bool first = true;
+  const auto length = path.size();
+  for (const auto& [key, value] : j.items()) {
+    if (length) path += '.';
+    path += key;
+    if (std::find(omitted.begin(), omitted.end(), path) == omitted.end()) {
+      const auto start = out.size();
+      if (!first) out += ',';
+      out += nlohmann::json(key).dump();
+      out += ':';
+      append_without(out, value, omitted, path);
+      if (hook && path == "hook") *hook = {start, out.size()};
+      first = false;
+    }
+    path.resize(length);
   }
-  return config;
+  out += '}';
+}
+
+// The replicate key, and the baseline key cut from it (the same without the hook).
+std::pair<std::string, std::string> identity_keys(const nlohmann::json& config) {
+  if (!config.is_object()) return {"{}", "{}"};
+  std::string out, path;
+  std::pair<std::size_t, std::size_t> hook{0, 0};
+  append_without(out, config, kBookkeeping, path, &hook);
+  // A first member has no comma before it: the one after it goes with it.
+  if (hook.second > hook.first && out[hook.first] != ',' && out[hook.second] == ',') ++hook.second;
+  auto baseline = out;
+  baseline.erase(hook.first, hook.second - hook.first);
+  return {std::move(out), std::move(baseline)};
+}
+
+std::string key_without(const nlohmann::json& config, std::vector<std::string> omitted) {
+  if (!config.is_object()) return "{}";
+  omitted.insert(omitted.end(), kBookkeeping.begin(), kBookkeeping.end());
+  std::string out, path;
+  append_without(out, config, omitted, path);
+  return out;
 }
 
 double percentile(std::vector<double> values, double q) {
@@ -58,8 +102,11 @@ Estimate from_replicates(double value, const std::vector<double>& replicates) {
 
 // "matrix_approximation_rank=4 lr=0.1 seed=2" -> without the seed: replicates share one label.
 std::string without_seed(const std::string& name) {
-  static const std::regex seed_suffix("(^| )seed=[0-9]+$");
-  return std::regex_replace(name, seed_suffix, "");
+  const auto at = name.rfind("seed=");
+  if (at == std::string::npos || (at > 0 && name[at - 1] != ' ') || at + 5 == name.size() ||
+      name.find_first_not_of("0123456789", at + 5) != std::string::npos)
+    return name;
+  return name.substr(0, at > 0 ? at - 1 : 0);
 }
 
 // Several runs' steps as one run's, for resampling a replicated configuration.
@@ -147,9 +194,11 @@ RunProfile with_compute(RunProfile p, const std::array<double, 4>& pool) {
   return p;
 }
 
-void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+// The leaves of a configuration outside the bookkeeping and the hook, as JSON text by path.
+void flatten_outside_hook(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (prefix == "hook" || std::find(kBookkeeping.begin(), kBookkeeping.end(), prefix) != kBookkeeping.end()) return;
+  if (j.is_object() || prefix.empty()) {
+    for (const auto& [k, v] : j.items()) flatten_outside_hook(v, prefix.empty() ? k : prefix + "." + k, out);
     return;
   }
   out[prefix] = j.dump();
@@ -276,13 +325,9 @@ double Configuration::loss_sd() const {
   return n >= 2 && std::isfinite(mean) ? std::sqrt(ss / (n - 1)) : NAN;
 }
 
-std::string replicate_key(const nlohmann::json& config) { return without_bookkeeping(config).dump(); }
+std::string replicate_key(const nlohmann::json& config) { return identity_keys(config).first; }
 
-std::string baseline_key(const nlohmann::json& config) {
-  auto j = without_bookkeeping(config);
-  j.erase("hook");
-  return j.dump();
-}
+std::string baseline_key(const nlohmann::json& config) { return identity_keys(config).second; }
 
 std::string compute_key(const nlohmann::json& config) {
   if (!config.is_object()) return "{}";
@@ -294,11 +339,7 @@ std::string compute_key(const nlohmann::json& config) {
   return j.dump();
 }
 
-std::string timing_key(const nlohmann::json& config) {
-  auto j = without_bookkeeping(config);
-  if (j.contains("optimizer") && j["optimizer"].is_object()) j["optimizer"].erase("lr");
-  return j.dump();
-}
+std::string timing_key(const nlohmann::json& config) { return key_without(config, {"optimizer.lr"}); }
 
 double t_quantile_95(int df) {
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -322,7 +363,8 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   // as many steps, on one host, over the same link: each run probes its
   // link as it starts, and a run behind a 100 Mbit/s shaper is no replicate
   // of one on the bare loopback (issue 45).
-  std::map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
+  std::unordered_map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
+  std::vector<std::string> baseline_keys;                            // per configuration: its baseline key and steps
   for (const auto& run : runs) {
     const auto id = run.id;
     if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
@@ -336,7 +378,8 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       }
     }
     const auto link = samples ? samples->link : run_link(store, run);
-    auto& same = by_key[replicate_key(run.config) + "|" + std::to_string(run.steps_requested)];
+    auto [replicate, baseline] = identity_keys(run.config);
+    auto& same = by_key[replicate + "|" + std::to_string(run.steps_requested)];
     std::optional<std::size_t> into;
     for (const auto c : same)
       if (!into && e.configurations_[c].host == run.host && net::same_link(e.configurations_[c].link, link))
@@ -351,12 +394,13 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       c.steps_requested = run.steps_requested;
       c.host = run.host;
       c.link = link;
-      auto family = run.config.is_object() ? run.config : nlohmann::json::object();
-      family = nlohmann::json{{"model", family.value("model", nlohmann::json())},
-                              {"data", family.value("data", nlohmann::json())}};
-      c.fingerprint_family = family.dump();
+      const auto section = [&](const char* key) {
+        return run.config.is_object() ? run.config.value(key, nlohmann::json()) : nlohmann::json();
+      };
+      c.fingerprint_family = nlohmann::json{{"model", section("model")}, {"data", section("data")}}.dump();
       into = e.configurations_.size();
       e.configurations_.push_back(std::move(c));
+      baseline_keys.push_back(std::move(baseline) + "|" + std::to_string(run.steps_requested));
       e.figures_.emplace_back();
       same.push_back(*into);
       // The same configuration measured apart: each says where.
@@ -382,16 +426,13 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   const auto succeeded = [](const Configuration& c) {
     return std::count(c.statuses.begin(), c.statuses.end(), std::string(db::status::kSucceeded));
   };
-  std::map<std::string, std::vector<std::size_t>> allreduce_by_key;
-  for (std::size_t b = 0; b < e.configurations_.size(); ++b) {
-    const auto& c = e.configurations_[b];
-    if (c.plain_allreduce)
-      allreduce_by_key[baseline_key(c.config) + "|" + std::to_string(c.steps_requested)].push_back(b);
-  }
+  std::unordered_map<std::string, std::vector<std::size_t>> allreduce_by_key;
+  for (std::size_t b = 0; b < e.configurations_.size(); ++b)
+    if (e.configurations_[b].plain_allreduce) allreduce_by_key[baseline_keys[b]].push_back(b);
   // ... measured where the configuration was: on its host, over its link.
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     const auto& config = e.configurations_[c];
-    const auto at = allreduce_by_key.find(baseline_key(config.config) + "|" + std::to_string(config.steps_requested));
+    const auto at = allreduce_by_key.find(baseline_keys[c]);
     std::optional<std::size_t> best;
     if (at != allreduce_by_key.end())
       for (const auto b : at->second) {
@@ -523,11 +564,8 @@ std::optional<std::size_t> Evidence::baseline_of(std::size_t config) const { ret
 
 std::string Evidence::differences_outside_hook(std::size_t a, std::size_t b) const {
   std::map<std::string, std::string> fa, fb;
-  auto ja = without_bookkeeping(configurations_.at(a).config), jb = without_bookkeeping(configurations_.at(b).config);
-  ja.erase("hook");
-  jb.erase("hook");
-  flatten(ja, "", fa);
-  flatten(jb, "", fb);
+  flatten_outside_hook(configurations_.at(a).config, "", fa);
+  flatten_outside_hook(configurations_.at(b).config, "", fb);
   std::string out;
   std::set<std::string> keys;
   for (const auto& [k, v] : fa) keys.insert(k);

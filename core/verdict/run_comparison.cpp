@@ -17,21 +17,53 @@ namespace {
 
 bool is_bookkeeping(const std::string& name) { return name.rfind("checkpoint.", 0) == 0 || name.rfind("debug.", 0) == 0; }
 
-// Parameters the runs disagree on, or that only some of them have.
-std::vector<std::string> differing_params(const std::vector<ComparedRun>& runs) {
-  std::set<std::string> names;
-  for (const auto& r : runs)
-    for (const auto& [name, value] : r.params)
-      if (!is_bookkeeping(name)) names.insert(name);
-  std::vector<std::string> out;
-  for (const auto& name : names) {
-    std::set<std::string> values;
-    for (const auto& r : runs) {
-      const auto it = r.params.find(name);
-      values.insert(it == r.params.end() ? std::string() : it->second.dump());  // "" (absent) is no JSON text
-    }
-    if (values.size() > 1) out.push_back(name);
+// Every parameter (run_params' names) at or below `path` in `j`.
+void add_names(const nlohmann::json& j, const std::string& path, std::set<std::string>& out) {
+  if (!j.is_object()) {
+    out.insert(path);
+    return;
   }
+  for (const auto& [key, value] : j.items()) add_names(value, path.empty() ? key : path + "." + key, out);
+}
+
+// The parameters where two configurations differ, or that one of them
+// lacks, walking both trees side by side (their keys are in order): no
+// copies, so comparing 10^5 runs with the first costs little.
+void add_differences(const nlohmann::json& a, const nlohmann::json& b, const std::string& path,
+                     std::set<std::string>& out) {
+  if (!a.is_object() || !b.is_object()) {
+    if (a.is_object() || b.is_object()) {
+      add_names(a, path, out);
+      add_names(b, path, out);
+    } else if (a != b) {
+      out.insert(path);
+    }
+    return;
+  }
+  auto x = a.begin(), y = b.begin();
+  const auto below = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  while (x != a.end() || y != b.end()) {
+    if (y == b.end() || (x != a.end() && x.key() < y.key())) {
+      add_names(*x, below(x.key()), out);
+      ++x;
+    } else if (x == a.end() || y.key() < x.key()) {
+      add_names(*y, below(y.key()), out);
+      ++y;
+    } else {
+      add_differences(*x, *y, below(x.key()), out);
+      ++x, ++y;
+    }
+  }
+}
+
+// Parameters the runs disagree on, or that only some of them have: each
+// run's configuration against the first's.
+std::vector<std::string> differing_params(const std::vector<db::RunRecord>& runs, std::size_t count) {
+  std::set<std::string> names;
+  for (std::size_t i = 1; i < count; ++i) add_differences(runs[0].config, runs[i].config, "", names);
+  std::vector<std::string> out;
+  for (const auto& name : names)
+    if (!is_bookkeeping(name)) out.push_back(name);
   return out;
 }
 
@@ -63,16 +95,16 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
   losses.replicates = 0;
   losses.profiles = false;
   const auto evidence = Evidence::gather(store, records, losses);
+  out.differing = differing_params(records, compared);
   for (std::size_t i = 0; i < compared; ++i) {
     ComparedRun c;
     c.label = run_label(records[i]);
-    for (const auto& [name, value] : store.params(records[i].id))
-      c.params[name] = configured_value(records[i], name, value);
+    for (const auto& name : out.differing)
+      if (auto value = run_param(records[i], name); !value.is_null()) c.params[name] = std::move(value);
     c.digest = digest_run(store, records[i]);
     c.run = std::move(records[i]);
     out.runs.push_back(std::move(c));
   }
-  out.differing = differing_params(out.runs);
 
   const auto& configs = evidence.configurations();
   const auto baseline_config = [&](std::size_t c) -> std::optional<std::size_t> {

@@ -32,7 +32,7 @@ namespace commtune {
 struct ComparedRun {
   db::RunRecord run;
   std::string label;                             // run_label()
-  std::map<std::string, nlohmann::json> params;  // every stored parameter, as its configuration types it
+  std::map<std::string, nlohmann::json> params;  // its values of the differing parameters (run_params())
   RunDigest digest;
   std::optional<std::int64_t> baseline_run;  // its fair baseline's run
   bool is_baseline = false;                  // it is its own baseline (a plain allreduce run)

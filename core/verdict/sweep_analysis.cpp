@@ -120,9 +120,8 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
         if (step.has_interval()) p.predicted_interval_ms = {1e3 * step.low, 1e3 * step.high};
       }
     }
-    for (const auto& [name, value] : store.params(run.id))
-      if (std::count(out.axes.begin(), out.axes.end(), name))
-        p.axis_values[name] = param_value_text(configured_value(run, name, value));
+    for (const auto& axis : out.axes)
+      if (const auto value = run_param(run, axis); !value.is_null()) p.axis_values[axis] = param_value_text(value);
     out.runs.push_back(std::move(p));
   }
   std::string diverged;

@@ -15,17 +15,35 @@ QueryRow byteps_row(const std::string& compressor, double loss) {
   run.world_size = 2;
   run.steps_completed = 100;
   run.tags = "best, keep";
-  run.config = {{"hook", {{"name", "byteps"}, {"byteps_compressor_type", compressor}, {"byteps_ef_type", "vanilla"},
-                          {"byteps_compressor_randomk_rescale", false}}}};
+  run.config = {{"hook",
+                 {{"name", "byteps"},
+                  {"byteps_compressor_type", compressor},
+                  {"byteps_ef_type", "vanilla"},
+                  {"byteps_compressor_randomk_rescale", false}}},
+                {"optimizer", {{"lr", 0.1 + 0.2}}}};
   RunDigest digest;
   digest.loss = loss;
   digest.last_loss = loss + 0.5;
   digest.step_ms = 12.5;
-  return query_row(run, "byteps " + compressor, digest,
-                   {{"hook.name", "byteps"},
-                    {"hook.byteps_compressor_type", compressor},
-                    {"hook.byteps_compressor_randomk_rescale", 0},  // the store keeps booleans as 0/1
-                    {"optimizer.lr", 0.1 + 0.2}});
+  return query_row(run, "byteps " + compressor, digest);
+}
+
+TEST(RunQuery, ParametersAreTheCheckedConfigurationsLeavesByName) {
+  db::RunRecord run;
+  run.config = {{"world_size", 2},
+                {"optimizer", {{"lr", 0.05}, {"name", "sgd"}}},
+                {"data", {{"shuffle", true}}},
+                {"hook", {{"name", "x"}, {"sizes", {1, 2}}}}};
+  const auto params = run_params(run);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : params) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"data.shuffle", "hook.name", "hook.sizes", "optimizer.lr",
+                                             "optimizer.name", "world_size"}));
+  EXPECT_EQ(params[0].second, nlohmann::json(true));     // typed as configured, not the store's 1
+  EXPECT_EQ(params[2].second, nlohmann::json("[1,2]"));  // an array whole, as the store's run_params has it
+  EXPECT_EQ(run_param(run, "optimizer.lr"), nlohmann::json(0.05));
+  EXPECT_TRUE(run_param(run, "optimizer").is_null());  // a section is no parameter
+  EXPECT_TRUE(run_param(run, "hook.matrix_approximation_rank").is_null());
 }
 
 TEST(RunQuery, FreeTextMatchesValuesNeverParameterNames) {

@@ -56,3 +56,35 @@ TEST(RunToRun, TimingReplicatesDifferInSeedAndLearningRateOnly) {
   d["optimizer"]["name"] = "adam";
   EXPECT_NE(commtune::timing_key(a), commtune::timing_key(d));
 }
+
+// Replicates differ in seed and bookkeeping only; a fair baseline shares
+// everything but the hook, wherever the hook sits among the keys.
+TEST(IdentityKeys, ReplicatesIgnoreBookkeepingAndBaselinesIgnoreTheHook) {
+  const nlohmann::json a{{"seed", 1},
+                         {"optimizer", {{"name", "sgd"}, {"lr", 0.1}}},
+                         {"weights", {{"init", ""}, {"save_final", "a.pt"}}},
+                         {"hook", {{"name", "powersgd"}, {"matrix_approximation_rank", 2}}},
+                         {"world_size", 2}};
+  auto b = a;
+  b["seed"] = 2;
+  b["weights"]["save_final"] = "b.pt";
+  b["timeout_s"] = 99;
+  EXPECT_EQ(commtune::replicate_key(a), commtune::replicate_key(b));
+  auto c = a;
+  c["weights"]["init"] = "w.pt";
+  EXPECT_NE(commtune::replicate_key(a), commtune::replicate_key(c));
+  auto allreduce = a;
+  allreduce["hook"] = {{"name", "allreduce"}};
+  EXPECT_NE(commtune::replicate_key(a), commtune::replicate_key(allreduce));
+  EXPECT_EQ(commtune::baseline_key(a), commtune::baseline_key(allreduce));
+  auto without_hook = a;
+  without_hook.erase("hook");
+  EXPECT_EQ(commtune::baseline_key(a), commtune::replicate_key(without_hook));
+  // The hook as the first key, as the last, and alone.
+  const nlohmann::json last{{"a", 1}, {"hook", {{"name", "fp16_compress"}}}};
+  const nlohmann::json first{{"hook", {{"name", "fp16_compress"}}}, {"z", 1}};
+  EXPECT_EQ(commtune::baseline_key(first), commtune::replicate_key(nlohmann::json{{"z", 1}}));
+  EXPECT_EQ(commtune::baseline_key(last), commtune::replicate_key(nlohmann::json{{"a", 1}}));
+  EXPECT_EQ(commtune::baseline_key(nlohmann::json{{"hook", 1}}), commtune::replicate_key(nlohmann::json::object()));
+  EXPECT_EQ(nlohmann::json::parse(commtune::baseline_key(first)), (nlohmann::json{{"z", 1}}));
+}

@@ -224,7 +224,7 @@ void RunsPage::refresh() {
         for (auto& r : store.runs()) {
           auto hook = describe_hook(r);
           auto digest = digest_run(store, r);
-          auto query = query_row(r, hook, digest, store.params(r.id));
+          auto query = query_row(r, hook, digest);
           out.rows.push_back({std::move(r), std::move(hook), digest, std::move(query)});
         }
         return out;
@@ -381,7 +381,7 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
             buckets.step = std::max(buckets.step, point.step);
             buckets.values[static_cast<std::uint32_t>(point.bucket)][name] = point.value;
           }
-          const auto params = query_row(*run, {}, {}, store.params(id)).params;
+          const auto params = query_row(*run, {}, {}).params;
           std::vector<std::pair<QString, QString>> values;
           for (const auto& p : swept)
             if (const auto it = params.find(p); it != params.end())

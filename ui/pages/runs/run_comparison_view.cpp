@@ -5,11 +5,14 @@
 #include <QTableWidget>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/store/run_query.h"
 
 namespace commtune::ui {
 
@@ -36,8 +39,12 @@ void RunComparisonView::draw_diff(const RunComparison& comparison, bool only_dif
   const auto& runs = comparison.runs;
   const std::set<std::string> differing(comparison.differing.begin(), comparison.differing.end());
   std::set<std::string> names;
-  for (const auto& r : runs)
-    for (const auto& [name, value] : r.params) names.insert(name);
+  std::vector<std::map<std::string, nlohmann::json>> params;  // every parameter of each run
+  for (const auto& r : runs) {
+    const auto own = run_params(r.run);
+    for (const auto& [name, value] : own) names.insert(name);
+    params.emplace_back(own.begin(), own.end());
+  }
   std::vector<std::pair<std::string, bool>> rows;  // name, differs
   for (const auto& name : names) {
     const bool differs = differing.count(name) > 0;
@@ -55,9 +62,9 @@ void RunComparisonView::draw_diff(const RunComparison& comparison, bool only_dif
     const auto& [name, differs] = rows[static_cast<std::size_t>(row)];
     diff_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(name)));
     for (std::size_t c = 0; c < runs.size(); ++c) {
-      const auto it = runs[c].params.find(name);
-      auto* item = new QTableWidgetItem(it == runs[c].params.end() ? QString("–")
-                                                                   : QString::fromStdString(param_text(it->second)));
+      const auto it = params[c].find(name);
+      auto* item =
+          new QTableWidgetItem(it == params[c].end() ? QString("–") : QString::fromStdString(param_text(it->second)));
       QFont font = item->font();
       font.setBold(differs);
       item->setFont(font);
