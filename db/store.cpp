@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "db/json_text.h"
@@ -108,7 +109,8 @@ RunRecord read_run(const Statement& s, bool with_summary, std::string* config_te
 // reads 10^5 of them.
 void check_configs(std::vector<RunRecord>& runs, const std::vector<std::string>& texts) {
   const std::size_t count = runs.size(), chunk = 256;
-  const auto threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, (count + chunk - 1) / chunk);
+  const std::size_t threads =
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (count + chunk - 1) / chunk);
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;  // an allocation that failed, say: the first thread's, raised here
   std::mutex failure_lock;
@@ -123,7 +125,10 @@ void check_configs(std::vector<RunRecord>& runs, const std::vector<std::string>&
     }
   };
   std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  try {
+    for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  } catch (const std::system_error&) {  // no more threads to be had: those started and this one do it all
+  }
   work();
   for (auto& h : helpers) h.join();
   if (failure) std::rethrow_exception(failure);

@@ -133,12 +133,16 @@ std::optional<RunDigest> digest_from_json(const nlohmann::json& json) {
 void finish_run_with_digest(db::Store& store, std::int64_t run_id, db::RunEnd end) {
   try {
     end.digest = digest_json(digest_curve(store.curve(run_id)));
-    // Where it ran, beside what it measured: a comparison of 10^5 runs
-    // reads their links with the digests instead of from their start events.
-    if (auto link = store.last_event_member(run_id, "run_start", "link_probe"); !link.is_null())
-      end.digest["link_probe"] = std::move(link);
   } catch (const std::exception&) {  // the end matters more: without a digest the steps answer
     end.digest = nullptr;
+  }
+  // Where it ran, beside what it measured: a comparison of 10^5 runs reads
+  // their links with the digests instead of from their start events.
+  try {
+    if (auto link = store.last_event_member(run_id, "run_start", "link_probe");
+        link.is_object() && end.digest.is_object())
+      end.digest["link_probe"] = std::move(link);
+  } catch (const std::exception&) {  // an unreadable start event: its link stays unknown, as before
   }
   store.finish_run(run_id, end);
 }

@@ -35,9 +35,11 @@ struct QueryRow {
 const std::vector<std::string>& query_figures();
 
 // Every parameter of a run, by name, as its checked configuration holds
-// it (hook.matrix_approximation_rank -> 2, data.shuffle -> true): the leaves
-// outside arrays, an array whole as its JSON text, as the store's
-// run_params table keeps them for --param filters. Sorted by name.
+// it (hook.matrix_approximation_rank -> 2, data.shuffle -> true, defaults
+// the stored text lacks included): the leaves outside arrays, an array
+// whole as its JSON text, as the store's run_params table (what --param
+// filters read) keeps the stored text's. Sorted by name; none for a run
+// whose configuration cannot be read (its config_problem says why).
 std::vector<std::pair<std::string, nlohmann::json>> run_params(const db::RunRecord& run);
 // One of them; null when the run has no such parameter.
 nlohmann::json run_param(const db::RunRecord& run, const std::string& name);

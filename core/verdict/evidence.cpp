@@ -197,11 +197,11 @@ RunProfile with_compute(RunProfile p, const std::array<double, 4>& pool) {
 // The leaves of a configuration outside the bookkeeping and the hook, as JSON text by path.
 void flatten_outside_hook(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
   if (prefix == "hook" || std::find(kBookkeeping.begin(), kBookkeeping.end(), prefix) != kBookkeeping.end()) return;
-  if (j.is_object() || prefix.empty()) {
+  if (j.is_object()) {
     for (const auto& [k, v] : j.items()) flatten_outside_hook(v, prefix.empty() ? k : prefix + "." + k, out);
     return;
   }
-  out[prefix] = j.dump();
+  if (!prefix.empty()) out[prefix] = j.dump();  // a configuration that is no object has no parameters
 }
 
 // The median over a run's steps of the time outside its compute: the

@@ -57,10 +57,18 @@ void add_differences(const nlohmann::json& a, const nlohmann::json& b, const std
 }
 
 // Parameters the runs disagree on, or that only some of them have: each
-// run's configuration against the first's.
+// run's configuration against the first's. A run whose configuration
+// cannot be read (its config_problem says why) has no parameters to weigh.
 std::vector<std::string> differing_params(const std::vector<db::RunRecord>& runs, std::size_t count) {
   std::set<std::string> names;
-  for (std::size_t i = 1; i < count; ++i) add_differences(runs[0].config, runs[i].config, "", names);
+  const db::RunRecord* first = nullptr;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!runs[i].config_problem.empty()) continue;
+    if (first)
+      add_differences(first->config, runs[i].config, "", names);
+    else
+      first = &runs[i];
+  }
   std::vector<std::string> out;
   for (const auto& name : names)
     if (!is_bookkeeping(name)) out.push_back(name);

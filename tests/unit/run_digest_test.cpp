@@ -134,6 +134,16 @@ TEST_F(RunDigests, ARunsLinkIsReadFromItsStartWithoutItsSteps) {
   EXPECT_EQ(link.bytes_per_s, expected.bytes_per_s);
   EXPECT_EQ(link.spread, expected.spread);
   EXPECT_EQ(run_link(*store_, *store_->run(stored_run(4))).bytes_per_s, 0);  // no start stored: not probed
+
+  // Ended, the run keeps its newest start's probe in its digest: the link
+  // is read from there, its events no longer needed.
+  end(id);
+  EXPECT_EQ(store_->run(id)->digest.at("link_probe"), probe);
+  store_->connection().exec("DELETE FROM run_events");
+  const auto ended = run_link(*store_, *store_->run(id));
+  EXPECT_EQ(ended.bytes_per_s, expected.bytes_per_s);
+  EXPECT_EQ(ended.spread, expected.spread);
+  expect_same(*digest_from_json(store_->run(id)->digest), digest_curve(store_->curve(id)));  // figures as before
 }
 
 }  // namespace

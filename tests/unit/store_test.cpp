@@ -3,6 +3,7 @@
 // it, and files that are not ours.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <fstream>
@@ -116,6 +117,34 @@ TEST_F(StoreTest, CreatesTheSchemaAndMarksTheFileAsOurs) {
   auto mode = store.connection().prepare("PRAGMA journal_mode");
   ASSERT_TRUE(mode.next());
   EXPECT_EQ(mode.text(0), "wal");
+}
+
+// Runs read together have their configurations checked on several
+// threads: each still gets its own, in order, and one bad row stays its own.
+TEST_F(StoreTest, RunsReadTogetherEachKeepTheirOwnConfiguration) {
+  Store store(file("runs.db"));
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 700; ++i) {
+    auto run = sample_run(1 + i % 5);
+    run.name = "run " + std::to_string(i);
+    ids.push_back(store.create_run(run));
+  }
+  store.connection().prepare("UPDATE runs SET config = '[1]' WHERE id = ?").run(ids[400]);
+  std::reverse(ids.begin(), ids.end());
+  for (const auto& runs : {store.runs(RunFilter{}), store.runs(ids)}) {
+    ASSERT_EQ(runs.size(), 700u);
+    for (const auto& r : runs) {
+      const int i = std::stoi(r.name.substr(4));
+      if (i == 400) {
+        EXPECT_NE(r.config_problem, "");
+        EXPECT_EQ(r.config, nlohmann::json::object());
+      } else {
+        EXPECT_EQ(r.config_problem, "") << r.name;
+        EXPECT_EQ(r.config.at("hook").at("matrix_approximation_rank"), 1 + i % 5) << r.name;
+      }
+    }
+  }
+  EXPECT_EQ(store.runs(ids).front().name, "run 699");  // in the order asked for
 }
 
 TEST_F(StoreTest, RunsKeepTheirConfigurationAsTypedParameters) {
