@@ -221,6 +221,37 @@ std::string json_text(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+void write_json_array(std::ostream& out, std::size_t count, const std::function<nlohmann::json(std::size_t)>& element,
+                      int depth) {
+  if (count == 0) {
+    out << "[]";
+    return;
+  }
+  const std::string pad(static_cast<std::size_t>(2 * (depth + 1)), ' ');
+  out << "[\n";
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string text = json_text(element(i), 2);  // a string's newlines are escaped: these are the layout's
+    std::string nested;
+    nested.reserve(text.size() + text.size() / 8);
+    for (const char c : text) {
+      nested += c;
+      if (c == '\n') nested += pad;
+    }
+    out << pad << nested << (i + 1 < count ? ",\n" : "\n");
+  }
+  out << pad.substr(2) << "]";
+}
+
+void write_json_object_and_array(std::ostream& out, const nlohmann::json& head, const std::string& key,
+                                 std::size_t count, const std::function<nlohmann::json(std::size_t)>& element) {
+  for (const auto& [k, v] : head.items())
+    if (k >= key) throw std::logic_error("write_json_object_and_array: '" + k + "' does not sort before '" + key + "'");
+  const auto text = json_text(head, 2);
+  out << (head.empty() ? "{" : text.substr(0, text.size() - 2) + ",") << "\n  " << json_text(key) << ": ";
+  write_json_array(out, count, element, 1);
+  out << "\n}";
+}
+
 std::string format(const char* printf_format, double value) {
   char text[64];
   std::snprintf(text, sizeof text, printf_format, value);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -92,6 +93,15 @@ nlohmann::json optional_json(const std::optional<double>& v);
 // JSON as text, for output: bytes that are not UTF-8 (a store row from
 // elsewhere) become U+FFFD instead of an exception.
 std::string json_text(const nlohmann::json& value, int indent = -1);
+// A JSON array of `count` elements, written to `out` as json_text(array, 2)
+// would write it `depth` levels deep, one element at a time: the 10^5 rows
+// of `list` or `compare --sweep` are never one tree.
+void write_json_array(std::ostream& out, std::size_t count, const std::function<nlohmann::json(std::size_t)>& element,
+                      int depth = 0);
+// `head` with the array `key` added, as json_text(object, 2) writes it:
+// every key of `head` sorts before `key` (std::logic_error otherwise).
+void write_json_object_and_array(std::ostream& out, const nlohmann::json& head, const std::string& key,
+                                 std::size_t count, const std::function<nlohmann::json(std::size_t)>& element);
 
 std::string format(const char* printf_format, double value);
 std::string format_optional(const char* printf_format, const std::optional<double>& value, const char* missing = "-");

@@ -87,9 +87,8 @@ int list_command(const ListArgs& args, const Context& context) {
     if (args.limit > 0 && runs.size() > static_cast<std::size_t>(args.limit)) runs.resize(args.limit);
   }
   if (args.as_json) {
-    auto out = nlohmann::json::array();
-    for (const auto& r : runs) out.push_back(run_json(r, false));
-    std::cout << json_text(out, 2) << "\n";
+    write_json_array(std::cout, runs.size(), [&](std::size_t i) { return run_json(runs[i], false); });
+    std::cout << "\n";
     return kExitOk;
   }
   Table table({"run", "sweep", "name", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
@@ -195,27 +194,27 @@ int compare_command(const CompareArgs& args, const Context& context) {
   const auto comparison = compare_runs(*store, ids, args.baseline);
   const auto& columns = comparison.differing;
   if (args.as_json) {
-    auto rows = nlohmann::json::array();
-    for (const auto& c : comparison.runs) {
-      auto row = run_json(c.run, false);
-      row["params"] = nlohmann::json::object();
+    const auto row = [&](std::size_t i) {
+      const auto& c = comparison.runs[i];
+      auto j = run_json(c.run, false);
+      j["params"] = nlohmann::json::object();
       for (const auto& name : columns) {
         const auto it = c.params.find(name);
-        row["params"][name] = it == c.params.end() ? nlohmann::json(nullptr) : it->second;
+        j["params"][name] = it == c.params.end() ? nlohmann::json(nullptr) : it->second;
       }
-      row["digest"] = digest_json(c.digest);
-      row["loss_change"] = optional_json(c.loss_change);
-      row["baseline"] = c.is_baseline;
-      row["baseline_run"] = optional_json(c.baseline_run);
-      rows.push_back(std::move(row));
-    }
-    std::cout << json_text(nlohmann::json{{"baseline_run", optional_json(comparison.baseline_run)},
-                                          {"params", columns},
-                                          {"runs", rows},
-                                          {"configurations", comparison.configurations},
-                                          {"pareto_front", pareto_front(comparison.pareto_by_wire)}},
-                           2)
-              << "\n";
+      j["digest"] = digest_json(c.digest);
+      j["loss_change"] = optional_json(c.loss_change);
+      j["baseline"] = c.is_baseline;
+      j["baseline_run"] = optional_json(c.baseline_run);
+      return j;
+    };
+    write_json_object_and_array(std::cout,
+                                {{"baseline_run", optional_json(comparison.baseline_run)},
+                                 {"params", columns},
+                                 {"configurations", comparison.configurations},
+                                 {"pareto_front", pareto_front(comparison.pareto_by_wire)}},
+                                "runs", comparison.runs.size(), row);
+    std::cout << "\n";
     return kExitOk;
   }
   std::vector<std::string> headers{"run", "label", "status", "steps"};
