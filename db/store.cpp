@@ -53,6 +53,7 @@ nlohmann::json parse_json(const std::string& text) {
 constexpr const char* kRunColumns =
     "id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, steps_completed, "
     "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes, digest";
+const std::string kRunById = std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?";
 
 ConfigCheck& config_check() {
   static ConfigCheck check;
@@ -335,7 +336,7 @@ void Store::set_run_status(std::int64_t run_id, const std::string& s, const std:
 }
 
 std::optional<RunRecord> Store::run(std::int64_t run_id, bool with_summary) const {
-  auto s = connection_.prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?");
+  auto s = connection_.prepare(kRunById);
   s.bind_all(run_id);
   if (!s.next()) return std::nullopt;
   return read_run(s, with_summary);
@@ -351,7 +352,7 @@ std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
 }
 
 std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const {
-  auto s = connection_.prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?");
+  auto s = connection_.prepare(kRunById);
   std::vector<RunRecord> out;
   std::vector<std::string> texts;
   for (const auto id : ids) {

@@ -172,7 +172,7 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
             << format_optional("%.1fx", digest.compression_ratio) << "\n";
   std::cout << "parameters:\n";
   for (const auto& [name, value] : run_params(*run))
-    std::cout << "  " << printable(name) << " = " << json_text(value) << "\n";
+    std::cout << "  " << printable(name) << " = " << printable(json_text(value)) << "\n";
   std::cout << "statistics: ";
   for (const auto& name : store->stat_names(run->id)) std::cout << printable(name) << " ";
   std::cout << "\n";

@@ -186,6 +186,9 @@ class OneBadRowPoisonsNothing(Untrusted):
         connection = sqlite3.connect(ct.store())
         connection.execute("UPDATE runs SET name = CAST(? AS BLOB) WHERE id = ?",
                            (steering.encode() + b"\xff\xfe", run))
+        # ... and in a parameter's value, which `show` lists.
+        connection.execute("UPDATE runs SET config = json_set(config, '$.checkpoint.dir', ?) WHERE id = ?",
+                           (steering, run))
         connection.commit()
         connection.close()
         for args in (("show", run), ("list",)):
