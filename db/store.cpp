@@ -3,18 +3,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <set>
 #include <sstream>
-#include <system_error>
-#include <thread>
 
 #include "db/json_text.h"
+#include "db/parallel.h"
 #include "db/schema.h"
 
 namespace commtune::db {
@@ -72,18 +69,19 @@ void read_config(const std::string& text, RunRecord& r) {
   }
 }
 
-// A run's row; its configuration checked here, or its text left in
-// `config_text` for check_configs (runs read together).
-RunRecord read_run(const Statement& s, bool with_summary, std::string* config_text = nullptr) {
-  RunRecord r;
+// A run's JSON columns as stored: read with the row, parsed apart from it
+// (runs read together are parsed on every core).
+struct RunTexts {
+  std::string config, summary, digest;
+};
+
+// A run's row but its JSON columns, whose texts go to `texts`.
+void read_row(const Statement& s, bool with_summary, bool with_digest, RunRecord& r, RunTexts& texts) {
   r.id = s.integer(0);
   r.sweep_id = s.optional_integer(1);
   r.trial = s.optional_integer(2);
   r.name = s.text(3);
-  if (config_text)
-    *config_text = s.text(4);
-  else
-    read_config(s.text(4), r);
+  texts.config = s.text(4);
   r.status = s.text(5);
   r.host = s.text(6);
   r.owner = s.text(7);
@@ -97,42 +95,18 @@ RunRecord read_run(const Statement& s, bool with_summary, std::string* config_te
   r.wall_s = s.real(15);
   r.final_loss = s.optional_real(16);
   r.reason = s.text(17);
-  if (with_summary) r.summary = parse_json(s.text(18));
+  if (with_summary) texts.summary = s.text(18);
   r.tags = s.text(19);
   r.notes = s.text(20);
-  r.digest = parse_json(s.text(21));
-  if (r.digest.is_discarded()) r.digest = nullptr;  // a damaged digest is none: the figures come from the steps
-  return r;
+  if (with_digest) texts.digest = s.text(21);
 }
 
-// The configurations of runs read together, checked on every core: parsing
-// and checking one costs more than reading its row, and `compare --sweep`
-// reads 10^5 of them.
-void check_configs(std::vector<RunRecord>& runs, const std::vector<std::string>& texts) {
-  const std::size_t count = runs.size(), chunk = 256;
-  const std::size_t threads =
-      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (count + chunk - 1) / chunk);
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;  // an allocation that failed, say: the first thread's, raised here
-  std::mutex failure_lock;
-  const auto work = [&] {
-    try {
-      for (auto start = next.fetch_add(chunk); start < count; start = next.fetch_add(chunk))
-        for (auto i = start; i < std::min(count, start + chunk); ++i) read_config(texts[i], runs[i]);
-    } catch (...) {
-      const std::lock_guard<std::mutex> hold(failure_lock);
-      if (!failure) failure = std::current_exception();
-      next = count;
-    }
-  };
-  std::vector<std::thread> helpers;
-  try {
-    for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-  } catch (const std::system_error&) {  // no more threads to be had: those started and this one do it all
-  }
-  work();
-  for (auto& h : helpers) h.join();
-  if (failure) std::rethrow_exception(failure);
+// The JSON columns parsed, the configuration checked.
+void parse_texts(const RunTexts& texts, RunRecord& r) {
+  read_config(texts.config, r);
+  r.summary = parse_json(texts.summary);
+  r.digest = parse_json(texts.digest);
+  if (r.digest.is_discarded()) r.digest = nullptr;  // a damaged digest is none: the figures come from the steps
 }
 
 SweepRecord read_sweep(const Statement& s) {
@@ -339,27 +313,44 @@ std::optional<RunRecord> Store::run(std::int64_t run_id, bool with_summary) cons
   auto s = connection_.prepare(kRunById);
   s.bind_all(run_id);
   if (!s.next()) return std::nullopt;
-  return read_run(s, with_summary);
+  RunRecord r;
+  RunTexts texts;
+  read_row(s, with_summary, /*with_digest=*/true, r, texts);
+  parse_texts(texts, r);
+  return r;
 }
 
 std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
-  auto s = select_runs(kRunColumns, filter);
-  std::vector<RunRecord> out;
-  std::vector<std::string> texts;
-  while (s.next()) out.push_back(read_run(s, filter.with_summary, &texts.emplace_back()));
-  check_configs(out, texts);
-  return out;
+  // The ids in the filter's order first, then each row by its id: sorting
+  // whole rows (configurations, summaries) spilled 10^5 of them to SQLite's
+  // temporary files, where sorting their ids alone stays small.
+  return read_runs(run_ids(filter), filter.with_summary, filter.with_digest);
 }
 
-std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const {
+std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const { return read_runs(ids, false, true); }
+
+std::vector<RunRecord> Store::read_runs(const std::vector<std::int64_t>& ids, bool with_summary,
+                                        bool with_digest) const {
   auto s = connection_.prepare(kRunById);
-  std::vector<RunRecord> out;
-  std::vector<std::string> texts;
-  for (const auto id : ids) {
-    s.bind_all(id);
-    if (s.next()) out.push_back(read_run(s, false, &texts.emplace_back()));
-  }
-  check_configs(out, texts);
+  std::vector<RunRecord> out(ids.size());
+  std::vector<RunTexts> texts(ids.size());
+  std::vector<char> stored(ids.size(), 0);  // a run deleted since its id was read is left out
+  // Parsing and checking a configuration costs more than reading its row:
+  // the rows read so far are parsed on every core while reading goes on.
+  produce_and_process(
+      ids.size(),
+      [&](std::size_t i) {
+        s.bind_all(ids[i]);
+        if ((stored[i] = s.next())) read_row(s, with_summary, with_digest, out[i], texts[i]);
+      },
+      [&](std::size_t i) {
+        if (stored[i]) parse_texts(texts[i], out[i]);
+        texts[i] = {};
+      });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (stored[i] && kept++ != i) out[kept - 1] = std::move(out[i]);
+  out.resize(kept);
   return out;
 }
 

@@ -69,8 +69,8 @@ struct RunRecord {
   std::string tags;        // the user's, comma-separated
   std::string notes;
   // The figures stored when the run last ended (core/store/run_metrics.h's
-  // RunDigest as JSON); null while it runs, before it ended once, or when
-  // the stored text is no JSON.
+  // RunDigest as JSON); null while it runs, before it ended once, when the
+  // stored text is no JSON, or when read without it (RunFilter::with_digest).
   nlohmann::json digest;
 };
 
@@ -116,6 +116,9 @@ struct RunFilter {
   // The run summary (a few KB of JSON each) is read only when asked: only
   // `show` prints it, and parsing it was a third of `list` at 10^5 trials.
   bool with_summary = false;
+  // The stored figures (RunRecord::digest): a reader that shows none of
+  // them (`list`) leaves them unparsed.
+  bool with_digest = true;
 };
 
 // One rank's step: the columns of step_metrics.
@@ -261,6 +264,8 @@ class Store {
  private:
   // The runs a filter selects, in its order: `columns` of each, bound and ready to step.
   Statement select_runs(const char* columns, const RunFilter& filter) const;
+  // The stored runs of `ids`, in this order, their configurations checked.
+  std::vector<RunRecord> read_runs(const std::vector<std::int64_t>& ids, bool with_summary, bool with_digest) const;
 
   Connection connection_;
   std::optional<Statement> insert_step_, insert_stat_, insert_event_;

@@ -94,8 +94,9 @@ nlohmann::json optional_json(const std::optional<double>& v);
 // elsewhere) become U+FFFD instead of an exception.
 std::string json_text(const nlohmann::json& value, int indent = -1);
 // A JSON array of `count` elements, written to `out` as json_text(array, 2)
-// would write it `depth` levels deep, one element at a time: the 10^5 rows
-// of `list` or `compare --sweep` are never one tree.
+// would write it `depth` levels deep, a block at a time: the 10^5 rows of
+// `list` or `compare --sweep` are never one tree. `element` is called on
+// several threads at once.
 void write_json_array(std::ostream& out, std::size_t count, const std::function<nlohmann::json(std::size_t)>& element,
                       int depth = 0);
 // `head` with the array `key` added, as json_text(object, 2) writes it:

@@ -77,6 +77,7 @@ int list_command(const ListArgs& args, const Context& context) {
   // The figures a query reads (tail loss, ms/step) come from each run's steps:
   // the limit applies to the runs that match.
   if (query.empty()) filter.limit = args.limit;
+  filter.with_digest = !query.empty();  // the query's figures; the listing shows none
   auto runs = store->runs(filter);
   if (!query.empty()) {
     runs.erase(std::remove_if(runs.begin(), runs.end(),

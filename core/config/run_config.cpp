@@ -97,10 +97,14 @@ void for_each_registry(Fn fn) {
   fn(c.hooks);
 }
 
-std::vector<std::string> section_keys() {
-  std::vector<std::string> keys;
-  for_each_registry([&](const auto& r) { keys.push_back(r.section()); });
-  for (const auto& s : plain_sections()) keys.push_back(s.key);
+// The sections' keys: plugins add entries to the registries, never sections.
+const std::vector<std::string>& section_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for_each_registry([&](const auto& r) { out.push_back(r.section()); });
+    for (const auto& s : plain_sections()) out.push_back(s.key);
+    return out;
+  }();
   return keys;
 }
 
@@ -159,7 +163,7 @@ namespace {
 // through the schema (db/store.h): a bad row is shown as such, and no reader
 // meets a value the schema would refuse.
 [[maybe_unused]] const bool kStoreReadsThroughTheSchema = [] {
-  db::install_config_check([](const nlohmann::json& raw) { return RunConfig::parse(raw).to_json(); });
+  db::install_config_check([](const nlohmann::json& raw) { return RunConfig::parse(raw).take_json(); });
   return true;
 }();
 }  // namespace
@@ -191,13 +195,15 @@ RunConfig RunConfig::from_file(const std::string& path) {
   return parse(raw);
 }
 
-nlohmann::json RunConfig::to_json() const {
+nlohmann::json RunConfig::to_json() const { return RunConfig(*this).take_json(); }
+
+nlohmann::json RunConfig::take_json() {
   const auto& schemas = section_schemas();
   auto j = schemas.run.write(run);
-  j["model"] = model;
-  j["data"] = data;
-  j["optimizer"] = optimizer;
-  j["hook"] = hook;
+  j["model"] = std::move(model);
+  j["data"] = std::move(data);
+  j["optimizer"] = std::move(optimizer);
+  j["hook"] = std::move(hook);
   j["ddp"] = schemas.ddp.write(ddp);
   j["weights"] = schemas.weights.write(weights);
   j["checkpoint"] = schemas.checkpoint.write(checkpoint);

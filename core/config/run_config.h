@@ -71,6 +71,8 @@ class RunConfig {
   static RunConfig parse(const nlohmann::json& raw);
   static RunConfig from_file(const std::string& path);
   nlohmann::json to_json() const;
+  // The same, its sections moved out of this configuration (the store's check of every run it reads).
+  nlohmann::json take_json();
   // What holds only for a given number of ranks (groups that divide it, a
   // failing rank that exists), as `run` and the launch scripts check it
   // before any process starts. Throws ConfigError naming the field.

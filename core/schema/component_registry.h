@@ -109,8 +109,11 @@ class ComponentRegistry {
     const auto& e = entry(selected_name(section));
     check_known_keys(section, section_, {&common_, &e.params}, {"name"});
     nlohmann::json out = {{"name", e.name}};
-    if (common_.normalize) out.update(common_.normalize(section, section_));
-    out.update(e.params.normalize(section, section_));
+    const auto take = [&out](nlohmann::json values) {
+      for (auto& [key, value] : values.items()) out[key] = std::move(value);
+    };
+    if (common_.normalize) take(common_.normalize(section, section_));
+    take(e.params.normalize(section, section_));
     return out;
   }
 

@@ -227,16 +227,20 @@ const ParamSpec* ParamSet::find(std::string_view name) const {
 void check_known_keys(const nlohmann::json& object, const std::string& path, const std::vector<const ParamSet*>& sets,
                       const std::vector<std::string>& extra_keys) {
   if (!object.is_object()) throw ConfigError(path, describe(object) + " is not a JSON object");
-  std::vector<std::string> known = extra_keys;
-  for (const auto* set : sets)
-    for (const auto& s : set->specs) known.push_back(s.name);
+  const auto known = [&](const std::string& key) {
+    return std::find(extra_keys.begin(), extra_keys.end(), key) != extra_keys.end() ||
+           std::any_of(sets.begin(), sets.end(), [&](const ParamSet* set) { return set->find(key) != nullptr; });
+  };
   for (const auto& item : object.items()) {
-    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-    const auto hint = closest_name(item.key(), known);
-    std::sort(known.begin(), known.end());
+    if (known(item.key())) continue;
+    std::vector<std::string> names = extra_keys;
+    for (const auto* set : sets)
+      for (const auto& s : set->specs) names.push_back(s.name);
+    const auto hint = closest_name(item.key(), names);
+    std::sort(names.begin(), names.end());
     throw ConfigError(
         join_path(path, item.key()),
-        "unknown parameter" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; known here: " + join(known));
+        "unknown parameter" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; known here: " + join(names));
   }
 }
 

@@ -149,7 +149,11 @@ class Schema {
     for (const auto& b : bindings_) {
       auto it = object.find(b.spec.name);
       if (it == object.end()) continue;
-      b.assign(options, check_param(b.spec, *it, join_path(path, b.spec.name)));
+      try {  // the path is written only for the error: every stored run a listing reads comes through here
+        b.assign(options, check_param(b.spec, *it, ""));
+      } catch (const ConfigError& e) {
+        throw e.within(join_path(path, b.spec.name));
+      }
       if (b.check) b.check(options);
     }
     for (const auto& b : bindings_)

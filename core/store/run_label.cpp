@@ -12,10 +12,13 @@ bool is_plain_allreduce(const nlohmann::json& config) {
 }
 
 std::string describe_hook(const nlohmann::json& config) {
-  const auto hook = config.is_object() ? config.value("hook", nlohmann::json::object()) : nlohmann::json::object();
-  const auto text_of = [&](const char* key, const char* fallback) {
-    const auto v = hook.is_object() ? hook.value(key, nlohmann::json(fallback)) : nlohmann::json(fallback);
-    return v.is_string() ? v.get<std::string>() : v.dump();
+  static const nlohmann::json none = nlohmann::json::object();
+  const auto found = config.is_object() ? config.find("hook") : config.end();
+  const auto& hook = found != config.end() && found->is_object() ? *found : none;
+  const auto text_of = [&](const char* key, const char* fallback) -> std::string {
+    const auto v = hook.find(key);
+    if (v == hook.end()) return fallback;
+    return v->is_string() ? v->get<std::string>() : v->dump();
   };
   std::string text = text_of("name", "allreduce");
   const auto wrapper = text_of("wrapper", "none");

@@ -154,6 +154,26 @@ class BadFiles(unittest.TestCase):
             self.assertIn("damaged", proc.stderr)
             self.assertEqual(digest(path), before)
 
+    def test_thousands_of_runs_are_listed_whole_and_in_order(self):
+        """Big stores are read and written on every core, a block of rows at a time: 5000 runs (more than one
+        block) come out each once, in the order asked for, each with its own name and hook, and the same
+        whether or not the figures a query reads were parsed."""
+        ct.cli("run", "--quiet", "--set", "steps=2", "--set", "hook.name=fp16_compress")
+        connection = sqlite3.connect(ct.store())
+        columns = [r[1] for r in connection.execute("PRAGMA table_info(runs)") if r[1] not in ("id", "name", "trial")]
+        connection.execute(
+            f"INSERT INTO runs (id, name, {', '.join(columns)}) WITH RECURSIVE c(k) AS (SELECT 2 UNION ALL "
+            f"SELECT k + 1 FROM c WHERE k < 5000) SELECT k, 'copy ' || ((k * 7919) % 5000), "
+            f"{', '.join(columns)} FROM runs, c WHERE runs.id = 1")
+        connection.commit()
+        connection.close()
+        for args, order in ((("list",), "id"), (("list", "--sort", "name", "--desc"), "name DESC, id"),
+                            (("list", "--search", "hook = fp16_compress"), "id")):
+            listed = ct.cli_json(*args)
+            expected = ct.query(f"SELECT id, name FROM runs ORDER BY {order}")
+            self.assertEqual([(r["id"], r["name"]) for r in listed], [tuple(r) for r in expected], args)
+            self.assertEqual({r["hook"] for r in listed}, {"fp16_compress"})
+
     def test_a_store_in_a_read_only_folder_is_read_and_not_written(self):
         """A store on a read-only share (here: a folder this user cannot write; as root, whom permissions do
         not stop, the commands run as `nobody`): every command that reads answers as it does elsewhere, and

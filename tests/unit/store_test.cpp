@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "db/parallel.h"
 #include "db/schema.h"
 #include "db/store.h"
 #include "db/writer.h"
@@ -131,7 +132,9 @@ TEST_F(StoreTest, RunsReadTogetherEachKeepTheirOwnConfiguration) {
   }
   store.connection().prepare("UPDATE runs SET config = '[1]' WHERE id = ?").run(ids[400]);
   std::reverse(ids.begin(), ids.end());
-  for (const auto& runs : {store.runs(RunFilter{}), store.runs(ids)}) {
+  auto with_a_missing_one = ids;
+  with_a_missing_one.insert(with_a_missing_one.begin() + 300, 100000);  // no such run: left out
+  for (const auto& runs : {store.runs(RunFilter{}), store.runs(with_a_missing_one)}) {
     ASSERT_EQ(runs.size(), 700u);
     for (const auto& r : runs) {
       const int i = std::stoi(r.name.substr(4));
@@ -145,6 +148,62 @@ TEST_F(StoreTest, RunsReadTogetherEachKeepTheirOwnConfiguration) {
     }
   }
   EXPECT_EQ(store.runs(ids).front().name, "run 699");  // in the order asked for
+}
+
+// A reader that shows no figure (`list`) leaves each run's digest unparsed;
+// every other read has it.
+TEST_F(StoreTest, ADigestIsReadUnlessLeftOut) {
+  Store store(file("runs.db"));
+  const auto id = store.create_run(sample_run());
+  RunEnd end;
+  end.status = status::kSucceeded;
+  end.digest = {{"steps", 3}, {"tail_loss", 1.5}};
+  store.finish_run(id, end);
+  RunFilter filter;
+  EXPECT_EQ(store.runs(filter).at(0).digest, end.digest);
+  EXPECT_EQ(store.run(id)->digest, end.digest);
+  EXPECT_EQ(store.runs(std::vector<std::int64_t>{id}).at(0).digest, end.digest);
+  filter.with_digest = false;
+  EXPECT_TRUE(store.runs(filter).at(0).digest.is_null());
+}
+
+// The work of reading big stores, spread over every core: each index is
+// processed once, only after it was produced, and a failure on either side
+// ends the whole and is raised, with no thread left behind.
+TEST(ParallelWork, EachIndexIsProcessedOnceAfterItIsProduced) {
+  constexpr std::size_t kCount = 10000;
+  std::vector<char> produced(kCount, 0);
+  std::vector<std::atomic<int>> processed(kCount);
+  std::atomic<int> early{0};
+  produce_and_process(
+      kCount, [&](std::size_t i) { produced[i] = 1; },
+      [&](std::size_t i) {
+        if (!produced[i]) ++early;
+        ++processed[i];
+      });
+  EXPECT_EQ(early, 0);
+  EXPECT_TRUE(std::all_of(processed.begin(), processed.end(), [](const auto& n) { return n == 1; }));
+
+  std::atomic<std::size_t> seen{0};
+  parallel_for(kCount, [&](std::size_t) { ++seen; });
+  EXPECT_EQ(seen, kCount);
+  parallel_for(0, [&](std::size_t) { ADD_FAILURE() << "nothing to process"; });
+
+  const auto fail_at = [](std::size_t at) {
+    return [at](std::size_t i) {
+      if (i == at) throw std::runtime_error("index " + std::to_string(i));
+    };
+  };
+  EXPECT_THROW(produce_and_process(kCount, fail_at(3000), [](std::size_t) {}), std::runtime_error);
+  EXPECT_THROW(produce_and_process(
+                   kCount, [](std::size_t) {}, fail_at(5000)),
+               std::runtime_error);
+  try {
+    parallel_for(kCount, fail_at(kCount - 1));
+    ADD_FAILURE() << "the last index's failure was not raised";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "index 9999");
+  }
 }
 
 TEST_F(StoreTest, RunsKeepTheirConfigurationAsTypedParameters) {
