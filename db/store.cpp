@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -49,30 +50,14 @@ nlohmann::json parse_json(const std::string& text) {
 
 constexpr const char* kRunColumns =
     "id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, steps_completed, "
-    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes, digest";
+    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes, digest, "
+    "config_stamp";
 const std::string kRunById = std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?";
-
-ConfigCheck& config_check() {
-  static ConfigCheck check;
-  return check;
-}
-
-// The stored configuration through the installed check, or {} and why not.
-void read_config(const std::string& text, RunRecord& r) {
-  const auto json = parse_json(text);
-  try {
-    if (!json.is_object()) throw std::runtime_error("not a JSON object");
-    r.config = config_check() ? config_check()(json) : json;
-  } catch (const std::exception& e) {
-    r.config = nlohmann::json::object();
-    r.config_problem = e.what();
-  }
-}
 
 // A run's JSON columns as stored: read with the row, parsed apart from it
 // (runs read together are parsed on every core).
 struct RunTexts {
-  std::string config, summary, digest;
+  std::string config, config_stamp, summary, digest;
 };
 
 // A run's row but its JSON columns, whose texts go to `texts`.
@@ -99,11 +84,14 @@ void read_row(const Statement& s, bool with_summary, bool with_digest, RunRecord
   r.tags = s.text(19);
   r.notes = s.text(20);
   if (with_digest) texts.digest = s.text(21);
+  texts.config_stamp = s.text(22);
 }
 
-// The JSON columns parsed, the configuration checked.
-void parse_texts(const RunTexts& texts, RunRecord& r) {
-  read_config(texts.config, r);
+// The JSON columns parsed, the configuration checked (`identity`: installed_check_identity()).
+void parse_texts(const RunTexts& texts, const std::string& identity, RunRecord& r) {
+  auto config = read_stored_config(texts.config, texts.config_stamp, identity);
+  r.config = std::move(config.config);
+  r.config_problem = std::move(config.problem);
   r.summary = parse_json(texts.summary);
   r.digest = parse_json(texts.digest);
   if (r.digest.is_discarded()) r.digest = nullptr;  // a damaged digest is none: the figures come from the steps
@@ -126,8 +114,6 @@ std::string order_column(const std::string& key) {
 }
 
 }  // namespace
-
-void install_config_check(ConfigCheck check) { config_check() = std::move(check); }
 
 namespace {
 
@@ -160,9 +146,8 @@ bool owner_alive(const std::string& owner) {
   return process_start_time(pid) == owner.substr(second + 1);
 }
 
-std::string default_store_path() {
+std::filesystem::path user_data_folder() {
   namespace fs = std::filesystem;
-  if (const char* env = std::getenv("COMMTUNE_DB"); env && *env) return env;
   fs::path base;
   if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg && fs::path(xdg).is_absolute())
     base = xdg;
@@ -173,7 +158,12 @@ std::string default_store_path() {
   const auto folder = base / "commtune";
   std::error_code ignored;
   fs::create_directories(folder, ignored);
-  return (folder / "runs.db").string();
+  return folder;
+}
+
+std::string default_store_path() {
+  if (const char* env = std::getenv("COMMTUNE_DB"); env && *env) return env;
+  return (user_data_folder() / "runs.db").string();
 }
 
 Store::Store(const std::string& path, Access access) : connection_(path, access) {
@@ -247,13 +237,14 @@ void Store::delete_sweep(std::int64_t sweep_id) {
 }
 
 std::int64_t Store::create_run(const NewRun& run, const std::string& s) {
+  const auto text = run.config.dump();
   Transaction transaction(connection_);
   const bool started = s == status::kRunning;
   connection_
       .prepare(
-          "INSERT INTO runs (sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, "
-          "fingerprint, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .run(run.sweep_id, run.trial, run.name, run.config.dump(), s, host_name(),
+          "INSERT INTO runs (sweep_id, trial, name, config, config_stamp, status, host, owner, world_size, "
+          "steps_requested, fingerprint, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+      .run(run.sweep_id, run.trial, run.name, text, stamp_for(run.config, text), s, host_name(),
            started ? this_process_owner() : std::string(), run.world_size, run.steps_requested, run.fingerprint,
            unix_now(), started ? std::optional<double>(unix_now()) : std::nullopt);
   const auto id = connection_.last_insert_id();
@@ -263,13 +254,14 @@ std::int64_t Store::create_run(const NewRun& run, const std::string& s) {
 }
 
 void Store::plan_pending_run(std::int64_t run_id, const NewRun& run) {
+  const auto text = run.config.dump();
   Transaction transaction(connection_);
   connection_
       .prepare(
-          "UPDATE runs SET name = ?, config = ?, world_size = ?, steps_requested = ?, fingerprint = ? "
-          "WHERE id = ? AND status = ?")
-      .run(run.name, run.config.dump(), run.world_size, run.steps_requested, run.fingerprint, run_id,
-           status::kPending);
+          "UPDATE runs SET name = ?, config = ?, config_stamp = ?, world_size = ?, steps_requested = ?, "
+          "fingerprint = ? WHERE id = ? AND status = ?")
+      .run(run.name, text, stamp_for(run.config, text), run.world_size, run.steps_requested, run.fingerprint,
+           run_id, status::kPending);
   if (connection_.changes() != 1) throw Error("run " + std::to_string(run_id) + " is not a pending run");
   connection_.prepare("DELETE FROM run_params WHERE run_id = ?").run(run_id);
   connection_.prepare(fill_run_params_sql("SELECT id, config FROM runs WHERE id = ?1")).run(run_id);
@@ -316,7 +308,7 @@ std::optional<RunRecord> Store::run(std::int64_t run_id, bool with_summary) cons
   RunRecord r;
   RunTexts texts;
   read_row(s, with_summary, /*with_digest=*/true, r, texts);
-  parse_texts(texts, r);
+  parse_texts(texts, installed_check_identity(), r);
   return r;
 }
 
@@ -335,6 +327,7 @@ std::vector<RunRecord> Store::read_runs(const std::vector<std::int64_t>& ids, bo
   std::vector<RunRecord> out(ids.size());
   std::vector<RunTexts> texts(ids.size());
   std::vector<char> stored(ids.size(), 0);  // a run deleted since its id was read is left out
+  const auto identity = installed_check_identity();
   // Parsing and checking a configuration costs more than reading its row:
   // the rows read so far are parsed on every core while reading goes on.
   produce_and_process(
@@ -344,7 +337,7 @@ std::vector<RunRecord> Store::read_runs(const std::vector<std::int64_t>& ids, bo
         if ((stored[i] = s.next())) read_row(s, with_summary, with_digest, out[i], texts[i]);
       },
       [&](std::size_t i) {
-        if (stored[i]) parse_texts(texts[i], out[i]);
+        if (stored[i]) parse_texts(texts[i], identity, out[i]);
         texts[i] = {};
       });
   std::size_t kept = 0;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/config_check.h"
 #include "db/sqlite.h"
 
 namespace commtune::db {
@@ -50,7 +52,7 @@ struct RunRecord {
   std::optional<std::int64_t> sweep_id;
   std::optional<std::int64_t> trial;
   std::string name;
-  nlohmann::json config;       // checked by the installed configuration check; {} when it failed
+  nlohmann::json config;       // checked by the installed check (db/config_check.h); {} when it failed
   std::string config_problem;  // why the stored configuration is not one ("" when it is)
   std::string status;
   std::string host;
@@ -73,15 +75,6 @@ struct RunRecord {
   // stored text is no JSON, or when read without it (RunFilter::with_digest).
   nlohmann::json digest;
 };
-
-// The store holds what any process wrote, and a file can be edited or come
-// from elsewhere: each run's configuration is checked as it is read, so one
-// bad row is shown as such instead of breaking every reader of the store.
-// The check returns the configuration to use (normalised) or throws with
-// why it is none. The engine installs the schema's (core/config); without
-// one, a configuration must be a JSON object.
-using ConfigCheck = std::function<nlohmann::json(const nlohmann::json&)>;
-void install_config_check(ConfigCheck check);
 
 // How a run (or one launch of it) ended.
 struct RunEnd {
@@ -272,8 +265,9 @@ class Store {
   std::optional<Statement> find_stat_, add_stat_;
 };
 
-// $COMMTUNE_DB, else $XDG_DATA_HOME/commtune/runs.db, else
-// ~/.local/share/commtune/runs.db. Creates the folder.
+// $XDG_DATA_HOME/commtune, else ~/.local/share/commtune (else ./commtune). Creates it.
+std::filesystem::path user_data_folder();
+// $COMMTUNE_DB, else user_data_folder()/runs.db.
 std::string default_store_path();
 
 // "host:pid:start-time" of this process: who runs a run or a sweep.

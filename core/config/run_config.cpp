@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/catalog.h"
+#include "core/io/build_id.h"
 #include "core/io/input_file.h"
 #include "db/store.h"
 #include "core/hooks/hook_env.h"
@@ -162,8 +163,19 @@ namespace {
 // Every process that links the engine reads the store's configurations
 // through the schema (db/store.h): a bad row is shown as such, and no reader
 // meets a value the schema would refuse.
+//
+// The check's identity (what a stored configuration's stamp names): this
+// library's build, whose code checks, and the schema as plugins have grown
+// it. Computed as each read or write asks, since plugins load after start.
+std::string check_identity() {
+  static const std::string build = build_id_of(reinterpret_cast<const void*>(&describe_schema));
+  if (build.empty()) return "";  // no build id: nothing names this code, so nothing is trusted
+  return db::config_stamp(build, describe_schema().dump());  // "BUILD:HASH OF THE SCHEMA"
+}
+
 [[maybe_unused]] const bool kStoreReadsThroughTheSchema = [] {
-  db::install_config_check([](const nlohmann::json& raw) { return RunConfig::parse(raw).take_json(); });
+  db::install_config_check([](const nlohmann::json& raw) { return RunConfig::parse(raw).take_json(); },
+                           check_identity);
   return true;
 }();
 }  // namespace

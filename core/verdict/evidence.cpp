@@ -23,11 +23,67 @@ const std::vector<std::string> kBookkeeping = {
     "seed",         "checkpoint",           "timeout_s",          "on_nonfinite",           "threads",
     "cpu_affinity", "weights.save_initial", "weights.save_final", "debug.dump_grads_steps", "debug.dump_dir"};
 
-// The configuration as JSON text without the keys at `omitted` (paths such
-// as "weights.save_final" or "optimizer.lr"): what identity keys compare,
-// written in one walk instead of copying the tree (10^5 runs are read at a
-// time). `hook` receives where the top level's hook member lies in `out`,
-// its separating comma included.
+// Appends a value to an identity key: a compact encoding in which two
+// values are written alike exactly when their JSON texts are alike (an
+// integer is one whether parsed signed or unsigned; a real keeps its bits,
+// as its shortest text does), without formatting a single number: identity
+// keys are written for every run read (10^5 at a time).
+void append_bytes(std::string& out, char tag, const void* bytes, std::size_t size) {
+  out += tag;
+  out.append(static_cast<const char*>(bytes), size);
+}
+
+void append_text(std::string& out, const std::string& text) {
+  const auto size = static_cast<std::uint64_t>(text.size());
+  append_bytes(out, 's', &size, sizeof size);
+  out += text;
+}
+
+void append_scalar(std::string& out, const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::number_integer: {
+      const auto v = j.get<std::int64_t>();
+      append_bytes(out, 'i', &v, sizeof v);
+      break;
+    }
+    case nlohmann::json::value_t::number_unsigned: {
+      const auto v = j.get<std::uint64_t>();
+      append_bytes(out, v <= static_cast<std::uint64_t>(INT64_MAX) ? 'i' : 'u', &v, sizeof v);
+      break;
+    }
+    case nlohmann::json::value_t::number_float: {
+      const auto v = j.get<double>();
+      append_bytes(out, 'f', &v, sizeof v);
+      break;
+    }
+    case nlohmann::json::value_t::string:
+      append_text(out, j.get_ref<const std::string&>());
+      break;
+    case nlohmann::json::value_t::boolean:
+      out += j.get<bool>() ? 'T' : 'F';
+      break;
+    case nlohmann::json::value_t::array:
+      out += '[';
+      for (const auto& item : j) append_scalar(out, item);
+      out += ']';
+      break;
+    case nlohmann::json::value_t::object:
+      out += '{';
+      for (const auto& [key, value] : j.items()) {
+        append_text(out, key);
+        append_scalar(out, value);
+      }
+      out += '}';
+      break;
+    default:  // null, and what parsing never gives
+      out += 'n';
+  }
+}
+
+// The configuration without the keys at `omitted` (paths such as
+// "weights.save_final" or "optimizer.lr") as an identity key, written in one
+// walk instead of copying the tree. `hook` receives where the top level's
+// hook member (its key and value) lies in `out`.
 void append_without(std::string& out, const nlohmann::json& j, const std::vector<std::string>& omitted,
                     std::string& path, std::pair<std::size_t, std::size_t>* hook = nullptr) {
   const auto inside = [&](const std::string& p) {  // some omitted path lies below p
@@ -36,23 +92,19 @@ void append_without(std::string& out, const nlohmann::json& j, const std::vector
     });
   };
   if (!j.is_object() || (!path.empty() && !inside(path))) {
-    out += j.dump();
+    append_scalar(out, j);
     return;
   }
   out += '{';
-  bool first = true;
   const auto length = path.size();
   for (const auto& [key, value] : j.items()) {
     if (length) path += '.';
     path += key;
     if (std::find(omitted.begin(), omitted.end(), path) == omitted.end()) {
       const auto start = out.size();
-      if (!first) out += ',';
-      out += nlohmann::json(key).dump();
-      out += ':';
+      append_text(out, key);
       append_without(out, value, omitted, path);
       if (hook && path == "hook") *hook = {start, out.size()};
-      first = false;
     }
     path.resize(length);
   }
@@ -63,10 +115,9 @@ void append_without(std::string& out, const nlohmann::json& j, const std::vector
 std::pair<std::string, std::string> identity_keys(const nlohmann::json& config) {
   if (!config.is_object()) return {"{}", "{}"};
   std::string out, path;
+  out.reserve(2048);  // a configuration's key, written without growing it again and again
   std::pair<std::size_t, std::size_t> hook{0, 0};
   append_without(out, config, kBookkeeping, path, &hook);
-  // A first member has no comma before it: the one after it goes with it.
-  if (hook.second > hook.first && out[hook.first] != ',' && out[hook.second] == ',') ++hook.second;
   auto baseline = out;
   baseline.erase(hook.first, hook.second - hook.first);
   return {std::move(out), std::move(baseline)};
@@ -394,10 +445,10 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       c.steps_requested = run.steps_requested;
       c.host = run.host;
       c.link = link;
-      const auto section = [&](const char* key) {
-        return run.config.is_object() ? run.config.value(key, nlohmann::json()) : nlohmann::json();
-      };
-      c.fingerprint_family = nlohmann::json{{"model", section("model")}, {"data", section("data")}}.dump();
+      for (const char* key : {"model", "data"}) {
+        const auto at = run.config.is_object() ? run.config.find(key) : run.config.end();
+        append_scalar(c.fingerprint_family, at != run.config.end() ? *at : nlohmann::json());
+      }
       into = e.configurations_.size();
       e.configurations_.push_back(std::move(c));
       baseline_keys.push_back(std::move(baseline) + "|" + std::to_string(run.steps_requested));

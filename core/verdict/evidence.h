@@ -81,7 +81,7 @@ struct Configuration {
   nlohmann::json config;
   bool plain_allreduce = false;
   std::int64_t steps_requested = 0;
-  std::string fingerprint_family;  // model and data (the seed left out)
+  std::string fingerprint_family;  // model and data (the seed left out), as an identity key
   std::string host;                // where its runs ran
   net::LinkProbe link;             // the link its first run probed
 
@@ -198,7 +198,8 @@ class Evidence {
   EvidenceOptions options_;
 };
 
-// The configuration as identity keys: what makes runs replicates of one
+// The configuration as identity keys (opaque texts, alike exactly when those
+// parts of the configurations' JSON texts are): what makes runs replicates of one
 // configuration (everything but the seed and the bookkeeping: checkpoints,
 // debug output), what a baseline must share (that, without the hook), and
 // what shares one compute profile (model, data, ranks, device, threads,

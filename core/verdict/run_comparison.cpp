@@ -18,19 +18,24 @@ namespace {
 bool is_bookkeeping(const std::string& name) { return name.rfind("checkpoint.", 0) == 0 || name.rfind("debug.", 0) == 0; }
 
 // Every parameter (run_params' names) at or below `path` in `j`.
-void add_names(const nlohmann::json& j, const std::string& path, std::set<std::string>& out) {
+void add_names(const nlohmann::json& j, std::string& path, std::set<std::string>& out) {
   if (!j.is_object()) {
     out.insert(path);
     return;
   }
-  for (const auto& [key, value] : j.items()) add_names(value, path.empty() ? key : path + "." + key, out);
+  const auto length = path.size();
+  for (const auto& [key, value] : j.items()) {
+    path.append(length ? "." : "").append(key);
+    add_names(value, path, out);
+    path.resize(length);
+  }
 }
 
 // The parameters where two configurations differ, or that one of them
-// lacks, walking both trees side by side (their keys are in order): no
-// copies, so comparing 10^5 runs with the first costs little.
-void add_differences(const nlohmann::json& a, const nlohmann::json& b, const std::string& path,
-                     std::set<std::string>& out) {
+// lacks, walking both trees side by side (their keys are in order) with one
+// path that grows and shrinks: no copies, so comparing 10^5 runs with the
+// first costs little.
+void add_differences(const nlohmann::json& a, const nlohmann::json& b, std::string& path, std::set<std::string>& out) {
   if (!a.is_object() || !b.is_object()) {
     if (a.is_object() || b.is_object()) {
       add_names(a, path, out);
@@ -40,8 +45,9 @@ void add_differences(const nlohmann::json& a, const nlohmann::json& b, const std
     }
     return;
   }
+  const auto length = path.size();
+  const auto below = [&](const std::string& key) -> std::string& { return path.append(length ? "." : "").append(key); };
   auto x = a.begin(), y = b.begin();
-  const auto below = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
   while (x != a.end() || y != b.end()) {
     if (y == b.end() || (x != a.end() && x.key() < y.key())) {
       add_names(*x, below(x.key()), out);
@@ -53,6 +59,7 @@ void add_differences(const nlohmann::json& a, const nlohmann::json& b, const std
       add_differences(*x, *y, below(x.key()), out);
       ++x, ++y;
     }
+    path.resize(length);
   }
 }
 
@@ -61,11 +68,12 @@ void add_differences(const nlohmann::json& a, const nlohmann::json& b, const std
 // cannot be read (its config_problem says why) has no parameters to weigh.
 std::vector<std::string> differing_params(const std::vector<db::RunRecord>& runs, std::size_t count) {
   std::set<std::string> names;
+  std::string path;
   const db::RunRecord* first = nullptr;
   for (std::size_t i = 0; i < count; ++i) {
     if (!runs[i].config_problem.empty()) continue;
     if (first)
-      add_differences(first->config, runs[i].config, "", names);
+      add_differences(first->config, runs[i].config, path, names);
     else
       first = &runs[i];
   }

@@ -86,5 +86,21 @@ TEST(IdentityKeys, ReplicatesIgnoreBookkeepingAndBaselinesIgnoreTheHook) {
   EXPECT_EQ(commtune::baseline_key(first), commtune::replicate_key(nlohmann::json{{"z", 1}}));
   EXPECT_EQ(commtune::baseline_key(last), commtune::replicate_key(nlohmann::json{{"a", 1}}));
   EXPECT_EQ(commtune::baseline_key(nlohmann::json{{"hook", 1}}), commtune::replicate_key(nlohmann::json::object()));
-  EXPECT_EQ(nlohmann::json::parse(commtune::baseline_key(first)), (nlohmann::json{{"z", 1}}));
+}
+
+// Identity keys are alike exactly when the JSON texts are: an integer parsed
+// signed or unsigned is one value; a real is another, even when whole; the
+// last bit of a real counts; a string is not the number it spells.
+TEST(IdentityKeys, ValuesAreAlikeExactlyWhenTheirTextsAre) {
+  const auto key = [](const nlohmann::json& value) { return commtune::replicate_key({{"a", value}}); };
+  EXPECT_EQ(key(nlohmann::json::parse("5")), key(std::int64_t{5}));
+  EXPECT_EQ(key(nlohmann::json::parse("5")).size(), key(nlohmann::json::parse("-5")).size());
+  EXPECT_NE(key(nlohmann::json::parse("5")), key(nlohmann::json::parse("5.0")));
+  EXPECT_NE(key(0.1), key(std::nextafter(0.1, 1.0)));
+  EXPECT_NE(key(0.0), key(-0.0));
+  EXPECT_NE(key("5"), key(5));
+  EXPECT_NE(key(nlohmann::json::array({1, 2})), key(nlohmann::json::array({12})));
+  EXPECT_NE(key("ab"), key(nlohmann::json::array({"a", "b"})));
+  EXPECT_NE(commtune::replicate_key({{"ab", ""}}), commtune::replicate_key({{"a", "b"}}));
+  EXPECT_EQ(key(nlohmann::json::parse(R"({"x":[1,{"y":true}]})")), key({{"x", {1, {{"y", true}}}}}));
 }

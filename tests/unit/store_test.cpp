@@ -167,6 +167,55 @@ TEST_F(StoreTest, ADigestIsReadUnlessLeftOut) {
   EXPECT_TRUE(store.runs(filter).at(0).digest.is_null());
 }
 
+// Stamps (db/config_check.h): a configuration the installed check returns
+// unchanged is stamped with the check's identity and read again without it
+// under that identity; another identity, or none, checks every read.
+TEST_F(StoreTest, AConfigurationIsCheckedAgainUnlessItsStampNamesThisCheck) {
+  EXPECT_EQ(stamp_secret().size(), 32u);  // this user's, made in the data folder on first use
+  EXPECT_EQ(config_stamp("id", "a"), config_stamp("id", "a"));
+  EXPECT_NE(config_stamp("id", "a"), config_stamp("id", "b"));
+  EXPECT_EQ(config_stamp("id", "a").rfind("id:", 0), 0u);
+  int checks = 0;
+  std::string identity = "build-1:schema-1";
+  install_config_check(
+      [&](const nlohmann::json& c) {
+        ++checks;
+        if (c.value("world_size", 0) < 1) throw std::runtime_error("world_size: at least 1");
+        auto out = c;
+        if (!out.contains("lr")) out["lr"] = 0.1;  // a default the check fills in
+        return out;
+      },
+      [&] { return identity; });
+  Store store(file("runs.db"));
+  auto complete = sample_run();
+  complete.config["lr"] = 0.2;
+  const auto stamped = store.create_run(complete);
+  const auto unstamped = store.create_run(sample_run());  // the check adds lr: no stamp
+  const auto stamp_of = [&](std::int64_t id) {
+    auto s = store.connection().prepare("SELECT config_stamp FROM runs WHERE id = ?");
+    s.bind_all(id);
+    EXPECT_TRUE(s.next());
+    return s.is_null(0) ? std::string("null") : s.text(0);
+  };
+  EXPECT_EQ(stamp_of(stamped), config_stamp(identity, complete.config.dump()));
+  EXPECT_EQ(stamp_of(unstamped), "null");
+
+  checks = 0;
+  EXPECT_EQ(store.run(stamped)->config, complete.config);
+  EXPECT_EQ(checks, 0);
+  EXPECT_EQ(store.run(unstamped)->config.at("lr"), 0.1);
+  EXPECT_EQ(checks, 1);
+  identity = "build-2:schema-1";  // another build of the check
+  EXPECT_EQ(store.runs(std::vector<std::int64_t>{stamped, unstamped}).size(), 2u);
+  EXPECT_EQ(checks, 3);
+  identity = "build-1:schema-1";
+  store.connection().prepare("UPDATE runs SET config = json_set(config, '$.world_size', 0) WHERE id = ?").run(stamped);
+  EXPECT_EQ(store.run(stamped)->config_problem, "world_size: at least 1");  // edited since it was stamped
+  identity = "";  // a check that names itself with nothing: nothing stamped, nothing trusted
+  EXPECT_EQ(stamp_of(store.create_run(complete)), "null");
+  install_config_check({});
+}
+
 // The work of reading big stores, spread over every core: each index is
 // processed once, only after it was produced, and a failure on either side
 // ends the whole and is raised, with no thread left behind.
