@@ -186,14 +186,15 @@ void migrate(Connection& c, int target_version) {
   }
 }
 
-void check_current(const Connection& c) {
+int check_readable(const Connection& c) {
   const auto state = read_state(c);
   check_ownership(c, state);
   if (state.version == 0) throw Error(c.path() + " holds no commtune store yet (it is empty): run something first");
-  if (state.version < kSchemaVersion)
+  if (state.version < kOldestReadableVersion)
     throw Error(c.path() + " has store schema version " + std::to_string(state.version) +
                 "; open it once with write access (any commtune-cli command) to migrate it to version " +
                 std::to_string(kSchemaVersion));
+  return static_cast<int>(state.version);
 }
 
 }  // namespace commtune::db

@@ -18,9 +18,14 @@ inline constexpr int kSchemaVersion = 5;
 // foreign, newer or damaged file, which it leaves untouched.
 void migrate(Connection& connection, int target_version = kSchemaVersion);
 
-// Checks that a read-only connection's file is a commtune store of the
-// current version.
-void check_current(const Connection& connection);
+// The oldest version a read-only connection reads as it is: version 5 only
+// added stamps (db/config_check.h), and a version 4 store on a read-only
+// share reads as one whose configurations carry none.
+inline constexpr int kOldestReadableVersion = 4;
+
+// Checks that a read-only connection's file is a commtune store this build
+// reads (kOldestReadableVersion .. kSchemaVersion); returns its version.
+int check_readable(const Connection& connection);
 
 // The SQL that fills run_params (typed parameter rows) from runs.config: the
 // migration that introduced the table and every new run use this one

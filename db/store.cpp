@@ -48,11 +48,14 @@ nlohmann::json parse_json(const std::string& text) {
   return parse_bounded_json(text);
 }
 
-constexpr const char* kRunColumns =
-    "id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, steps_completed, "
-    "fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, tags, notes, digest, "
-    "config_stamp";
-const std::string kRunById = std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?";
+// A run's row by id; a version 4 store (read-only: it is not migrated) has no stamps.
+std::string run_by_id(int version) {
+  return std::string(
+             "SELECT id, sweep_id, trial, name, config, status, host, owner, world_size, steps_requested, "
+             "steps_completed, fingerprint, created_at, started_at, finished_at, wall_s, final_loss, reason, summary, "
+             "tags, notes, digest, ") +
+         (version >= 5 ? "config_stamp" : "NULL") + " FROM runs WHERE id = ?";
+}
 
 // A run's JSON columns as stored: read with the row, parsed apart from it
 // (runs read together are parsed on every core).
@@ -169,10 +172,11 @@ std::string default_store_path() {
 Store::Store(const std::string& path, Access access) : connection_(path, access) {
   connection_.exec("PRAGMA foreign_keys = ON");
   if (access == Access::ReadOnly) {
-    check_current(connection_);
+    run_by_id_ = run_by_id(check_readable(connection_));
     return;
   }
   migrate(connection_);
+  run_by_id_ = run_by_id(kSchemaVersion);
   // WAL keeps every committed transaction through a crash of this process;
   // NORMAL skips only the fsync that protects against power loss.
   connection_.exec("PRAGMA synchronous = NORMAL");
@@ -302,7 +306,7 @@ void Store::set_run_status(std::int64_t run_id, const std::string& s, const std:
 }
 
 std::optional<RunRecord> Store::run(std::int64_t run_id, bool with_summary) const {
-  auto s = connection_.prepare(kRunById);
+  auto s = connection_.prepare(run_by_id_);
   s.bind_all(run_id);
   if (!s.next()) return std::nullopt;
   RunRecord r;
@@ -323,7 +327,7 @@ std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const {
 
 std::vector<RunRecord> Store::read_runs(const std::vector<std::int64_t>& ids, bool with_summary,
                                         bool with_digest) const {
-  auto s = connection_.prepare(kRunById);
+  auto s = connection_.prepare(run_by_id_);
   std::vector<RunRecord> out(ids.size());
   std::vector<RunTexts> texts(ids.size());
   std::vector<char> stored(ids.size(), 0);  // a run deleted since its id was read is left out

@@ -261,6 +261,7 @@ class Store {
   std::vector<RunRecord> read_runs(const std::vector<std::int64_t>& ids, bool with_summary, bool with_digest) const;
 
   Connection connection_;
+  std::string run_by_id_;  // the statement that reads a run's row, for the file's schema version
   std::optional<Statement> insert_step_, insert_stat_, insert_event_;
   std::optional<Statement> find_stat_, add_stat_;
 };

@@ -466,6 +466,36 @@ TEST_F(StoreTest, MigratesAVersion1FileAndKeepsItsRuns) {
   EXPECT_GT(stored_params(store, 7).size(), 4u);
 }
 
+// A store on a read-only share cannot be migrated: one of version 4 (before
+// stamps) reads as it is, its configurations checked; an older one is
+// refused, naming what to do; written to, version 4 becomes the current one.
+TEST_F(StoreTest, AVersion4StoreIsReadReadOnlyAsItIs) {
+  const auto path = file("runs.db");
+  const auto id = Store(path).create_run(sample_run());
+  {
+    Connection c(path, Connection::Access::ReadWrite);
+    c.exec("ALTER TABLE runs DROP COLUMN config_stamp");
+    c.exec("PRAGMA user_version = 4");
+  }
+  {
+    const Store store(path, Store::Access::ReadOnly);
+    EXPECT_EQ(store.run(id)->config, sample_run().config);
+    ASSERT_EQ(store.runs(RunFilter{}).size(), 1u);
+    EXPECT_EQ(store.runs(RunFilter{}).front().config_problem, "");
+  }
+  Connection(path, Connection::Access::ReadWrite).exec("PRAGMA user_version = 3");
+  try {
+    Store store(path, Store::Access::ReadOnly);
+    ADD_FAILURE() << "a version 3 store was read without migrating it";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("open it once with write access"), std::string::npos) << e.what();
+  }
+  Connection(path, Connection::Access::ReadWrite).exec("PRAGMA user_version = 4");
+  Store store(path);
+  EXPECT_EQ(store.connection().query_integer("PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(store.run(id)->name, sample_run().name);
+}
+
 TEST_F(StoreTest, RefusesFilesThatAreNotOurs) {
   const auto text = file("notes.txt");
   std::ofstream(text) << "these are my notes, not a database\n" << std::string(4096, 'x');
