@@ -78,29 +78,53 @@ def copy_sweep(db, copies):
     con.close()
 
 
-def fnv1a64(texts, start):
-    """The 64-bit FNV-1a of each text continued from `start`, over all texts at once a byte position at a time."""
+def siphash24(texts, key):
+    """SipHash-2-4 of each text under a 16-byte key (db::siphash24), over all texts at once a block at a time."""
     data = [t.encode() for t in texts]
-    lengths = np.array([len(d) for d in data])
-    buffer = np.zeros((len(data), int(lengths.max())), dtype=np.uint8)
+    lengths = np.array([len(d) for d in data], dtype=np.uint64)
+    blocks = int(lengths.max()) // 8 + 1
+    buffer = np.zeros((len(data), 8 * blocks), dtype=np.uint8)
     for i, d in enumerate(data):
         buffer[i, :len(d)] = np.frombuffer(d, dtype=np.uint8)
-    hashes = np.full(len(data), start, dtype=np.uint64)
-    for k in range(buffer.shape[1]):
-        active = lengths > k
-        hashes[active] = (hashes[active] ^ buffer[active, k]) * np.uint64(1099511628211)
-    return hashes
+    words = buffer.view("<u8")
+    full = lengths // np.uint64(8)
+    k0, k1 = (np.uint64(int.from_bytes(key[i:i + 8], "little")) for i in (0, 8))
+    v = [np.full(len(data), k0 ^ np.uint64(0x736f6d6570736575)), np.full(len(data), k1 ^ np.uint64(0x646f72616e646f6d)),
+         np.full(len(data), k0 ^ np.uint64(0x6c7967656e657261)), np.full(len(data), k1 ^ np.uint64(0x7465646279746573))]
+
+    def rotl(x, b):
+        return (x << np.uint64(b)) | (x >> np.uint64(64 - b))
+
+    def rounds(rows, n):
+        v0, v1, v2, v3 = (x[rows] for x in v)
+        for _ in range(n):
+            v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32)
+            v2 += v3; v3 = rotl(v3, 16); v3 ^= v2
+            v0 += v3; v3 = rotl(v3, 21); v3 ^= v0
+            v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32)
+        for x, y in zip(v, (v0, v1, v2, v3)):
+            x[rows] = y
+
+    def absorb(rows, m):
+        v[3][rows] ^= m
+        rounds(rows, 2)
+        v[0][rows] ^= m
+
+    for j in range(blocks - 1):
+        rows = np.nonzero(full > np.uint64(j))[0]
+        absorb(rows, words[rows, j])
+    everyone = np.arange(len(data))
+    absorb(everyone, words[everyone, full.astype(np.int64)] | (lengths << np.uint64(56)))
+    v[2] ^= np.uint64(0xff)
+    rounds(everyone, 4)
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
 
 
-def stamp_start():
-    """FNV-1a's state after this user's stamp secret and a newline (db/config_check.h), where every stamp starts."""
+def stamp_key():
+    """This user's stamp key (db/config_check.h): the 32 hex digits of stamp.key in the user's data folder."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     with open(os.path.join(base, "commtune", "stamp.key"), "rb") as f:
-        secret = f.read(32)
-    state = 14695981039346656037
-    for byte in secret + b"\n":
-        state = ((state ^ byte) * 1099511628211) % 2 ** 64
-    return state
+        return bytes.fromhex(f.read(32).decode())
 
 
 def restamp_copies(con, width, chunk=10000):
@@ -108,10 +132,10 @@ def restamp_copies(con, width, chunk=10000):
     passed the original and the hash of the copy's own text. json_set leaves every other token of the text as it
     was, and the check returns a learning rate in its range unchanged, so the copy is a text the check passes
     unchanged, as its stamp says. The originals' stamps, computed here the same way, must match the stored ones."""
-    start = stamp_start()
+    key = stamp_key()
     originals = con.execute("SELECT id, config, config_stamp FROM runs WHERE id <= ?", (width,)).fetchall()
     checks = {}
-    for (i, config, stamp), h in zip(originals, fnv1a64([c for _, c, _ in originals], start)):
+    for (i, config, stamp), h in zip(originals, siphash24([c for _, c, _ in originals], key)):
         identity, _, stored = (stamp or "").rpartition(":")
         if stored != f"{int(h):016x}":
             raise SystemExit(f"run {i}'s stamp {stamp!r} is not the one computed here: the copies would be checked")
@@ -119,7 +143,7 @@ def restamp_copies(con, width, chunk=10000):
     last = con.execute("SELECT max(id) FROM runs").fetchone()[0]
     for first in range(width + 1, last + 1, chunk):
         rows = con.execute("SELECT id, config FROM runs WHERE id >= ? AND id < ?", (first, first + chunk)).fetchall()
-        hashes = fnv1a64([config for _, config in rows], start)
+        hashes = siphash24([config for _, config in rows], key)
         con.executemany("UPDATE runs SET config_stamp = ? WHERE id = ?",
                         [(f"{checks[(i - 1) % width + 1]}:{int(h):016x}", i) for (i, _), h in zip(rows, hashes)])
 

@@ -1,10 +1,14 @@
 #include "db/config_check.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -25,18 +29,19 @@ InstalledCheck& installed() {
   return check;
 }
 
-std::uint64_t fnv1a(std::uint64_t hash, std::string_view bytes) {
-  for (const unsigned char c : bytes) hash = (hash ^ c) * 1099511628211ull;
-  return hash;
-}
-
-// The secret in `file`: 32 hex digits and an optional newline, else "".
+// The secret in `file`: 32 hex digits and an optional newline, in a plain
+// file of this user's that no one else can read or write; else "".
 std::string read_secret(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not hang us
+  if (fd < 0) return "";
+  struct stat about {};
   char text[34] = {};
-  in.read(text, sizeof text);  // at most one byte more than a secret and its newline
-  const auto size = static_cast<std::size_t>(in.gcount());
-  const std::string_view secret(text, size == 33 && text[32] == '\n' ? 32 : size);
+  ssize_t size = -1;
+  if (::fstat(fd, &about) == 0 && S_ISREG(about.st_mode) && about.st_uid == ::geteuid() &&
+      (about.st_mode & 077) == 0)
+    size = ::read(fd, text, sizeof text);  // at most one byte more than a secret and its newline
+  ::close(fd);
+  const std::string_view secret(text, size == 33 && text[32] == '\n' ? 32 : std::max<ssize_t>(size, 0));
   if (secret.size() != 32) return "";
   for (const char c : secret)
     if (!std::isxdigit(static_cast<unsigned char>(c))) return "";
@@ -59,7 +64,8 @@ std::string make_secret(const std::string& file) {
   const auto draft = file + "." + std::to_string(::getpid());
   const int fd = ::open(draft.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return "";
-  const bool written = ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
+  const bool written = ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size()) &&
+                       ::fsync(fd) == 0;  // whole on disk before anyone can read it
   ::close(fd);
   if (written) (void)::link(draft.c_str(), file.c_str());  // fails when another process linked first: fine
   ::unlink(draft.c_str());
@@ -73,7 +79,10 @@ void install_config_check(ConfigCheck check, CheckIdentity identity) {
 }
 
 const std::string& stamp_secret() {
-  static const std::string secret = [] {
+  static const std::string secret = []() -> std::string {
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    const char* home = std::getenv("HOME");
+    if (!(xdg && *xdg) && !(home && *home)) return "";  // no folder of the user's to keep it in
     const auto file = (user_data_folder() / "stamp.key").string();
     auto found = read_secret(file);
     return found.empty() ? make_secret(file) : found;
@@ -87,9 +96,47 @@ std::string installed_check_identity() {
   return check.identity();
 }
 
+std::uint64_t siphash24(const std::array<unsigned char, 16>& key, std::string_view text) {
+  const auto word = [](const unsigned char* bytes) {
+    std::uint64_t w = 0;
+    for (int i = 7; i >= 0; --i) w = w << 8 | bytes[i];  // little-endian, on any host
+    return w;
+  };
+  const auto rotl = [](std::uint64_t x, int b) { return x << b | x >> (64 - b); };
+  const std::uint64_t k0 = word(key.data()), k1 = word(key.data() + 8);
+  std::uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+  std::uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+  const auto rounds = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      v0 += v1, v1 = rotl(v1, 13), v1 ^= v0, v0 = rotl(v0, 32);
+      v2 += v3, v3 = rotl(v3, 16), v3 ^= v2;
+      v0 += v3, v3 = rotl(v3, 21), v3 ^= v0;
+      v2 += v1, v1 = rotl(v1, 17), v1 ^= v2, v2 = rotl(v2, 32);
+    }
+  };
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t full = text.size() / 8 * 8;
+  for (std::size_t at = 0; at < full; at += 8) {
+    const auto m = word(bytes + at);
+    v3 ^= m, rounds(2), v0 ^= m;
+  }
+  unsigned char last[8] = {};
+  std::memcpy(last, bytes + full, text.size() - full);
+  const auto b = word(last) | static_cast<std::uint64_t>(text.size()) << 56;
+  v3 ^= b, rounds(2), v0 ^= b;
+  v2 ^= 0xff, rounds(4);
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
 std::string config_stamp(const std::string& identity, std::string_view text) {
-  auto hash = fnv1a(14695981039346656037ull, stamp_secret());
-  hash = fnv1a(fnv1a(hash, "\n"), text);
+  static const auto key = [] {
+    std::array<unsigned char, 16> bytes{};
+    const auto& secret = stamp_secret();
+    for (std::size_t i = 0; i < bytes.size() && 2 * i + 1 < secret.size(); ++i)
+      bytes[i] = static_cast<unsigned char>(std::stoi(secret.substr(2 * i, 2), nullptr, 16));
+    return bytes;
+  }();
+  const auto hash = siphash24(key, text);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
   return identity + ":" + hex;
@@ -99,7 +146,8 @@ std::optional<std::string> stamp_for(const nlohmann::json& config, const std::st
   const auto identity = installed_check_identity();
   if (identity.empty()) return std::nullopt;
   try {
-    if (installed().check(config) != config) return std::nullopt;
+    // Unchanged to the byte: a real written as an integer (1 == 1.0 for JSON's ==) is not passed as is.
+    if (installed().check(config).dump() != text) return std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt;
   }

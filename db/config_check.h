@@ -9,14 +9,16 @@
 // runs), and what the store writes was checked as it was written: a
 // configuration that the check returns unchanged is stored with a stamp, and
 // read again under the same check and by the same user it is parsed without
-// being checked. The stamp is the check's identity (core/config: the build
-// of the code that checks and the schema with its plugins) and a 64-bit
-// FNV-1a hash of a secret of this user's with the text. A text edited since,
+// being checked. The stamp is the check's identity (core/config: the builds
+// of the code that checks, the engine's and its plugins', and the schema)
+// and the text's hash keyed with a secret of this user's. A text edited since,
 // another build, other plugins, a store stamped by someone else (a file from
 // elsewhere cannot carry stamps this user trusts) and rows written before
 // stamps (store schema version 5) are checked as before.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,9 +37,12 @@ void install_config_check(ConfigCheck check, CheckIdentity identity = {});
 // this user's secret (stamp_secret()).
 std::string installed_check_identity();
 
-// "IDENTITY:HASH": HASH the FNV-1a of this user's secret, a newline and the
-// text, in 16 hex digits.
+// "IDENTITY:HASH": HASH the text's SipHash-2-4 keyed with this user's
+// secret, in 16 hex digits (a keyed hash: stamps seen do not give away how
+// to stamp another text).
 std::string config_stamp(const std::string& identity, std::string_view text);
+// SipHash-2-4 (Aumasson and Bernstein, 2012) of `text` under a 128-bit key.
+std::uint64_t siphash24(const std::array<unsigned char, 16>& key, std::string_view text);
 
 // The stamp to store a configuration with (`text`, its dump): none unless
 // the installed check has an identity and returns the configuration unchanged.
@@ -51,9 +56,10 @@ struct StoredConfig {
 // config_stamp(identity, text) gives (identity: installed_check_identity()).
 StoredConfig read_stored_config(const std::string& text, const std::string& stamp, const std::string& identity);
 
-// 32 hex digits kept in the user's data folder (stamp.key beside the
-// default store), made on first use and readable by the user alone; ""
-// when the folder cannot hold it.
+// 32 hex digits kept in the user's data folder ($XDG_DATA_HOME or
+// ~/.local/share, /commtune/stamp.key), made on first use and readable by
+// the user alone; "" when there is no such folder, it cannot hold the key,
+// or the file there is not a key of this user's alone.
 const std::string& stamp_secret();
 
 }  // namespace commtune::db

@@ -1,10 +1,13 @@
 #include "core/config/run_config.h"
 
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 
 #include "core/catalog.h"
 #include "core/io/build_id.h"
+#include "core/plugins/plugin_loader.h"
 #include "core/io/input_file.h"
 #include "db/store.h"
 #include "core/hooks/hook_env.h"
@@ -164,13 +167,28 @@ namespace {
 // through the schema (db/store.h): a bad row is shown as such, and no reader
 // meets a value the schema would refuse.
 //
-// The check's identity (what a stored configuration's stamp names): this
-// library's build, whose code checks, and the schema as plugins have grown
-// it. Computed as each read or write asks, since plugins load after start.
+// The check's identity (what a stored configuration's stamp names): the
+// builds of the code that checks, this library and every plugin loaded
+// (whose options may check their values in code), and the schema they make
+// together. Plugins load once, with the catalog, so it is found once.
 std::string check_identity() {
-  static const std::string build = build_id_of(reinterpret_cast<const void*>(&describe_schema));
-  if (build.empty()) return "";  // no build id: nothing names this code, so nothing is trusted
-  return db::config_stamp(build, describe_schema().dump());  // "BUILD:HASH OF THE SCHEMA"
+  static const std::string identity = []() -> std::string {
+    const auto engine = build_id_of(reinterpret_cast<const void*>(&describe_schema));
+    if (engine.empty()) return "";  // code that nothing names: nothing it checks is trusted later
+    std::string builds = engine;
+    for (const auto& plugin : loaded_plugins()) {
+      if (!plugin.loaded) continue;
+      const auto id = build_id_of_loaded(plugin.path);
+      if (id.empty()) return "";  // code that nothing names: nothing it checks is trusted later
+      builds += "+" + id;
+    }
+    std::uint64_t hash = 14695981039346656037ull;  // FNV-1a of the schema's description: a name, not a secret
+    for (const unsigned char c : builds + "\n" + describe_schema().dump()) hash = (hash ^ c) * 1099511628211ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    return engine + ":" + hex;
+  }();
+  return identity;
 }
 
 [[maybe_unused]] const bool kStoreReadsThroughTheSchema = [] {

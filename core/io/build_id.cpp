@@ -13,16 +13,22 @@ namespace {
 
 struct Search {
   const void* base = nullptr;  // the object's load address, from dladdr
+  const char* path = nullptr;  // or the path it was loaded from
   std::string id;
 };
 
+bool is_sought(const dl_phdr_info* info, const Search& search) {
+  if (search.path) return info->dlpi_name && std::strcmp(info->dlpi_name, search.path) == 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_offset == 0 &&
+        reinterpret_cast<const void*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr) == search.base)
+      return true;
+  return false;
+}
+
 int find_note(dl_phdr_info* info, std::size_t, void* data) {
   auto& search = *static_cast<Search*>(data);
-  bool holds = false;
-  for (int i = 0; i < info->dlpi_phnum && !holds; ++i)
-    holds = info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_offset == 0 &&
-            reinterpret_cast<const void*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr) == search.base;
-  if (!holds) return 0;
+  if (!is_sought(info, search)) return 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto& header = info->dlpi_phdr[i];
     if (header.p_type != PT_NOTE) continue;
@@ -56,6 +62,13 @@ std::string build_id_of(const void* address) {
   if (!dladdr(address, &info) || !info.dli_fbase) return "";
   Search search;
   search.base = info.dli_fbase;
+  dl_iterate_phdr(find_note, &search);
+  return search.id;
+}
+
+std::string build_id_of_loaded(const std::string& path) {
+  Search search;
+  search.path = path.c_str();
   dl_iterate_phdr(find_note, &search);
   return search.id;
 }

@@ -9,5 +9,7 @@ namespace commtune {
 
 // Hex digits; "" when the object carries no build id (linked without --build-id).
 std::string build_id_of(const void* address);
+// The same for the loaded object dlopen() opened from `path`; "" when none is loaded from there.
+std::string build_id_of_loaded(const std::string& path);
 
 }  // namespace commtune

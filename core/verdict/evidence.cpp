@@ -440,7 +440,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       c.hook = describe_hook(run);
       c.label = run.name.empty() ? c.hook : without_seed(run.name);
       if (c.label.empty()) c.label = c.hook;
-      c.config = run.config;
+      if (options.configurations || options.profiles) c.config = run.config;
       c.plain_allreduce = is_plain_allreduce(run.config);
       c.steps_requested = run.steps_requested;
       c.host = run.host;

@@ -78,7 +78,7 @@ struct Configuration {
   std::vector<std::string> statuses;
   std::string label;  // the first run's name, or its hook
   std::string hook;   // "powersgd (fp16 wrapper)"
-  nlohmann::json config;
+  nlohmann::json config;  // its first run's; null unless EvidenceOptions::configurations
   bool plain_allreduce = false;
   std::int64_t steps_requested = 0;
   std::string fingerprint_family;  // model and data (the seed left out), as an identity key
@@ -126,6 +126,12 @@ struct EvidenceOptions {
   // (a comparison of losses) configurations, baselines and loss changes are
   // the same, and every configuration's profile_problem says it was not read.
   bool profiles = true;
+  // Whether each configuration keeps a copy of its first run's
+  // configuration (Configuration::config), which differences_outside_hook,
+  // inactive_reason and the profiles read: a comparison of losses reads
+  // none, and 10^5 copies cost a second to make and free. Kept whenever
+  // profiles are read.
+  bool configurations = true;
 };
 
 class Evidence {

@@ -110,6 +110,7 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
   EvidenceOptions losses;
   losses.replicates = 0;
   losses.profiles = false;
+  losses.configurations = false;
   const auto evidence = Evidence::gather(store, records, losses);
   out.differing = differing_params(records, compared);
   for (std::size_t i = 0; i < compared; ++i) {

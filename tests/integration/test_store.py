@@ -114,6 +114,39 @@ class StoredRuns(unittest.TestCase):
             self.assertEqual(ct.query("PRAGMA integrity_check"), [("ok",)])
 
 
+class StampKeys(unittest.TestCase):
+    """A run's configuration is stamped (db/config_check.h) with a hash keyed by a secret of the user's,
+    stamp.key in the data folder: made on first use for the user alone, and a file there that is not such a
+    key (others may read it, it is a FIFO, it holds something else) stamps nothing, without waiting or
+    failing the run."""
+
+    def run_with_data_folder(self, data, db):
+        proc = subprocess.run([ct.CLI, "--db", db, "run", "--quiet", "--set", "steps=2"], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "XDG_DATA_HOME": data})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return ct.query("SELECT config_stamp FROM runs ORDER BY id DESC LIMIT 1", path=db)[0][0]
+
+    def test_a_key_is_made_for_the_user_alone_and_anything_else_stamps_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            key = os.path.join(d, "commtune", "stamp.key")
+            stamp = self.run_with_data_folder(d, os.path.join(d, "a.db"))
+            self.assertIsNotNone(stamp)
+            self.assertEqual(os.stat(key).st_mode & 0o777, 0o600)
+            with open(key) as f:
+                secret = f.read()
+            self.assertRegex(secret, r"^[0-9a-f]{32}\n$")
+            self.assertEqual(self.run_with_data_folder(d, os.path.join(d, "b.db")), stamp, "the key was not kept")
+            os.chmod(key, 0o644)
+            self.assertIsNone(self.run_with_data_folder(d, os.path.join(d, "c.db")))
+            os.chmod(key, 0o600)
+            with open(key, "w") as f:
+                f.write("not a key\n")
+            self.assertIsNone(self.run_with_data_folder(d, os.path.join(d, "d.db")))
+            os.remove(key)
+            os.mkfifo(key, 0o600)
+            self.assertIsNone(self.run_with_data_folder(d, os.path.join(d, "e.db")))
+
+
 class BadFiles(unittest.TestCase):
     def check_refused(self, path, words):
         before = digest(path)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <fstream>
@@ -171,6 +172,14 @@ TEST_F(StoreTest, ADigestIsReadUnlessLeftOut) {
 // unchanged is stamped with the check's identity and read again without it
 // under that identity; another identity, or none, checks every read.
 TEST_F(StoreTest, AConfigurationIsCheckedAgainUnlessItsStampNamesThisCheck) {
+  std::array<unsigned char, 16> key{};
+  std::string message;
+  for (int i = 0; i < 16; ++i) key[i] = static_cast<unsigned char>(i);
+  EXPECT_EQ(siphash24(key, message), 0x726fdb47dd0e0e31ull);  // the SipHash paper's test vectors
+  for (int i = 0; i < 63; ++i) message += static_cast<char>(i);
+  EXPECT_EQ(siphash24(key, message.substr(0, 8)), 0x93f5f5799a932462ull);
+  EXPECT_EQ(siphash24(key, message.substr(0, 15)), 0xa129ca6149be45e5ull);
+  EXPECT_EQ(siphash24(key, message), 0x958a324ceb064572ull);
   EXPECT_EQ(stamp_secret().size(), 32u);  // this user's, made in the data folder on first use
   EXPECT_EQ(config_stamp("id", "a"), config_stamp("id", "a"));
   EXPECT_NE(config_stamp("id", "a"), config_stamp("id", "b"));
