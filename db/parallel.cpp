@@ -12,8 +12,8 @@
 namespace commtune::db {
 
 void produce_and_process(std::size_t count, const std::function<void(std::size_t)>& produce,
-                         const std::function<void(std::size_t)>& process) {
-  constexpr std::size_t kChunk = 256;
+                         const std::function<void(std::size_t)>& process, std::size_t chunk) {
+  const std::size_t size = std::max<std::size_t>(1, chunk);
   std::size_t ready = 0;  // produced so far, under `lock`
   bool stop = false;      // a side failed: nothing more is produced or processed
   std::mutex lock;
@@ -28,8 +28,8 @@ void produce_and_process(std::size_t count, const std::function<void(std::size_t
   };
   const auto work = [&] {
     try {
-      for (auto start = next.fetch_add(kChunk); start < count; start = next.fetch_add(kChunk)) {
-        const auto end = std::min(count, start + kChunk);
+      for (auto start = next.fetch_add(size); start < count; start = next.fetch_add(size)) {
+        const auto end = std::min(count, start + size);
         {
           std::unique_lock<std::mutex> hold(lock);
           produced.wait(hold, [&] { return stop || ready >= end; });
@@ -42,7 +42,7 @@ void produce_and_process(std::size_t count, const std::function<void(std::size_t
     }
   };
   const std::size_t threads =
-      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (count + kChunk - 1) / kChunk);
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (count + size - 1) / size);
   std::vector<std::thread> helpers;
   try {
     for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
@@ -51,7 +51,7 @@ void produce_and_process(std::size_t count, const std::function<void(std::size_t
   try {
     for (std::size_t i = 0; i < count; ++i) {
       produce(i);
-      if ((i + 1) % kChunk == 0 || i + 1 == count) {
+      if ((i + 1) % size == 0 || i + 1 == count) {
         const std::lock_guard<std::mutex> hold(lock);
         if (stop) break;
         ready = i + 1;
@@ -66,8 +66,9 @@ void produce_and_process(std::size_t count, const std::function<void(std::size_t
   if (failure) std::rethrow_exception(failure);
 }
 
-void parallel_for(std::size_t count, const std::function<void(std::size_t)>& process) {
-  produce_and_process(count, [](std::size_t) {}, process);
+void parallel_for(std::size_t count, const std::function<void(std::size_t)>& process, std::size_t chunk) {
+  produce_and_process(
+      count, [](std::size_t) {}, process, chunk);
 }
 
 }  // namespace commtune::db

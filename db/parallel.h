@@ -16,9 +16,10 @@ namespace commtune::db {
 // every thread has stopped. Runs on this thread alone when no other thread
 // can be started.
 void produce_and_process(std::size_t count, const std::function<void(std::size_t)>& produce,
-                         const std::function<void(std::size_t)>& process);
+                         const std::function<void(std::size_t)>& process, std::size_t chunk = 256);
 
-// `process(i)` for each i in [0, count) on every core.
-void parallel_for(std::size_t count, const std::function<void(std::size_t)>& process);
+// `process(i)` for each i in [0, count) on every core, `chunk` at a time
+// (1 for a few long pieces of work).
+void parallel_for(std::size_t count, const std::function<void(std::size_t)>& process, std::size_t chunk = 256);
 
 }  // namespace commtune::db

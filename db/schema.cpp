@@ -128,7 +128,15 @@ constexpr const char* kVersion5 = R"sql(
 ALTER TABLE runs ADD COLUMN config_stamp TEXT;
 )sql";
 
-std::vector<std::string> migrations() { return {kVersion1, version2(), kVersion3, kVersion4, kVersion5}; }
+// Version 6: a run's step profile (RunEnd::samples), written when it ends
+// and cleared when it starts again, so that predicting from 10^5 runs does
+// not read their 25 million step rows. Runs that ended before have none:
+// their profiles come from their steps.
+constexpr const char* kVersion6 = R"sql(
+ALTER TABLE runs ADD COLUMN samples BLOB;
+)sql";
+
+std::vector<std::string> migrations() { return {kVersion1, version2(), kVersion3, kVersion4, kVersion5, kVersion6}; }
 
 struct FileState {
   std::int64_t application_id;

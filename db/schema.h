@@ -11,16 +11,17 @@
 namespace commtune::db {
 
 inline constexpr std::int32_t kApplicationId = 0x436d5475;  // "CmTu"
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // Brings a read-write connection's file to kSchemaVersion (creating the
 // schema in an empty file, migrating an older one). Throws Error for a
 // foreign, newer or damaged file, which it leaves untouched.
 void migrate(Connection& connection, int target_version = kSchemaVersion);
 
-// The oldest version a read-only connection reads as it is: version 5 only
-// added stamps (db/config_check.h), and a version 4 store on a read-only
-// share reads as one whose configurations carry none.
+// The oldest version a read-only connection reads as it is: versions 5 and 6
+// only added stamps (db/config_check.h) and step profiles (RunEnd::samples),
+// and a version 4 store on a read-only share reads as one whose runs carry
+// neither.
 inline constexpr int kOldestReadableVersion = 4;
 
 // Checks that a read-only connection's file is a commtune store this build

@@ -162,6 +162,12 @@ void Statement::bind(int index, std::string_view value) {
     fail(rc);
 }
 
+void Statement::bind(int index, Blob value) {
+  if (const int rc = sqlite3_bind_blob64(stmt_, index, value.bytes.data(), value.bytes.size(), SQLITE_TRANSIENT);
+      rc != SQLITE_OK)
+    fail(rc);
+}
+
 void Statement::bind(int index, std::nullopt_t) {
   if (const int rc = sqlite3_bind_null(stmt_, index); rc != SQLITE_OK) fail(rc);
 }
@@ -189,6 +195,11 @@ double Statement::real(int column) const {
 std::string Statement::text(int column) const {
   const auto* data = sqlite3_column_text(stmt_, column);
   return data ? std::string(reinterpret_cast<const char*>(data), sqlite3_column_bytes(stmt_, column)) : std::string();
+}
+
+std::string Statement::blob(int column) const {
+  const auto* data = sqlite3_column_blob(stmt_, column);
+  return data ? std::string(static_cast<const char*>(data), sqlite3_column_bytes(stmt_, column)) : std::string();
 }
 
 std::optional<std::int64_t> Statement::optional_integer(int column) const {

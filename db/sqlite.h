@@ -35,6 +35,11 @@ namespace detail {
 struct StatementPool;
 }
 
+// Bytes bound as a BLOB (a std::string_view binds as TEXT).
+struct Blob {
+  std::string_view bytes;
+};
+
 class Statement {
  public:
   ~Statement();
@@ -58,6 +63,7 @@ class Statement {
   void bind(int index, std::string_view value);
   void bind(int index, const std::string& value) { bind(index, std::string_view(value)); }
   void bind(int index, const char* value) { bind(index, std::string_view(value)); }
+  void bind(int index, Blob value);
   void bind(int index, std::nullopt_t);
   template <class T>
   void bind(int index, const std::optional<T>& value) {
@@ -83,6 +89,7 @@ class Statement {
   std::int64_t integer(int column) const;
   double real(int column) const;
   std::string text(int column) const;
+  std::string blob(int column) const;  // "" for NULL
   std::optional<std::int64_t> optional_integer(int column) const;
   std::optional<double> optional_real(int column) const;
 

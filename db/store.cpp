@@ -172,11 +172,13 @@ std::string default_store_path() {
 Store::Store(const std::string& path, Access access) : connection_(path, access) {
   connection_.exec("PRAGMA foreign_keys = ON");
   if (access == Access::ReadOnly) {
-    run_by_id_ = run_by_id(check_readable(connection_));
+    version_ = check_readable(connection_);
+    run_by_id_ = run_by_id(version_);
     return;
   }
   migrate(connection_);
-  run_by_id_ = run_by_id(kSchemaVersion);
+  version_ = kSchemaVersion;
+  run_by_id_ = run_by_id(version_);
   // WAL keeps every committed transaction through a crash of this process;
   // NORMAL skips only the fsync that protects against power loss.
   connection_.exec("PRAGMA synchronous = NORMAL");
@@ -284,7 +286,7 @@ void Store::start_run(std::int64_t run_id) {
   connection_
       .prepare(
           "UPDATE runs SET status = ?, owner = ?, host = ?, started_at = coalesce(started_at, ?), finished_at = NULL, "
-          "reason = '', digest = NULL WHERE id = ?")
+          "reason = '', digest = NULL, samples = NULL WHERE id = ?")
       .run(status::kRunning, this_process_owner(), host_name(), unix_now(), run_id);
 }
 
@@ -292,9 +294,10 @@ void Store::finish_run(std::int64_t run_id, const RunEnd& end) {
   connection_
       .prepare(
           "UPDATE runs SET status = ?, reason = ?, steps_completed = ?, final_loss = ?, wall_s = ?, summary = ?, "
-          "digest = ?, finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
+          "digest = ?, samples = ?, finished_at = CASE WHEN ? THEN ? ELSE NULL END WHERE id = ?")
       .run(end.status, end.reason, end.steps_completed, end.final_loss, end.wall_s, optional_dump(end.summary),
            optional_dump(end.digest),
+           end.samples.empty() ? std::optional<Blob>() : std::optional<Blob>(Blob{end.samples}),
            static_cast<std::int64_t>(status::is_end(end.status)), unix_now(), run_id);
 }
 
@@ -324,6 +327,17 @@ std::vector<RunRecord> Store::runs(const RunFilter& filter) const {
 }
 
 std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const { return read_runs(ids, false, true); }
+
+std::vector<std::string> Store::stored_samples(const std::vector<std::int64_t>& ids) const {
+  std::vector<std::string> out(ids.size());
+  if (version_ < 6) return out;
+  auto s = connection_.prepare("SELECT samples FROM runs WHERE id = ?");
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    s.bind_all(ids[i]);
+    if (s.next()) out[i] = s.blob(0);
+  }
+  return out;
+}
 
 std::vector<RunRecord> Store::read_runs(const std::vector<std::int64_t>& ids, bool with_summary,
                                         bool with_digest) const {

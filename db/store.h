@@ -85,6 +85,9 @@ struct RunEnd {
   double wall_s = 0;  // of the whole run, all launches together
   nlohmann::json summary;
   nlohmann::json digest;  // the run's figures from its stored steps (RunRecord::digest); null: none
+  // Its steady steps' profile, encoded (core/netmodel/run_samples.h): what
+  // predictions read instead of its steps. Empty: none.
+  std::string samples;
 };
 
 struct SweepRecord {
@@ -212,6 +215,9 @@ class Store {
   std::vector<RunRecord> runs(const RunFilter& filter = {}) const;
   std::vector<std::int64_t> run_ids(const RunFilter& filter = {}) const;  // the same runs, ids only
   std::vector<RunRecord> runs(const std::vector<std::int64_t>& ids) const;  // those stored, in this order
+  // Each run's stored step profile (RunEnd::samples), in the order of `ids`;
+  // "" for a run without one (running, ended before version 6, not stored).
+  std::vector<std::string> stored_samples(const std::vector<std::int64_t>& ids) const;
   // Changes when a run is added, renamed or removed or its status changes
   // (not with every step): a list view polls it to know when to read again.
   std::string runs_signature() const;
@@ -261,7 +267,8 @@ class Store {
   std::vector<RunRecord> read_runs(const std::vector<std::int64_t>& ids, bool with_summary, bool with_digest) const;
 
   Connection connection_;
-  std::string run_by_id_;  // the statement that reads a run's row, for the file's schema version
+  int version_ = 0;        // the file's schema version (older than this build's only when read-only)
+  std::string run_by_id_;  // the statement that reads a run's row, for that version
   std::optional<Statement> insert_step_, insert_stat_, insert_event_;
   std::optional<Statement> find_stat_, add_stat_;
 };

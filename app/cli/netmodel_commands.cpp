@@ -239,6 +239,7 @@ struct RecommendArgs {
   ClusterArgs cluster;
   ComputeArgs compute;
   double tolerance = 0.01, min_speedup = 1.05;
+  std::size_t intervals = RecommendOptions{}.intervals;
   std::string export_dir;
   bool as_json = false;
 };
@@ -250,6 +251,7 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   RecommendOptions options;
   options.tolerance = args.tolerance;
   options.min_speedup = args.min_speedup;
+  options.intervals = args.intervals;
   options.baseline_run = args.baseline;
   options.compute = target_compute(args.compute, *store);
   auto runs = store->runs(ids);  // read once: for the network's ranks and the evidence
@@ -286,6 +288,9 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
                c.is_baseline ? "-" : with_interval(c.speedup, 1, "x"), c.excluded.empty() ? "-" : c.excluded});
   }
   table.print(std::cout);
+  if (r.candidates.size() > args.intervals)
+    std::cout << "(95% intervals for the " << args.intervals
+              << " fastest predicted and the one judged; the others show their points: --intervals N draws more)\n";
   std::cout << "(" << r.run_to_run.describe() << ")\n\n" << r.verdict << "\n";
   if (!args.export_dir.empty()) {
     if (files.empty()) std::cout << "nothing exported: allreduce needs no hook\n";
@@ -328,6 +333,11 @@ void add_netmodel_commands(CLI::App& app, Context& context) {
       ->add_option("--min-speedup", recommend_args->min_speedup,
                    "predicted speedups below this are within the model's error (default 1.05)")
       ->check(number_between(1, 100));
+  recommend_cmd
+      ->add_option("--intervals", recommend_args->intervals,
+                   "how many of the fastest predicted candidates get 95% intervals (default 50; the one judged "
+                   "always does)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
   recommend_cmd->add_option("--export", recommend_args->export_dir,
                             "write the recommended configuration here for production (export production)");
   recommend_cmd->add_flag("--json", recommend_args->as_json, "machine-readable");

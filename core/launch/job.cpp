@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/dist/devices.h"
+#include "core/launch/run_end.h"
 #include "core/launch/run_report.h"
 #include "core/store/run_metrics.h"
 #include "core/store/run_recorder.h"

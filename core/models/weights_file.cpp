@@ -1,6 +1,7 @@
 #include "core/models/weights_file.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <map>
 

@@ -56,6 +56,7 @@ RunSamples RunSamples::from_store(const db::Store& store, std::int64_t run_id) {
   return from_store(store, *run);
 }
 
+// What this derives is stored as runs end (encode): a change to it bumps kStoredFormat.
 RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& run) {
   const auto run_id = run.id;
   struct Sums {

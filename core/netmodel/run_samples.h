@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/netmodel/cost_model.h"
@@ -54,6 +57,16 @@ struct RunSamples {
   static RunSamples from_store(const db::Store& store, std::int64_t run_id);
   // The same, for a run already read (its row is not read again).
   static RunSamples from_store(const db::Store& store, const db::RunRecord& run);
+
+  // What a run stores when it ends (RunEnd::samples), read instead of its
+  // steps (run_samples_codec.cpp). kStoredFormat names the layout and the
+  // way from_store derives samples from steps: change either, and bump it,
+  // so that profiles stored before are read from the steps again.
+  static constexpr std::uint32_t kStoredFormat = 1;
+  std::string encode() const;
+  // nullopt for bytes of another format or that do not hold one whole
+  // RunSamples (a damaged profile is none: the steps answer).
+  static std::optional<RunSamples> decode(std::string_view bytes, std::int64_t run_id);
 
   std::size_t size() const { return steps.size(); }
   // Scales every wall and CPU time the hook and its collectives took by

@@ -28,7 +28,9 @@ std::optional<double> figure_from_json(const nlohmann::json& value) {
 
 std::size_t first_steady_index(std::size_t count) { return count / 2; }
 
-double median(std::vector<double> values) {
+double median(std::vector<double> values) { return median_in_place(values); }
+
+double median_in_place(std::vector<double>& values) {
   if (values.empty()) return NAN;
   const auto mid = values.size() / 2;
   std::nth_element(values.begin(), values.begin() + mid, values.end());
@@ -128,23 +130,6 @@ std::optional<RunDigest> digest_from_json(const nlohmann::json& json) {
     return std::nullopt;
   d.steps = steps->get<std::int64_t>();
   return d;
-}
-
-void finish_run_with_digest(db::Store& store, std::int64_t run_id, db::RunEnd end) {
-  try {
-    end.digest = digest_json(digest_curve(store.curve(run_id)));
-  } catch (const std::exception&) {  // the end matters more: without a digest the steps answer
-    end.digest = nullptr;
-  }
-  // Where it ran, beside what it measured: a comparison of 10^5 runs reads
-  // their links with the digests instead of from their start events.
-  try {
-    if (auto link = store.last_event_member(run_id, "run_start", "link_probe");
-        link.is_object() && end.digest.is_object())
-      end.digest["link_probe"] = std::move(link);
-  } catch (const std::exception&) {  // an unreadable start event: its link stays unknown, as before
-  }
-  store.finish_run(run_id, end);
 }
 
 }  // namespace commtune

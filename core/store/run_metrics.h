@@ -42,6 +42,7 @@ std::size_t first_steady_index(std::size_t count);
 
 // The median (the mean of the two middle values for an even count); NaN when empty.
 double median(std::vector<double> values);
+double median_in_place(std::vector<double>& values);  // the same, reordering `values`
 
 // The tail loss at `step` (default: the last): the mean loss over ranks and
 // over the last 10% of the steps up to it (at least 1, at most 50 steps).
@@ -73,10 +74,5 @@ RunDigest digest_run(const db::Store& store, std::int64_t run_id);
 // for JSON that is not one (a damaged or hand-edited store).
 nlohmann::json digest_json(const RunDigest& digest);
 std::optional<RunDigest> digest_from_json(const nlohmann::json& json);
-
-// Ends a run in the store with its digest computed from the steps it holds
-// and the link its last launch probed (the start event's link_probe); call
-// it where the run's last rows are committed: the writer's thread.
-void finish_run_with_digest(db::Store& store, std::int64_t run_id, db::RunEnd end);
 
 }  // namespace commtune

@@ -12,6 +12,7 @@
 
 #include "core/dist/devices.h"
 #include "core/launch/job.h"
+#include "core/launch/run_end.h"
 #include "core/launch/slurm_job.h"
 #include "core/netmodel/cost_model.h"
 #include "core/store/run_metrics.h"

@@ -12,6 +12,7 @@
 #include "core/store/run_label.h"
 #include "core/store/run_metrics.h"
 #include "core/sweep/draw.h"
+#include "db/parallel.h"
 
 namespace commtune {
 
@@ -415,18 +416,30 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   // link as it starts, and a run behind a 100 Mbit/s shaper is no replicate
   // of one on the bare loopback (issue 45).
   std::unordered_map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
-  std::vector<std::string> baseline_keys;                            // per configuration: its baseline key and steps
-  for (const auto& run : runs) {
+  std::unordered_map<std::string, std::size_t> baseline_groups;      // baseline key and steps: its number
+  // The profiles runs stored as they ended; a run without one (running,
+  // older) is read from its steps.
+  std::vector<std::string> stored;
+  if (options.profiles) {
+    std::vector<std::int64_t> ids;
+    ids.reserve(runs.size());
+    for (const auto& run : runs) ids.push_back(run.id);
+    stored = store.stored_samples(ids);
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& run = runs[i];
     const auto id = run.id;
     if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
     std::optional<RunSamples> samples;
     std::string problem = "its steps were not read (a comparison of losses)";
     if (options.profiles) {
       try {
-        samples = RunSamples::from_store(store, run);
+        samples = RunSamples::decode(stored[i], id);
+        if (!samples) samples = RunSamples::from_store(store, run);
       } catch (const db::Error& error) {
         problem = error.what();
       }
+      stored[i] = {};
     }
     const auto link = samples ? samples->link : run_link(store, run);
     auto [replicate, baseline] = identity_keys(run.config);
@@ -451,7 +464,9 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       }
       into = e.configurations_.size();
       e.configurations_.push_back(std::move(c));
-      baseline_keys.push_back(std::move(baseline) + "|" + std::to_string(run.steps_requested));
+      const auto group = baseline_groups.emplace(std::move(baseline) + "|" + std::to_string(run.steps_requested),
+                                                 baseline_groups.size());
+      e.baseline_group_.push_back(group.first->second);
       e.figures_.emplace_back();
       same.push_back(*into);
       // The same configuration measured apart: each says where.
@@ -477,15 +492,16 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   const auto succeeded = [](const Configuration& c) {
     return std::count(c.statuses.begin(), c.statuses.end(), std::string(db::status::kSucceeded));
   };
-  std::unordered_map<std::string, std::vector<std::size_t>> allreduce_by_key;
+  baseline_groups = {};
+  std::unordered_map<std::size_t, std::vector<std::size_t>> allreduce_by_group;
   for (std::size_t b = 0; b < e.configurations_.size(); ++b)
-    if (e.configurations_[b].plain_allreduce) allreduce_by_key[baseline_keys[b]].push_back(b);
+    if (e.configurations_[b].plain_allreduce) allreduce_by_group[e.baseline_group_[b]].push_back(b);
   // ... measured where the configuration was: on its host, over its link.
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     const auto& config = e.configurations_[c];
-    const auto at = allreduce_by_key.find(baseline_keys[c]);
+    const auto at = allreduce_by_group.find(e.baseline_group_[c]);
     std::optional<std::size_t> best;
-    if (at != allreduce_by_key.end())
+    if (at != allreduce_by_group.end())
       for (const auto b : at->second) {
         const auto& base = e.configurations_[b];
         if (base.host != config.host || !net::same_link(base.link, config.link)) continue;
@@ -511,41 +527,44 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   const int replicates = std::max(0, options.replicates);
   for (std::size_t p = 0; p < e.pools_.size(); ++p) {
     auto& pool = e.pools_[p];
-    std::vector<const RunSamples*> members;
-    for (const auto& [c, r] : pool.members) members.push_back(&e.figures_[c].samples[r]);
-    const auto figures = [&](const std::vector<std::pair<std::size_t, std::vector<std::size_t>>>& picks) {
-      std::array<std::vector<double>, 4> values;
-      for (const auto& [m, steps] : picks) {
-        const auto* s = members[m];
-        for (const auto i : steps) {
-          values[0].push_back(s->data[i]);
-          values[1].push_back(s->forward[i]);
-          values[2].push_back(s->pure_backward[i]);
-          values[3].push_back(s->optimizer[i]);
-        }
-      }
+    // The members' compute steps one after another, each member's from `first`.
+    std::array<std::vector<double>, 4> steps;
+    std::vector<std::size_t> first, size;
+    for (const auto& [c, r] : pool.members) {
+      const auto& s = e.figures_[c].samples[r];
+      first.push_back(steps[0].size());
+      size.push_back(s.size());
+      const std::array<const std::vector<double>*, 4> series{&s.data, &s.forward, &s.pure_backward, &s.optimizer};
+      for (std::size_t k = 0; k < 4; ++k) steps[k].insert(steps[k].end(), series[k]->begin(), series[k]->end());
+    }
+    pool.steps = steps[0].size();
+    std::array<std::vector<double>, 4> picked;
+    const auto medians = [&](const std::vector<std::size_t>& picks) {
       std::array<double, 4> out{};
-      for (std::size_t k = 0; k < 4; ++k) out[k] = median(std::move(values[k]));
+      const auto one = [&](std::size_t k) {
+        picked[k].clear();
+        for (const auto i : picks) picked[k].push_back(steps[k][i]);
+        out[k] = median_in_place(picked[k]);
+      };
+      // A pool of 10^5 runs picks 10^5 steps and more for each replicate: its four medians on every core.
+      if (picks.size() > 100000)
+        db::parallel_for(4, one, /*chunk=*/1);
+      else
+        for (std::size_t k = 0; k < 4; ++k) one(k);
       return out;
     };
-    std::vector<std::pair<std::size_t, std::vector<std::size_t>>> all;
-    for (std::size_t m = 0; m < members.size(); ++m) {
-      std::vector<std::size_t> steps(members[m]->size());
-      std::iota(steps.begin(), steps.end(), std::size_t{0});
-      pool.steps += steps.size();
-      all.push_back({m, std::move(steps)});
-    }
-    pool.point = figures(all);
+    std::vector<std::size_t> picks(pool.steps);
+    std::iota(picks.begin(), picks.end(), std::size_t{0});
+    pool.point = medians(picks);
+    // Members picked with replacement, and each one's steps with replacement.
     Draw draw(options.seed * 1000003u + 7919u * p + 1);
     for (int r = 0; r < replicates; ++r) {
-      std::vector<std::pair<std::size_t, std::vector<std::size_t>>> picks;
-      for (std::size_t k = 0; k < members.size(); ++k) {
-        const auto m = draw.index(members.size());
-        std::vector<std::size_t> steps;
-        for (std::size_t i = 0; i < members[m]->size(); ++i) steps.push_back(draw.index(members[m]->size()));
-        picks.push_back({m, std::move(steps)});
+      picks.clear();
+      for (std::size_t k = 0; k < size.size(); ++k) {
+        const auto m = draw.index(size.size());
+        for (std::size_t i = 0; i < size[m]; ++i) picks.push_back(first[m] + draw.index(size[m]));
       }
-      pool.replicates.push_back(figures(picks));
+      pool.replicates.push_back(medians(picks));
     }
   }
 
@@ -580,27 +599,13 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     for (std::size_t g = 0; g < groups.size(); ++g) log_outside[key + "#" + std::to_string(g)] = groups[g].second;
   e.run_to_run_ = RunToRun::from_groups(log_outside);
 
+  // Each configuration's point; its replicates are drawn when an interval is asked for (replicate_profiles).
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     auto& f = e.figures_[c];
     if (f.samples.empty()) continue;
-    const auto& pool = e.pools_[f.pool];
-    std::vector<std::size_t> offsets, sizes;
-    for (const auto& s : f.samples) sizes.push_back(s.size());
-    const auto merged = f.samples.size() == 1 ? f.samples.front() : concatenate(f.samples, offsets);
-    if (offsets.empty()) offsets = {0};
-    f.point = with_compute(merged.profile(), pool.point);
+    if (f.samples.size() > 1) f.concatenated = concatenate(f.samples, f.offsets);
+    f.point = with_compute(e.merged(c).profile(), e.pools_[f.pool].point);
     f.point.run_id = e.configurations_[c].runs.front();
-    Draw draw(options.seed * 1000003u + 104729u * c + 2);
-    // One run shows its steps' noise, not the next run's: its time outside
-    // compute is drawn from the run-to-run spread (on its own stream, so the
-    // steps drawn stay those of every other configuration's replicates).
-    Draw next_run(options.seed * 1000003u + 15485863u * c + 3);
-    const bool one_run = f.samples.size() == 1;
-    for (int r = 0; r < replicates; ++r) {
-      auto replicate = merged.profile(two_level_picks(draw, offsets, sizes));
-      if (one_run) replicate.scale_hook_times(std::exp(e.run_to_run_.log_sd * next_run.normal()));
-      f.replicates.push_back(with_compute(std::move(replicate), pool.replicates[static_cast<std::size_t>(r)]));
-    }
   }
   return e;
 }
@@ -614,6 +619,7 @@ std::optional<std::size_t> Evidence::configuration_of(std::int64_t run_id) const
 std::optional<std::size_t> Evidence::baseline_of(std::size_t config) const { return baseline_of_.at(config); }
 
 std::string Evidence::differences_outside_hook(std::size_t a, std::size_t b) const {
+  if (baseline_group_.at(a) == baseline_group_.at(b)) return "";  // alike outside the hook, by their keys
   std::map<std::string, std::string> fa, fb;
   flatten_outside_hook(configurations_.at(a).config, "", fa);
   flatten_outside_hook(configurations_.at(b).config, "", fb);
@@ -642,17 +648,48 @@ std::string Evidence::compute_source(std::size_t config) const {
   return text;
 }
 
-Estimate Evidence::predicted_step_s(std::size_t config, const net::Cluster& cluster,
-                                    const TargetCompute& compute) const {
+const RunSamples& Evidence::merged(std::size_t config) const {
+  const auto& f = figures_[config];
+  return f.samples.size() == 1 ? f.samples.front() : f.concatenated;
+}
+
+std::vector<RunProfile> Evidence::replicate_profiles(std::size_t config) const {
+  const auto& f = figures_.at(config);
+  std::vector<RunProfile> out;
+  if (f.samples.empty()) return out;
+  const auto& pool = pools_[f.pool];
+  std::vector<std::size_t> sizes;
+  for (const auto& s : f.samples) sizes.push_back(s.size());
+  const std::vector<std::size_t> one_run_offsets{0};
+  const auto& offsets = f.samples.size() == 1 ? one_run_offsets : f.offsets;
+  const auto& steps = merged(config);
+  Draw draw(options_.seed * 1000003u + 104729u * config + 2);
+  // One run shows its steps' noise, not the next run's: its time outside
+  // compute is drawn from the run-to-run spread (on its own stream, so the
+  // steps drawn stay those of every other configuration's replicates).
+  Draw next_run(options_.seed * 1000003u + 15485863u * config + 3);
+  const bool one_run = f.samples.size() == 1;
+  for (std::size_t r = 0; r < pool.replicates.size(); ++r) {
+    auto replicate = steps.profile(two_level_picks(draw, offsets, sizes));
+    if (one_run) replicate.scale_hook_times(std::exp(run_to_run_.log_sd * next_run.normal()));
+    out.push_back(with_compute(std::move(replicate), pool.replicates[r]));
+  }
+  return out;
+}
+
+Estimate Evidence::predicted_step_s(std::size_t config, const net::Cluster& cluster, const TargetCompute& compute,
+                                    Interval interval) const {
   const auto& f = figures_.at(config);
   if (f.samples.empty()) return {};
   std::vector<double> replicates;
-  for (const auto& p : f.replicates) replicates.push_back(predict(on_target(p, compute), cluster).step_s);
+  if (interval == Interval::Drawn)
+    for (const auto& p : replicate_profiles(config))
+      replicates.push_back(predict(on_target(p, compute), cluster).step_s);
   return from_replicates(predict(on_target(f.point, compute), cluster).step_s, replicates);
 }
 
 Estimate Evidence::speedup(std::size_t config, std::size_t baseline, const net::Cluster& cluster,
-                           const TargetCompute& compute) const {
+                           const TargetCompute& compute, Interval interval) const {
   const auto& f = figures_.at(config);
   const auto& b = figures_.at(baseline);
   if (f.samples.empty() || b.samples.empty()) return {};
@@ -660,8 +697,11 @@ Estimate Evidence::speedup(std::size_t config, std::size_t baseline, const net::
     return predict(on_target(base, compute), cluster).step_s / predict(on_target(own, compute), cluster).step_s;
   };
   std::vector<double> replicates;
-  for (std::size_t r = 0; r < std::min(f.replicates.size(), b.replicates.size()); ++r)
-    replicates.push_back(ratio(b.replicates[r], f.replicates[r]));
+  if (interval == Interval::Drawn) {
+    const auto own = replicate_profiles(config);
+    const auto base = config == baseline ? own : replicate_profiles(baseline);
+    for (std::size_t r = 0; r < std::min(own.size(), base.size()); ++r) replicates.push_back(ratio(base[r], own[r]));
+  }
   return from_replicates(ratio(b.point, f.point), replicates);
 }
 

@@ -162,10 +162,16 @@ class Evidence {
   // The pooled compute's description: "pooled over 31 runs ... (median of 1860 steps)".
   std::string compute_source(std::size_t config) const;
 
-  Estimate predicted_step_s(std::size_t config, const net::Cluster& cluster, const TargetCompute& compute) const;
+  // Whether a figure comes with its 95% interval: drawing one costs
+  // EvidenceOptions::replicates profiles of the configuration (and of its
+  // baseline), so a reader of 10^5 configurations draws them only for
+  // those it must judge.
+  enum class Interval { Drawn, PointOnly };
+  Estimate predicted_step_s(std::size_t config, const net::Cluster& cluster, const TargetCompute& compute,
+                            Interval interval = Interval::Drawn) const;
   // baseline's predicted step / config's, replicate by replicate.
-  Estimate speedup(std::size_t config, std::size_t baseline, const net::Cluster& cluster,
-                   const TargetCompute& compute) const;
+  Estimate speedup(std::size_t config, std::size_t baseline, const net::Cluster& cluster, const TargetCompute& compute,
+                   Interval interval = Interval::Drawn) const;
   LossChange loss_change(std::size_t config, std::size_t baseline) const;
   // "" when the configuration's hook acted on the wire during the steps its
   // figures come from; else why not (it never compressed, it switched on
@@ -190,16 +196,25 @@ class Evidence {
   struct Figures {
     std::string problem;
     std::vector<RunSamples> samples;  // per run of the configuration (empty when it cannot be profiled)
+    RunSamples concatenated;          // of several runs: theirs one after another,
+    std::vector<std::size_t> offsets;  // each run's first
     std::size_t pool = 0;
     RunProfile point;
-    std::vector<RunProfile> replicates;
   };
+  // A configuration's steps: its one run's, or its runs' concatenated.
+  const RunSamples& merged(std::size_t config) const;
+  // Its bootstrap replicates, drawn anew at each call (the same each time):
+  // kept for 10^5 configurations they would fill gigabytes.
+  std::vector<RunProfile> replicate_profiles(std::size_t config) const;
 
   std::vector<Configuration> configurations_;
   std::vector<Figures> figures_;
   std::vector<Pool> pools_;
   std::map<std::int64_t, std::size_t> config_of_run_;
   std::vector<std::optional<std::size_t>> baseline_of_;  // per configuration, found once
+  // Per configuration: a number alike exactly when the baseline keys (and
+  // steps) are, so that configurations alike outside the hook are known so.
+  std::vector<std::size_t> baseline_group_;
   RunToRun run_to_run_;
   EvidenceOptions options_;
 };

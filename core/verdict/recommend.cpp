@@ -137,7 +137,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
       k.loss_change = evidence.loss_change(c, *baseline);
       k.within_tolerance = k.loss_change.judge(options.tolerance) == LossChange::Judgement::Within;
       if (evidence.profile_problem(c).empty() && evidence.profile_problem(*baseline).empty()) {
-        k.speedup = evidence.speedup(c, *baseline, options.cluster, options.compute);
+        k.speedup = evidence.speedup(c, *baseline, options.cluster, options.compute, Evidence::Interval::PointOnly);
       }
       if (k.excluded.empty() && base.fingerprint_family != config.fingerprint_family)
         k.excluded = "it trained another model or data than its baseline (run " + std::to_string(base.runs.front()) +
@@ -159,7 +159,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
             "adds one at every value it sweeps)";
     }
     if (evidence.profile_problem(c).empty()) {
-      k.step_s = evidence.predicted_step_s(c, options.cluster, options.compute);
+      k.step_s = evidence.predicted_step_s(c, options.cluster, options.compute, Evidence::Interval::PointOnly);
       k.prediction = predict(on_target(evidence.profile(c), options.compute), options.cluster);
       if (compute_source.empty()) compute_source = evidence.compute_source(c);
     } else if (k.excluded.empty()) {
@@ -191,11 +191,22 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
     return ta < tb;
   });
 
-  const Candidate* best = nullptr;
-  for (const auto& c : r.candidates)
+  Candidate* best = nullptr;
+  for (auto& c : r.candidates)
     if (c.excluded.empty() && !c.is_baseline && std::isfinite(c.speedup.value) &&
         (!best || c.speedup.value > best->speedup.value))
       best = &c;
+  // Intervals: the fastest predicted candidates' and the one the verdict judges.
+  const auto draw_intervals = [&](Candidate& k) {
+    const auto c = *evidence.configuration_of(k.run_id);
+    if (!evidence.profile_problem(c).empty()) return;
+    k.step_s = evidence.predicted_step_s(c, options.cluster, options.compute);
+    const auto baseline = forced ? forced : evidence.baseline_of(c);
+    if (baseline && evidence.profile_problem(*baseline).empty())
+      k.speedup = evidence.speedup(c, *baseline, options.cluster, options.compute);
+  };
+  for (std::size_t i = 0; i < std::min(options.intervals, r.candidates.size()); ++i) draw_intervals(r.candidates[i]);
+  if (best && best - r.candidates.data() >= static_cast<std::ptrdiff_t>(options.intervals)) draw_intervals(*best);
   for (const auto& c : r.candidates)
     if (c.is_baseline && !r.baseline_run) r.baseline_run = c.run_id;
   if (best && best->baseline_run) r.baseline_run = *best->baseline_run;

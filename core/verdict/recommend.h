@@ -34,6 +34,11 @@ struct RecommendOptions {
   double tolerance = 0.01;                   // relative: a loss at most (1 + tolerance) x the baseline's
   double min_speedup = 1.05;                 // predicted gains below 5% are within the model's error
   std::optional<std::int64_t> baseline_run;  // compare everything with this run's configuration
+  // How many of the fastest predicted candidates show 95% intervals; the
+  // candidate the verdict judges always does. The rest show their points:
+  // each interval draws EvidenceOptions::replicates profiles, too many for
+  // a sweep of 10^5 trials to draw for all.
+  std::size_t intervals = 50;
 };
 
 struct Candidate {

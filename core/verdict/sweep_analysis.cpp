@@ -115,9 +115,10 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
       const auto baseline = evidence.baseline_of(*c);
       p.baseline = baseline && *baseline == *c;
       if (evidence.profile_problem(*c).empty()) {
-        const auto step = evidence.predicted_step_s(*c, cluster_for(q, q.link, world_size), q.compute);
-        p.predicted_ms = 1e3 * step.value;
-        if (step.has_interval()) p.predicted_interval_ms = {1e3 * step.low, 1e3 * step.high};
+        p.predicted_ms =
+            1e3 *
+            evidence.predicted_step_s(*c, cluster_for(q, q.link, world_size), q.compute, Evidence::Interval::PointOnly)
+                .value;
       }
     }
     for (const auto& axis : out.axes)

@@ -29,8 +29,8 @@ struct AnalysedRun {
   std::int64_t run_id = 0;
   std::string label;  // run_label()
   double loss = 0;    // its tail loss (NaN: diverged)
-  std::optional<double> wire_mb, step_ms, predicted_ms;
-  std::optional<std::pair<double, double>> predicted_interval_ms;  // 95%
+  std::optional<double> wire_mb, step_ms;
+  std::optional<double> predicted_ms;  // on the query's link: a point (the intervals are recommend's)
   bool baseline = false;  // its configuration is the allreduce baseline
   // Its configuration: the runs that differ from it only in their seed.
   std::int64_t configuration_run = 0;  // the configuration's first run (0: none found)

@@ -13,6 +13,7 @@ absolute times: compute that other work on the machine slows cancels out
 (docs/network-model.md has the absolute numbers of an idle machine); when
 that work comes and goes between the runs, they are measured again, up to
 twice, each keeping its fastest."""
+import json
 import os
 import subprocess
 import sys
@@ -293,6 +294,66 @@ class TargetCompute(unittest.TestCase):
                 self.assertNotEqual(proc.returncode, 0)
                 self.assertIn(words, proc.stderr)
                 self.assertNotIn("Traceback", proc.stderr)
+
+
+def powersgd_sweep(ranks):
+    """Sweep 1: PowerSGD at these ranks and its allreduce baseline, 2 ranks, 16 steps."""
+    with tempfile.TemporaryDirectory() as d:
+        spec = os.path.join(d, "sweep.json")
+        with open(spec, "w") as f:
+            json.dump({"base": {"world_size": 2, "steps": 16, "model": {"hidden": 64}, "data": {"features": 32},
+                                "hook": {"name": "powersgd", "start_powerSGD_iter": 2}},
+                       "axes": {"hook.matrix_approximation_rank": ranks}}, f)
+        ct.cli("sweep", "--spec", spec)
+
+
+class StoredProfiles(unittest.TestCase):
+    """A run stores its steady steps' profile as it ends (runs.samples, docs/store.md), and predictions read it
+    instead of the run's step rows: the same figures, bit for bit, either way."""
+
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_predictions_from_stored_profiles_are_those_from_the_steps(self):
+        powersgd_sweep([1, 2])
+        runs = ct.query("SELECT id, status, length(samples) FROM runs ORDER BY id")
+        self.assertEqual(len(runs), 3)  # the baseline and two trials
+        for run_id, status, size in runs:
+            self.assertEqual(status, "succeeded", run_id)
+            self.assertGreater(size or 0, 100, f"run {run_id} stored no profile")
+        commands = [("recommend", "--sweep", "1", "--network", "1gbit"), ("predict", "--sweep", "1")]
+        stored = [ct.cli("--db", ct.store(), *c, "--json").stdout for c in commands]
+        with tempfile.TemporaryDirectory() as d:
+            steps_only = os.path.join(d, "runs.db")
+            subprocess.run(["sqlite3", ct.store(), f".backup {steps_only}"], check=True)
+            subprocess.run(["sqlite3", steps_only, "UPDATE runs SET samples = NULL"], check=True)
+            from_steps = [ct.cli("--db", steps_only, *c, "--json").stdout for c in commands]
+            # A profile that does not decode (a damaged or foreign store) is none: the steps answer.
+            subprocess.run(["sqlite3", steps_only, "UPDATE runs SET samples = x'43545350ffffffff'"], check=True)
+            damaged = [ct.cli("--db", steps_only, *c, "--json").stdout for c in commands]
+        for command, a, b, c in zip(commands, stored, from_steps, damaged):
+            self.assertEqual(a, b, command[0])
+            self.assertEqual(a, c, command[0])
+
+    def test_intervals_are_drawn_for_the_fastest_candidates_and_the_one_judged(self):
+        powersgd_sweep([1, 2, 4])
+        everything = ct.cli_json("recommend", "--sweep", "1", "--network", "100mbit")
+        self.assertTrue(all(c["step_s"]["low"] is not None for c in everything["candidates"]))
+        judged = [c for c in everything["candidates"] if not c["baseline"] and "excluded" not in c]
+        judged = max(judged, key=lambda c: c["speedup"])["run_id"] if judged else None
+        one = ct.cli_json("recommend", "--sweep", "1", "--network", "100mbit", "--intervals", "1")
+        for position, (a, b) in enumerate(zip(everything["candidates"], one["candidates"])):
+            self.assertEqual(a["run_id"], b["run_id"])  # the order is the points'
+            self.assertEqual(a["step_s"]["value"], b["step_s"]["value"])
+            drawn = position == 0 or b["run_id"] == judged
+            self.assertEqual(b["step_s"]["low"] is not None, drawn, b)
+            if drawn:
+                self.assertEqual(a["step_s"], b["step_s"])
+                self.assertEqual(a["speedup_interval"], b["speedup_interval"])
+        self.assertEqual(everything["verdict"], one["verdict"])
+        self.assertEqual(everything["chosen_run"], one["chosen_run"])
+        text = ct.cli("recommend", "--sweep", "1", "--network", "100mbit", "--intervals", "1").stdout
+        self.assertIn("95% intervals for the 1 fastest predicted and the one judged", text)
 
 
 class PublishedNumbers(unittest.TestCase):

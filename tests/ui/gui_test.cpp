@@ -38,8 +38,10 @@
 #include <set>
 #include <tuple>
 
+#include "core/launch/run_end.h"
 #include "core/netmodel/network.h"
 #include "core/store/run_metrics.h"
+#include "core/verdict/sweep_figures.h"
 #include "db/store.h"
 #include "ui/engine_session.h"
 #include "ui/export_dialog.h"
@@ -51,11 +53,10 @@
 #include "ui/pages/dashboard_page.h"
 #include "ui/pages/launch_page.h"
 #include "ui/pages/runs_page.h"
-#include "ui/plot/qcustomplot.h"
 #include "ui/plot/parallel_coordinates.h"
+#include "ui/plot/qcustomplot.h"
 #include "ui/plot/run_plots.h"
 #include "ui/theme.h"
-#include "core/verdict/sweep_figures.h"
 
 using namespace commtune::ui;
 
@@ -159,7 +160,7 @@ std::int64_t seed_sweep(const QString& path, const std::vector<int>& ranks, cons
           row.uncompressed_bytes = 4000000;
           s.insert(row);
         }
-      commtune::finish_run_with_digest(s, id, {db::status::kSucceeded, "", 100, loss, 1.0, nullptr, nullptr});
+      commtune::finish_run_with_digest(s, id, {db::status::kSucceeded, "", 100, loss, 1.0, nullptr, nullptr, ""});
     }
   s.set_sweep_status(sweep, db::status::kSucceeded);
   transaction.commit();
@@ -182,7 +183,7 @@ std::int64_t store_flat_run(commtune::db::Store& s, commtune::db::NewRun run, in
       row.t_step = 0.01;
       s.insert(row);
     }
-  commtune::finish_run_with_digest(s, id, {db::status::kSucceeded, "", steps, loss, 1.0, nullptr, nullptr});
+  commtune::finish_run_with_digest(s, id, {db::status::kSucceeded, "", steps, loss, 1.0, nullptr, nullptr, ""});
   return id;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/launch/run_end.h"
 #include "core/netmodel/run_samples.h"
 #include "core/store/run_metrics.h"
 #include "db/store.h"

@@ -484,11 +484,13 @@ TEST_F(StoreTest, AVersion4StoreIsReadReadOnlyAsItIs) {
   {
     Connection c(path, Connection::Access::ReadWrite);
     c.exec("ALTER TABLE runs DROP COLUMN config_stamp");
+    c.exec("ALTER TABLE runs DROP COLUMN samples");
     c.exec("PRAGMA user_version = 4");
   }
   {
     const Store store(path, Store::Access::ReadOnly);
     EXPECT_EQ(store.run(id)->config, sample_run().config);
+    EXPECT_EQ(store.stored_samples({id}), std::vector<std::string>{""});  // none: its steps answer
     ASSERT_EQ(store.runs(RunFilter{}).size(), 1u);
     EXPECT_EQ(store.runs(RunFilter{}).front().config_problem, "");
   }
@@ -503,6 +505,20 @@ TEST_F(StoreTest, AVersion4StoreIsReadReadOnlyAsItIs) {
   Store store(path);
   EXPECT_EQ(store.connection().query_integer("PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(store.run(id)->name, sample_run().name);
+}
+
+TEST_F(StoreTest, ARunsStepProfileIsKeptFromItsEndUntilItStartsAgain) {
+  Store store(file("runs.db"));
+  const auto id = store.create_run(sample_run());
+  store.start_run(id);
+  RunEnd end;
+  end.status = status::kSucceeded;
+  end.samples = std::string("CTSP\0\x01\xff profile", 15);  // bytes, NUL and all
+  store.finish_run(id, end);
+  EXPECT_EQ(store.stored_samples({id, id + 1}), (std::vector<std::string>{end.samples, ""}));
+  EXPECT_EQ(store.connection().query_integer("SELECT typeof(samples) = 'blob' FROM runs"), 1);
+  store.start_run(id);  // resumed: what it stored no longer describes it
+  EXPECT_EQ(store.stored_samples({id}), std::vector<std::string>{""});
 }
 
 TEST_F(StoreTest, RefusesFilesThatAreNotOurs) {
