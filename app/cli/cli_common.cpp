@@ -222,6 +222,23 @@ std::string json_text(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// JSON text written with indent 2 as it reads one level deeper: every line after its first padded.
+std::string nested(const std::string& text, const std::string& pad) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (std::size_t from = 0; from < text.size();) {  // a string's newlines are escaped: these are the layout's
+    const auto line_end = std::min(text.find('\n', from), text.size() - 1) + 1;
+    out.append(text, from, line_end - from);
+    if (text[line_end - 1] == '\n') out += pad;
+    from = line_end;
+  }
+  return out;
+}
+
+}  // namespace
+
 void write_json_array(std::ostream& out, std::size_t count, const std::function<nlohmann::json(std::size_t)>& element,
                       int depth) {
   if (count == 0) {
@@ -236,17 +253,7 @@ void write_json_array(std::ostream& out, std::size_t count, const std::function<
   out << "[\n";
   for (std::size_t first = 0; first < count; first += kBlock) {
     texts.assign(std::min(kBlock, count - first), std::string());
-    db::parallel_for(texts.size(), [&](std::size_t i) {
-      const auto text = json_text(element(first + i), 2);  // a string's newlines are escaped: these are the layout's
-      auto& nested = texts[i];
-      nested.reserve(text.size() + text.size() / 8);
-      for (std::size_t from = 0; from < text.size();) {
-        const auto line_end = std::min(text.find('\n', from), text.size() - 1) + 1;
-        nested.append(text, from, line_end - from);
-        if (text[line_end - 1] == '\n') nested += pad;
-        from = line_end;
-      }
-    });
+    db::parallel_for(texts.size(), [&](std::size_t i) { texts[i] = nested(json_text(element(first + i), 2), pad); });
     for (std::size_t i = 0; i < texts.size(); ++i) out << pad << texts[i] << (first + i + 1 < count ? ",\n" : "\n");
   }
   out << pad.substr(2) << "]";
@@ -254,11 +261,24 @@ void write_json_array(std::ostream& out, std::size_t count, const std::function<
 
 void write_json_object_and_array(std::ostream& out, const nlohmann::json& head, const std::string& key,
                                  std::size_t count, const std::function<nlohmann::json(std::size_t)>& element) {
-  for (const auto& [k, v] : head.items())
-    if (k >= key) throw std::logic_error("write_json_object_and_array: '" + k + "' does not sort before '" + key + "'");
-  const auto text = json_text(head, 2);
-  out << (head.empty() ? "{" : text.substr(0, text.size() - 2) + ",") << "\n  " << json_text(key) << ": ";
-  write_json_array(out, count, element, 1);
+  if (head.contains(key)) throw std::logic_error("write_json_object_and_array: '" + key + "' is in the head already");
+  bool first = true, written = false;
+  const auto member = [&](const std::string& name) {
+    out << (first ? "\n  " : ",\n  ") << json_text(name) << ": ";
+    first = false;
+  };
+  const auto array = [&] {
+    member(key);
+    write_json_array(out, count, element, 1);
+    written = true;
+  };
+  out << "{";
+  for (const auto& [name, value] : head.items()) {  // in key order, as json_text writes an object
+    if (!written && name > key) array();
+    member(name);
+    out << nested(json_text(value, 2), "  ");
+  }
+  if (!written) array();
   out << "\n}";
 }
 

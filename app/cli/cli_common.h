@@ -99,8 +99,8 @@ std::string json_text(const nlohmann::json& value, int indent = -1);
 // several threads at once.
 void write_json_array(std::ostream& out, std::size_t count, const std::function<nlohmann::json(std::size_t)>& element,
                       int depth = 0);
-// `head` with the array `key` added, as json_text(object, 2) writes it:
-// every key of `head` sorts before `key` (std::logic_error otherwise).
+// `head` with the array `key` added, as json_text(object, 2) writes it
+// (std::logic_error when `head` holds `key` already).
 void write_json_object_and_array(std::ostream& out, const nlohmann::json& head, const std::string& key,
                                  std::size_t count, const std::function<nlohmann::json(std::size_t)>& element);
 

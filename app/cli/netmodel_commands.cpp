@@ -272,9 +272,12 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
     files = export_for_production(store->run(*r.chosen_run)->config, "", args.export_dir);
   }
   if (args.as_json) {
-    auto j = r.to_json();
-    j["exported"] = files;
-    std::cout << j.dump(2) << "\n";
+    auto head = r.summary_json();
+    head["exported"] = files;
+    // 10^5 candidates are formatted on every core, never as one tree.
+    write_json_object_and_array(std::cout, head, "candidates", r.candidates.size(),
+                                [&](std::size_t i) { return r.candidates[i].to_json(); });
+    std::cout << "\n";
     return kExitOk;
   }
   std::cout << "on " << r.cluster.describe() << " (" << r.compute << "), loss within " << format("%g%%", 100 * r.tolerance)

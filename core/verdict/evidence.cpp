@@ -81,16 +81,24 @@ void append_scalar(std::string& out, const nlohmann::json& j) {
   }
 }
 
+// Where a member at a path lies in an identity key being written: its key and value.
+struct Span {
+  std::string path;
+  std::size_t begin = 0, end = 0;  // empty: the configuration has no such member
+};
+
 // The configuration without the keys at `omitted` (paths such as
 // "weights.save_final" or "optimizer.lr") as an identity key, written in one
-// walk instead of copying the tree. `hook` receives where the top level's
-// hook member (its key and value) lies in `out`.
+// walk instead of copying the tree. Each of `marks` receives where the member
+// at its path lies in `out`, so that keys without it are cut from this one.
 void append_without(std::string& out, const nlohmann::json& j, const std::vector<std::string>& omitted,
-                    std::string& path, std::pair<std::size_t, std::size_t>* hook = nullptr) {
-  const auto inside = [&](const std::string& p) {  // some omitted path lies below p
-    return std::any_of(omitted.begin(), omitted.end(), [&](const std::string& o) {
-      return o.size() > p.size() && o.compare(0, p.size(), p) == 0 && o[p.size()] == '.';
-    });
+                    std::string& path, std::vector<Span>* marks = nullptr) {
+  const auto below = [&](const std::string& p, const std::string& o) {
+    return o.size() > p.size() && o.compare(0, p.size(), p) == 0 && o[p.size()] == '.';
+  };
+  const auto inside = [&](const std::string& p) {  // some omitted or marked path lies below p
+    return std::any_of(omitted.begin(), omitted.end(), [&](const std::string& o) { return below(p, o); }) ||
+           (marks && std::any_of(marks->begin(), marks->end(), [&](const Span& m) { return below(p, m.path); }));
   };
   if (!j.is_object() || (!path.empty() && !inside(path))) {
     append_scalar(out, j);
@@ -104,32 +112,34 @@ void append_without(std::string& out, const nlohmann::json& j, const std::vector
     if (std::find(omitted.begin(), omitted.end(), path) == omitted.end()) {
       const auto start = out.size();
       append_text(out, key);
-      append_without(out, value, omitted, path);
-      if (hook && path == "hook") *hook = {start, out.size()};
+      append_without(out, value, omitted, path, marks);
+      if (marks)
+        for (auto& m : *marks)
+          if (m.path == path) m.begin = start, m.end = out.size();
     }
     path.resize(length);
   }
   out += '}';
 }
 
-// The replicate key, and the baseline key cut from it (the same without the hook).
-std::pair<std::string, std::string> identity_keys(const nlohmann::json& config) {
-  if (!config.is_object()) return {"{}", "{}"};
+// The replicate key; cut from it, the baseline key (the same without the
+// hook) and the timing key (without the learning rate); and the hook's part
+// of it (alike exactly when the hooks are).
+struct IdentityKeys {
+  std::string replicate, baseline, timing, hook;
+};
+
+IdentityKeys identity_keys(const nlohmann::json& config) {
+  if (!config.is_object()) return {"{}", "{}", "{}", ""};
   std::string out, path;
   out.reserve(2048);  // a configuration's key, written without growing it again and again
-  std::pair<std::size_t, std::size_t> hook{0, 0};
-  append_without(out, config, kBookkeeping, path, &hook);
-  auto baseline = out;
-  baseline.erase(hook.first, hook.second - hook.first);
-  return {std::move(out), std::move(baseline)};
-}
-
-std::string key_without(const nlohmann::json& config, std::vector<std::string> omitted) {
-  if (!config.is_object()) return "{}";
-  omitted.insert(omitted.end(), kBookkeeping.begin(), kBookkeeping.end());
-  std::string out, path;
-  append_without(out, config, omitted, path);
-  return out;
+  std::vector<Span> marks{{"hook"}, {"optimizer.lr"}};
+  append_without(out, config, kBookkeeping, path, &marks);
+  const auto without = [&](const Span& m) { return std::string(out).erase(m.begin, m.end - m.begin); };
+  IdentityKeys keys{
+      {}, without(marks[0]), without(marks[1]), out.substr(marks[0].begin, marks[0].end - marks[0].begin)};
+  keys.replicate = std::move(out);
+  return keys;
 }
 
 double percentile(std::vector<double> values, double q) {
@@ -377,21 +387,27 @@ double Configuration::loss_sd() const {
   return n >= 2 && std::isfinite(mean) ? std::sqrt(ss / (n - 1)) : NAN;
 }
 
-std::string replicate_key(const nlohmann::json& config) { return identity_keys(config).first; }
+std::string replicate_key(const nlohmann::json& config) { return identity_keys(config).replicate; }
 
-std::string baseline_key(const nlohmann::json& config) { return identity_keys(config).second; }
+std::string baseline_key(const nlohmann::json& config) { return identity_keys(config).baseline; }
 
 std::string compute_key(const nlohmann::json& config) {
   if (!config.is_object()) return "{}";
-  nlohmann::json j = nlohmann::json::object();
+  std::string out;
   for (const char* key : {"model", "data", "world_size", "device", "threads", "cpu_affinity"})
-    if (config.contains(key)) j[key] = config[key];
-  if (config.contains("optimizer") && config["optimizer"].is_object() && config["optimizer"].contains("name"))
-    j["optimizer"] = config["optimizer"]["name"];
-  return j.dump();
+    if (const auto at = config.find(key); at != config.end()) {
+      append_text(out, key);
+      append_scalar(out, *at);
+    }
+  if (const auto optimizer = config.find("optimizer"); optimizer != config.end() && optimizer->is_object())
+    if (const auto name = optimizer->find("name"); name != optimizer->end()) {
+      append_text(out, "optimizer");
+      append_scalar(out, *name);
+    }
+  return out;
 }
 
-std::string timing_key(const nlohmann::json& config) { return key_without(config, {"optimizer.lr"}); }
+std::string timing_key(const nlohmann::json& config) { return identity_keys(config).timing; }
 
 double t_quantile_95(int df) {
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -417,6 +433,8 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   // of one on the bare loopback (issue 45).
   std::unordered_map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
   std::unordered_map<std::string, std::size_t> baseline_groups;      // baseline key and steps: its number
+  std::unordered_map<std::string, HookActivity> activities;          // by the hook's key
+  std::vector<std::string> timing_keys;                              // per configuration
   // The profiles runs stored as they ended; a run without one (running,
   // older) is read from its steps.
   std::vector<std::string> stored;
@@ -442,7 +460,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       stored[i] = {};
     }
     const auto link = samples ? samples->link : run_link(store, run);
-    auto [replicate, baseline] = identity_keys(run.config);
+    auto [replicate, baseline, timing, hook] = identity_keys(run.config);
     auto& same = by_key[replicate + "|" + std::to_string(run.steps_requested)];
     std::optional<std::size_t> into;
     for (const auto c : same)
@@ -455,6 +473,10 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       if (c.label.empty()) c.label = c.hook;
       if (options.configurations || options.profiles) c.config = run.config;
       c.plain_allreduce = is_plain_allreduce(run.config);
+      // Read through the hook's schema once per hook, not once per configuration.
+      auto activity = activities.find(hook);
+      if (activity == activities.end()) activity = activities.emplace(hook, hook_activity(run.config)).first;
+      c.activity = activity->second;
       c.steps_requested = run.steps_requested;
       c.host = run.host;
       c.link = link;
@@ -467,6 +489,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       const auto group = baseline_groups.emplace(std::move(baseline) + "|" + std::to_string(run.steps_requested),
                                                  baseline_groups.size());
       e.baseline_group_.push_back(group.first->second);
+      timing_keys.push_back(std::move(timing));
       e.figures_.emplace_back();
       same.push_back(*into);
       // The same configuration measured apart: each says where.
@@ -587,7 +610,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       const double outside = factor * time_outside_compute(s);
       if (outside <= 0) continue;
       const auto& config = e.configurations_[c];
-      auto& groups = timing_groups[timing_key(config.config) + "|" + config.host];
+      auto& groups = timing_groups[timing_keys[c] + "|" + config.host];
       auto group = std::find_if(groups.begin(), groups.end(),
                                 [&](const auto& g) { return net::same_link(g.first, config.link); });
       if (group == groups.end()) group = groups.insert(groups.end(), {config.link, {}});
@@ -795,7 +818,7 @@ std::string Evidence::inactive_reason(std::size_t config, std::optional<std::siz
   if (c.plain_allreduce || figures_.at(config).samples.empty()) return "";
   const auto [first, last] = steady_steps(config);
   char text[400];
-  const auto activity = hook_activity(c.config);
+  const auto& activity = c.activity;
   if (activity.first_active_step > first) {
     std::snprintf(text, sizeof text,
                   "its hook switches on at step %lld (%s), after the first of the steps its figures come from "

@@ -40,6 +40,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/hooks/hook_activity.h"
 #include "core/netmodel/cost_model.h"
 #include "core/netmodel/run_samples.h"
 #include "db/store.h"
@@ -80,6 +81,7 @@ struct Configuration {
   std::string hook;   // "powersgd (fp16 wrapper)"
   nlohmann::json config;  // its first run's; null unless EvidenceOptions::configurations
   bool plain_allreduce = false;
+  HookActivity activity;  // when its hook starts to change what goes on the wire
   std::int64_t steps_requested = 0;
   std::string fingerprint_family;  // model and data (the seed left out), as an identity key
   std::string host;                // where its runs ran

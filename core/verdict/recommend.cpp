@@ -238,8 +238,13 @@ nlohmann::json Candidate::to_json() const {
 }
 
 nlohmann::json Recommendation::to_json() const {
-  nlohmann::json list = nlohmann::json::array();
+  auto j = summary_json();
+  auto& list = j["candidates"] = nlohmann::json::array();
   for (const auto& c : candidates) list.push_back(c.to_json());
+  return j;
+}
+
+nlohmann::json Recommendation::summary_json() const {
   return {{"cluster", cluster.describe()},
           {"compute", compute},
           {"run_to_run", run_to_run.to_json()},
@@ -247,8 +252,7 @@ nlohmann::json Recommendation::to_json() const {
           {"baseline_run", baseline_run},
           {"chosen_run", chosen_run ? nlohmann::json(*chosen_run) : nlohmann::json(nullptr)},
           {"keep_allreduce", !chosen_run.has_value()},
-          {"verdict", verdict},
-          {"candidates", list}};
+          {"verdict", verdict}};
 }
 
 }  // namespace commtune

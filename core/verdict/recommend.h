@@ -72,6 +72,7 @@ struct Recommendation {
   std::string verdict;                     // one sentence for humans
 
   nlohmann::json to_json() const;
+  nlohmann::json summary_json() const;  // the same without its candidates
 };
 
 // Whether the candidate with the best predicted speedup is recommended: its
