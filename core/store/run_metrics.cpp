@@ -28,9 +28,7 @@ std::optional<double> figure_from_json(const nlohmann::json& value) {
 
 std::size_t first_steady_index(std::size_t count) { return count / 2; }
 
-double median(std::vector<double> values) { return median_in_place(values); }
-
-double median_in_place(std::vector<double>& values) {
+double median(std::vector<double> values) {
   if (values.empty()) return NAN;
   const auto mid = values.size() / 2;
   std::nth_element(values.begin(), values.begin() + mid, values.end());

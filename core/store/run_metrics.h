@@ -42,7 +42,6 @@ std::size_t first_steady_index(std::size_t count);
 
 // The median (the mean of the two middle values for an even count); NaN when empty.
 double median(std::vector<double> values);
-double median_in_place(std::vector<double>& values);  // the same, reordering `values`
 
 // The tail loss at `step` (default: the last): the mean loss over ranks and
 // over the last 10% of the steps up to it (at least 1, at most 50 steps).

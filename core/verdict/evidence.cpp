@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -561,33 +562,57 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       for (std::size_t k = 0; k < 4; ++k) steps[k].insert(steps[k].end(), series[k]->begin(), series[k]->end());
     }
     pool.steps = steps[0].size();
-    std::array<std::vector<double>, 4> picked;
-    const auto medians = [&](const std::vector<std::size_t>& picks) {
-      std::array<double, 4> out{};
-      const auto one = [&](std::size_t k) {
-        picked[k].clear();
-        for (const auto i : picks) picked[k].push_back(steps[k][i]);
-        out[k] = median_in_place(picked[k]);
-      };
-      // A pool of 10^5 runs picks 10^5 steps and more for each replicate: its four medians on every core.
-      if (picks.size() > 100000)
-        db::parallel_for(4, one, /*chunk=*/1);
+    // Each series' steps in increasing order, found once: a replicate's
+    // medians are read off how often it picked each step, walked in that
+    // order, instead of gathering and partitioning its picks (a pool of
+    // 10^5 runs picks 10^5 steps and more in each of its replicates).
+    const auto by_value = [](double a, double b) { return a < b || (!std::isnan(a) && std::isnan(b)); };
+    std::array<std::vector<std::size_t>, 4> order;
+    const auto on_every_core = [&](const std::function<void(std::size_t)>& series) {
+      if (pool.steps > 100000)
+        db::parallel_for(4, series, /*chunk=*/1);
       else
-        for (std::size_t k = 0; k < 4; ++k) one(k);
+        for (std::size_t k = 0; k < 4; ++k) series(k);
+    };
+    on_every_core([&](std::size_t k) {
+      order[k].resize(pool.steps);
+      std::iota(order[k].begin(), order[k].end(), std::size_t{0});
+      std::stable_sort(order[k].begin(), order[k].end(),
+                       [&](std::size_t a, std::size_t b) { return by_value(steps[k][a], steps[k][b]); });
+    });
+    std::vector<std::uint32_t> counts(pool.steps, 1);  // how often each step was picked
+    // median() of the picks: the value at rank total / 2, with the one below it for an even total.
+    const auto medians = [&](std::size_t total) {
+      std::array<double, 4> out{};
+      on_every_core([&](std::size_t k) {
+        const std::size_t mid = total / 2;
+        double below = NAN, at = NAN;
+        std::size_t seen = 0;  // picks of smaller values
+        for (const auto i : order[k]) {
+          const std::size_t n = counts[i];
+          if (mid >= 1 && seen <= mid - 1 && mid - 1 < seen + n) below = steps[k][i];
+          if (seen <= mid && mid < seen + n) {
+            at = steps[k][i];
+            break;
+          }
+          seen += n;
+        }
+        out[k] = total % 2 ? at : 0.5 * (at + below);
+      });
       return out;
     };
-    std::vector<std::size_t> picks(pool.steps);
-    std::iota(picks.begin(), picks.end(), std::size_t{0});
-    pool.point = medians(picks);
+    pool.point = medians(pool.steps);
     // Members picked with replacement, and each one's steps with replacement.
     Draw draw(options.seed * 1000003u + 7919u * p + 1);
     for (int r = 0; r < replicates; ++r) {
-      picks.clear();
+      std::fill(counts.begin(), counts.end(), 0);
+      std::size_t total = 0;
       for (std::size_t k = 0; k < size.size(); ++k) {
         const auto m = draw.index(size.size());
-        for (std::size_t i = 0; i < size[m]; ++i) picks.push_back(first[m] + draw.index(size[m]));
+        for (std::size_t i = 0; i < size[m]; ++i) ++counts[first[m] + draw.index(size[m])];
+        total += size[m];
       }
-      pool.replicates.push_back(medians(picks));
+      pool.replicates.push_back(medians(total));
     }
   }
 
