@@ -426,6 +426,15 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<std::int64_t
 
 Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecord>& runs,
                           const EvidenceOptions& options) {
+  return gather(store, runs, nullptr, options);
+}
+
+Evidence Evidence::gather(const db::Store& store, std::vector<db::RunRecord>&& runs, const EvidenceOptions& options) {
+  return gather(store, runs, &runs, options);
+}
+
+Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecord>& runs,
+                          std::vector<db::RunRecord>* movable, const EvidenceOptions& options) {
   Evidence e;
   e.options_ = options;
   // Runs are replicates when they differ only in seed and bookkeeping, ran
@@ -449,6 +458,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     const auto& run = runs[i];
     const auto id = run.id;
     if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
+    const auto seed = run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0;
     std::optional<RunSamples> samples;
     std::string problem = "its steps were not read (a comparison of losses)";
     if (options.profiles) {
@@ -472,7 +482,6 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       c.hook = describe_hook(run);
       c.label = run.name.empty() ? c.hook : without_seed(run.name);
       if (c.label.empty()) c.label = c.hook;
-      if (options.configurations || options.profiles) c.config = run.config;
       c.plain_allreduce = is_plain_allreduce(run.config);
       // Read through the hook's schema once per hook, not once per configuration.
       auto activity = activities.find(hook);
@@ -484,6 +493,12 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       for (const char* key : {"model", "data"}) {
         const auto at = run.config.is_object() ? run.config.find(key) : run.config.end();
         append_scalar(c.fingerprint_family, at != run.config.end() ? *at : nlohmann::json());
+      }
+      if (options.configurations || options.profiles) {  // the run's last use of its configuration but the seed
+        if (movable)
+          c.config = std::move((*movable)[i].config);
+        else
+          c.config = run.config;
       }
       into = e.configurations_.size();
       e.configurations_.push_back(std::move(c));
@@ -499,7 +514,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     }
     auto& c = e.configurations_[*into];
     c.runs.push_back(id);
-    c.seeds.push_back(run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0);
+    c.seeds.push_back(seed);
     c.tail_losses.push_back(digest_run(store, run).loss);
     c.statuses.push_back(run.status);
     e.config_of_run_[id] = *into;

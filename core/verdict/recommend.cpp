@@ -49,7 +49,9 @@ Recommendation recommend(const db::Store& store, std::vector<db::RunRecord> runs
     if (!baseline) throw db::Error("there is no run " + std::to_string(*named));
     runs.insert(runs.begin(), std::move(*baseline));
   }
-  return recommend(Evidence::gather(store, runs), options);
+  const auto evidence = Evidence::gather(store, std::move(runs));
+  std::vector<db::RunRecord>().swap(runs);  // what the evidence took nothing from, freed before the verdicts
+  return recommend(evidence, options);
 }
 
 bool is_recommended(const Candidate& best, const RecommendOptions& options) {
