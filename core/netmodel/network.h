@@ -85,6 +85,7 @@ double collective_time(Collective kind, double bytes, const Cluster& cluster, co
 // that two timed ring allreduces imply, each rank contributing `small` then
 // `large` bytes: from their difference, so the per-call software cost
 // cancels. 0 when they do not tell (equal times, one rank, bad values).
+// Runs store the bandwidth they probed in their profiles (RunSamples::kStoredFormat): a change here bumps that.
 double probed_bandwidth(double small_bytes, double small_s, double large_bytes, double large_s, int ranks);
 
 // A link as one run's probe saw it. On a loaded machine the probe's timed

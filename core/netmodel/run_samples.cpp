@@ -12,7 +12,8 @@ namespace commtune {
 namespace {
 
 // Per steady step, the mean over the ranks that reported a statistic in
-// `bucket`; `missing` where none did.
+// `bucket`; `missing` where none did. Runs store what this derives (RunSamples::kStoredFormat): a change to it bumps
+// that.
 std::vector<double> per_step(const std::vector<db::StatPoint>& points, std::int32_t bucket,
                              const std::map<std::int64_t, std::size_t>& index, double missing) {
   std::vector<double> sum(index.size(), 0.0);
@@ -167,6 +168,7 @@ net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run) {
   }
 }
 
+// Runs store what this derives (RunSamples::kStoredFormat): a change to it bumps that.
 net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks) {
   const auto numbers = [&](const char* key, std::size_t most) {
     std::vector<double> out;

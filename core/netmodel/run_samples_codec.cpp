@@ -11,6 +11,7 @@
 // Every count is checked against the bytes left before anything is
 // allocated for it, and the encoding is canonical: what decodes encodes to
 // the same bytes (tests/fuzz/fuzz_run_samples.cpp holds it to that).
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -148,10 +149,15 @@ std::optional<RunSamples> RunSamples::decode(std::string_view bytes, std::int64_
   s.serial_hook = serial == 1;
   s.link.bytes_per_s = in.f64();
   s.link.spread = in.f64();
-  // What from_store would refuse, refused here: no rank, more than it takes, no steady step.
-  if (!in.ok() || serial > 1 || s.world_size < 1 || s.world_size > (1 << 20)) return std::nullopt;
+  // What from_store never writes, refused here: no rank or more than it
+  // takes, fewer than two steady steps (it profiles runs of four steps or
+  // more), a link that is no bandwidth.
+  if (!in.ok() || serial > 1 || s.world_size < 1 || s.world_size > (1 << 20) ||
+      !(std::isfinite(s.link.bytes_per_s) && s.link.bytes_per_s >= 0) ||
+      !(std::isfinite(s.link.spread) && s.link.spread >= 1))
+    return std::nullopt;
   const auto n = in.count(8);
-  if (n == 0) return std::nullopt;
+  if (n < 2) return std::nullopt;
   s.steps.reserve(n);
   for (std::size_t i = 0; i < n && in.ok(); ++i) {
     s.steps.push_back(static_cast<std::int64_t>(in.get(8)));
@@ -167,6 +173,8 @@ std::optional<RunSamples> RunSamples::decode(std::string_view bytes, std::int64_
     c.kind = static_cast<net::Collective>(kind);
     c.group.size = in.i32();
     c.group.stride = in.i32();
+    if (c.group.size < 0 || c.group.size > (1 << 20) || c.group.stride < 1 || c.group.stride > (1 << 20))
+      return std::nullopt;  // no group of ranks a run can have
     c.bucket = in.i32();
     for (auto* v : {&c.bytes, &c.calls, &c.seconds}) *v = in.series(n);
     s.collectives.push_back(std::move(c));

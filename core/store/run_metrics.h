@@ -38,6 +38,8 @@ const std::vector<std::string>& measured_statuses();
 bool is_measured(const std::string& status);
 
 // Index of the first steady step among `count` steps.
+// Runs store profiles of their steady steps (RunSamples::kStoredFormat): a
+// change here bumps that format.
 std::size_t first_steady_index(std::size_t count);
 
 // The median (the mean of the two middle values for an even count); NaN when empty.

@@ -34,6 +34,8 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -205,20 +207,23 @@ class Evidence {
   struct Figures {
     std::string problem;
     std::vector<RunSamples> samples;  // per run of the configuration (empty when it cannot be profiled)
-    RunSamples concatenated;          // of several runs: theirs one after another,
-    std::vector<std::size_t> offsets;  // each run's first
     std::size_t pool = 0;
     RunProfile point;
   };
-  // A configuration's steps: its one run's, or its runs' concatenated.
-  const RunSamples& merged(std::size_t config) const;
-  // Its bootstrap replicates, drawn anew at each call (the same each time):
-  // kept for 10^5 configurations they would fill gigabytes.
-  std::vector<RunProfile> replicate_profiles(std::size_t config) const;
+  // A configuration's bootstrap replicates, drawn the first time an
+  // interval asks for them and kept (drawn for all 10^5 configurations of a
+  // sweep they would fill gigabytes); safe to ask from several threads.
+  const std::vector<RunProfile>& replicate_profiles(std::size_t config) const;
+  std::vector<RunProfile> draw_replicates(std::size_t config) const;
+  struct Drawn {
+    std::once_flag once;
+    std::vector<RunProfile> profiles;
+  };
 
   std::vector<Configuration> configurations_;
   std::vector<Figures> figures_;
   std::vector<Pool> pools_;
+  mutable std::vector<std::unique_ptr<Drawn>> drawn_;  // per configuration
   std::map<std::int64_t, std::size_t> config_of_run_;
   std::vector<std::optional<std::size_t>> baseline_of_;  // per configuration, found once
   // Per configuration: a number alike exactly when the baseline keys (and

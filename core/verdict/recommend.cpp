@@ -97,6 +97,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
   Recommendation r;
   r.cluster = options.cluster;
   r.tolerance = options.tolerance;
+  r.intervals = options.intervals;
   r.run_to_run = evidence.run_to_run();
   const auto& configs = evidence.configurations();
   std::optional<std::size_t> forced;
@@ -251,6 +252,7 @@ nlohmann::json Recommendation::summary_json() const {
           {"compute", compute},
           {"run_to_run", run_to_run.to_json()},
           {"tolerance", tolerance},
+          {"intervals", intervals},
           {"baseline_run", baseline_run},
           {"chosen_run", chosen_run ? nlohmann::json(*chosen_run) : nlohmann::json(nullptr)},
           {"keep_allreduce", !chosen_run.has_value()},

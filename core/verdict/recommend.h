@@ -66,6 +66,7 @@ struct Recommendation {
   std::string compute;  // which compute the predictions assumed
   RunToRun run_to_run;  // the run-to-run spread its intervals include
   double tolerance = 0;
+  std::size_t intervals = 0;               // how many of the fastest candidates have intervals drawn
   std::int64_t baseline_run = 0;           // the chosen one's baseline, else the first baseline
   std::vector<Candidate> candidates;       // fastest predicted first
   std::optional<std::int64_t> chosen_run;  // null: keep allreduce

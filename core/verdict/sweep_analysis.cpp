@@ -53,6 +53,7 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
       options.cluster = cluster_for(q, link.name, world_size);
       options.compute = q.compute;
       options.tolerance = q.tolerance;
+      options.intervals = 0;  // the table shows the judged candidate's alone, which is always drawn
       row.network = options.cluster.describe();
       row.slowmo = slowmo_notes(store, evidence, q.compute, options.cluster);
       const auto r = recommend(evidence, options);
@@ -90,7 +91,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
         if (axis.log) out.log_axes.insert(axis.param);
       }
   const auto runs = store.runs(filter);
-  // One read of every run; the pooled compute and the intervals serve every network below.
+  // One read of every run; the pooled compute and the replicates drawn serve every network below.
   const auto evidence = Evidence::gather(store, runs);
   out.run_to_run = evidence.run_to_run().describe();
   int world_size = 1;

@@ -115,9 +115,24 @@ TEST(StoredProfiles, BytesThatAreNotOneWholeProfileAreNone) {
   for (std::size_t i = 0; i < 4; ++i) no_rank[8 + i] = '\0';  // world_size 0
   EXPECT_FALSE(RunSamples::decode(no_rank, 1));
 
+  // What from_store never writes.
   auto unordered = profile();
-  unordered.steps = {5, 4, 7};  // steps out of order: not what from_store writes
+  unordered.steps = {5, 4, 7};  // steps out of order
   EXPECT_FALSE(RunSamples::decode(unordered.encode(), 1));
+  RunSamples one_step;
+  one_step.world_size = 2;
+  one_step.steps = {3};  // from_store profiles four steps or more: two steady ones at least
+  for (const auto field : {&RunSamples::data, &RunSamples::forward, &RunSamples::backward, &RunSamples::pure_backward,
+                           &RunSamples::optimizer, &RunSamples::hook, &RunSamples::hook_inline, &RunSamples::total,
+                           &RunSamples::wire_bytes, &RunSamples::uncompressed_bytes})
+    one_step.*field = {0.5};
+  EXPECT_FALSE(RunSamples::decode(one_step.encode(), 1));
+  auto no_bandwidth = profile();
+  no_bandwidth.link.bytes_per_s = NAN;
+  EXPECT_FALSE(RunSamples::decode(no_bandwidth.encode(), 1));
+  auto no_group = profile();
+  no_group.collectives.back().group.stride = 0;  // a group whose ranks are 0 apart
+  EXPECT_FALSE(RunSamples::decode(no_group.encode(), 1));
 }
 
 }  // namespace
