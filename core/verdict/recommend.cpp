@@ -112,6 +112,13 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
         "no finished allreduce run among these runs to compare with: run one (a sweep with \"baseline\": true adds "
         "one at every value of the parameters it sweeps outside the hook) or name one with --baseline");
 
+  // Each configuration's point prediction, made once: a baseline serves
+  // every configuration at its settings (intervals come from Evidence).
+  std::vector<std::optional<StepPrediction>> predictions(configs.size());
+  const auto predicted = [&](std::size_t c) -> const StepPrediction& {
+    if (!predictions[c]) predictions[c] = predict(on_target(evidence.profile(c), options.compute), options.cluster);
+    return *predictions[c];
+  };
   std::string compute_source;
   for (std::size_t c = 0; c < configs.size(); ++c) {
     const auto& config = configs[c];
@@ -140,7 +147,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
       k.loss_change = evidence.loss_change(c, *baseline);
       k.within_tolerance = k.loss_change.judge(options.tolerance) == LossChange::Judgement::Within;
       if (evidence.profile_problem(c).empty() && evidence.profile_problem(*baseline).empty()) {
-        k.speedup = evidence.speedup(c, *baseline, options.cluster, options.compute, Evidence::Interval::PointOnly);
+        k.speedup.value = predicted(*baseline).step_s / predicted(c).step_s;  // Evidence::speedup's point
       }
       if (k.excluded.empty() && base.fingerprint_family != config.fingerprint_family)
         k.excluded = "it trained another model or data than its baseline (run " + std::to_string(base.runs.front()) +
@@ -162,8 +169,8 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
             "adds one at every value it sweeps)";
     }
     if (evidence.profile_problem(c).empty()) {
-      k.step_s = evidence.predicted_step_s(c, options.cluster, options.compute, Evidence::Interval::PointOnly);
-      k.prediction = predict(on_target(evidence.profile(c), options.compute), options.cluster);
+      k.prediction = predicted(c);
+      k.step_s.value = k.prediction->step_s;  // Evidence::predicted_step_s's point
       if (compute_source.empty()) compute_source = evidence.compute_source(c);
     } else if (k.excluded.empty()) {
       k.excluded = evidence.profile_problem(c);
