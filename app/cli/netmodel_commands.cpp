@@ -291,8 +291,8 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
                c.is_baseline ? "-" : with_interval(c.speedup, 1, "x"), c.excluded.empty() ? "-" : c.excluded});
   }
   table.print(std::cout);
-  if (r.candidates.size() > args.intervals)
-    std::cout << "(95% intervals for the " << args.intervals
+  if (r.candidates.size() > r.intervals)
+    std::cout << "(95% intervals for the " << r.intervals
               << " fastest predicted and the one judged; the others show their points: --intervals N draws more)\n";
   std::cout << "(" << r.run_to_run.describe() << ")\n\n" << r.verdict << "\n";
   if (!args.export_dir.empty()) {
