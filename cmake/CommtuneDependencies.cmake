@@ -31,3 +31,22 @@ foreach(dir IN LISTS COMMTUNE_EXTRA_INCLUDE_DIRS)
 endforeach()
 find_library(SQLite3_LIBRARY NAMES sqlite3 libsqlite3.so.0 HINTS ${commtune_extra_lib_dirs})
 find_package(SQLite3 REQUIRED)
+
+# The heap of the programs that read whole stores (the CLI, the desktop app,
+# bench/analysis_bench): mimalloc where it is installed. Reading 10^5 runs
+# allocates and frees tens of millions of small blocks (configuration trees);
+# with mimalloc `recommend --sweep` at 10^5 stored trials took 6.1 s instead
+# of 9.3 s with glibc's malloc (bench/RESULTS.md, "Big sweeps", session 17).
+# Without it (the lent GPU machines) glibc's is tuned instead (app/heap_tuning.h).
+find_package(mimalloc 2.0 CONFIG QUIET)
+add_library(commtune_heap INTERFACE)
+add_library(commtune::heap ALIAS commtune_heap)
+if(TARGET mimalloc)
+  # Linked whole and first-come, so that it stands in for malloc in the
+  # whole process (libtorch's and Qt's allocations too), not only ours.
+  target_link_libraries(commtune_heap INTERFACE -Wl,--no-as-needed mimalloc -Wl,--as-needed)
+  target_compile_definitions(commtune_heap INTERFACE COMMTUNE_WITH_MIMALLOC=1)
+  message(STATUS "commtune: the CLI and the desktop app allocate with mimalloc ${mimalloc_VERSION}")
+else()
+  message(STATUS "commtune: no mimalloc (libmimalloc-dev): the CLI and the desktop app use glibc's malloc, tuned")
+endif()

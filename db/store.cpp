@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -330,7 +331,22 @@ std::vector<RunRecord> Store::runs(const std::vector<std::int64_t>& ids) const {
 
 std::vector<std::string> Store::stored_samples(const std::vector<std::int64_t>& ids) const {
   std::vector<std::string> out(ids.size());
-  if (version_ < 6) return out;
+  if (version_ < 6 || ids.empty()) return out;
+  const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
+  if (*lo > 0 && static_cast<std::uint64_t>(*hi - *lo) < 2 * ids.size()) {
+    // A sweep's runs lie together: one scan of their ids' range reads them
+    // all, where a search per id cost a third of a second at 10^5.
+    constexpr auto kNone = std::numeric_limits<std::size_t>::max();
+    std::vector<std::size_t> first(static_cast<std::size_t>(*hi - *lo) + 1, kNone);  // id - lo: its first place
+    for (std::size_t i = ids.size(); i-- > 0;) first[static_cast<std::size_t>(ids[i] - *lo)] = i;
+    auto s = connection_.prepare("SELECT id, samples FROM runs WHERE id BETWEEN ? AND ? AND samples IS NOT NULL");
+    s.bind_all(*lo, *hi);
+    while (s.next())
+      if (const auto at = first[static_cast<std::size_t>(s.integer(0) - *lo)]; at != kNone) out[at] = s.blob(1);
+    for (std::size_t i = 0; i < ids.size(); ++i)  // an id named twice
+      if (const auto at = first[static_cast<std::size_t>(ids[i] - *lo)]; at != i) out[i] = out[at];
+    return out;
+  }
   auto s = connection_.prepare("SELECT samples FROM runs WHERE id = ?");
   for (std::size_t i = 0; i < ids.size(); ++i) {
     s.bind_all(ids[i]);

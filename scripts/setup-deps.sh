@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   python3-venv libgloo-dev
-  nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libmimalloc-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
   desktop-file-utils appstream file

@@ -444,7 +444,8 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   std::unordered_map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
   std::unordered_map<std::string, std::size_t> baseline_groups;      // baseline key and steps: its number
   std::unordered_map<std::string, HookActivity> activities;          // by the hook's key
-  std::vector<std::string> timing_keys;                              // per configuration
+  std::unordered_map<std::string, std::size_t> timing_numbers;       // timing key: its number
+  std::vector<std::size_t> timing_group;                             // per configuration: its timing key's number
   // The profiles runs stored as they ended; a run without one (running,
   // older) is read from its steps.
   std::vector<std::string> stored;
@@ -472,7 +473,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     }
     const auto link = samples ? samples->link : run_link(store, run);
     auto [replicate, baseline, timing, hook] = identity_keys(run.config);
-    auto& same = by_key[replicate + "|" + std::to_string(run.steps_requested)];
+    auto& same = by_key[std::move(replicate.append("|").append(std::to_string(run.steps_requested)))];
     std::optional<std::size_t> into;
     for (const auto c : same)
       if (!into && e.configurations_[c].host == run.host && net::same_link(e.configurations_[c].link, link))
@@ -505,7 +506,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       const auto group = baseline_groups.emplace(std::move(baseline) + "|" + std::to_string(run.steps_requested),
                                                  baseline_groups.size());
       e.baseline_group_.push_back(group.first->second);
-      timing_keys.push_back(std::move(timing));
+      timing_group.push_back(timing_numbers.emplace(std::move(timing), timing_numbers.size()).first->second);
       e.figures_.emplace_back();
       same.push_back(*into);
       // The same configuration measured apart: each says where.
@@ -558,8 +559,12 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       if (f.problem.empty()) f.problem = "it has no stored steps";
       continue;
     }
-    auto [at, added] = pool_of.emplace(compute_key(e.configurations_[c].config), e.pools_.size());
-    if (added) e.pools_.emplace_back();
+    auto key = compute_key(e.configurations_[c].config);
+    auto at = pool_of.find(key);  // found, mostly: a node is made only for a new pool
+    if (at == pool_of.end()) {
+      at = pool_of.emplace(std::move(key), e.pools_.size()).first;
+      e.pools_.emplace_back();
+    }
     f.pool = at->second;
     for (std::size_t r = 0; r < f.samples.size(); ++r) e.pools_[f.pool].members.push_back({c, r});
   }
@@ -583,23 +588,23 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     // 10^5 runs picks 10^5 steps and more in each of its replicates).
     const auto by_value = [](double a, double b) { return a < b || (!std::isnan(a) && std::isnan(b)); };
     std::array<std::vector<std::size_t>, 4> order;
-    const auto on_every_core = [&](const std::function<void(std::size_t)>& series) {
+    const auto on_every_core = [&](std::size_t count, const std::function<void(std::size_t)>& work) {
       if (pool.steps > 100000)
-        db::parallel_for(4, series, /*chunk=*/1);
+        db::parallel_for(count, work, /*chunk=*/1);
       else
-        for (std::size_t k = 0; k < 4; ++k) series(k);
+        for (std::size_t k = 0; k < count; ++k) work(k);
     };
-    on_every_core([&](std::size_t k) {
+    on_every_core(4, [&](std::size_t k) {
       order[k].resize(pool.steps);
       std::iota(order[k].begin(), order[k].end(), std::size_t{0});
       std::stable_sort(order[k].begin(), order[k].end(),
                        [&](std::size_t a, std::size_t b) { return by_value(steps[k][a], steps[k][b]); });
     });
-    std::vector<std::uint32_t> counts(pool.steps, 1);  // how often each step was picked
-    // median() of the picks: the value at rank total / 2, with the one below it for an even total.
-    const auto medians = [&](std::size_t total) {
+    // median() of the picks (`counts`: how often each step was picked): the
+    // value at rank total / 2, with the one below it for an even total.
+    const auto medians = [&](const std::vector<std::uint32_t>& counts, std::size_t total) {
       std::array<double, 4> out{};
-      on_every_core([&](std::size_t k) {
+      for (std::size_t k = 0; k < 4; ++k) {
         const std::size_t mid = total / 2;
         double below = NAN, at = NAN;
         std::size_t seen = 0;  // picks of smaller values
@@ -613,27 +618,31 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
           seen += n;
         }
         out[k] = total % 2 ? at : 0.5 * (at + below);
-      });
+      }
       return out;
     };
-    pool.point = medians(pool.steps);
-    // Members picked with replacement, and each one's steps with replacement.
-    Draw draw(options.seed * 1000003u + 7919u * p + 1);
-    for (int r = 0; r < replicates; ++r) {
-      std::fill(counts.begin(), counts.end(), 0);
+    pool.point = medians(std::vector<std::uint32_t>(pool.steps, 1), pool.steps);
+    // Members picked with replacement, and each one's steps with replacement;
+    // each replicate from its own stream, so that they are drawn on every core.
+    pool.replicates.resize(static_cast<std::size_t>(replicates));
+    on_every_core(pool.replicates.size(), [&](std::size_t r) {
+      Draw draw(options.seed * 1000003u + 7919u * p + 2750159u * r + 1);
+      std::vector<std::uint32_t> counts(pool.steps, 0);
       std::size_t total = 0;
       for (std::size_t k = 0; k < size.size(); ++k) {
         const auto m = draw.index(size.size());
         for (std::size_t i = 0; i < size[m]; ++i) ++counts[first[m] + draw.index(size[m])];
         total += size[m];
       }
-      pool.replicates.push_back(medians(total));
-    }
+      pool.replicates[r] = medians(counts, total);
+    });
   }
 
   // Timing replicates: configurations alike but for seed and learning
   // rate, measured on one host and link (a shaped run is no repeat).
-  std::map<std::string, std::vector<std::pair<net::LinkProbe, std::vector<double>>>> timing_groups;
+  timing_numbers = {};
+  std::map<std::pair<std::size_t, std::string>, std::vector<std::pair<net::LinkProbe, std::vector<double>>>>
+      timing_groups;  // by timing key's number and host
   for (std::size_t c = 0; c < e.configurations_.size(); ++c) {
     auto& f = e.figures_[c];
     if (f.samples.empty()) continue;
@@ -650,7 +659,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       const double outside = factor * time_outside_compute(s);
       if (outside <= 0) continue;
       const auto& config = e.configurations_[c];
-      auto& groups = timing_groups[timing_keys[c] + "|" + config.host];
+      auto& groups = timing_groups[{timing_group[c], config.host}];
       auto group = std::find_if(groups.begin(), groups.end(),
                                 [&](const auto& g) { return net::same_link(g.first, config.link); });
       if (group == groups.end()) group = groups.insert(groups.end(), {config.link, {}});
@@ -659,7 +668,8 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   }
   std::map<std::string, std::vector<double>> log_outside;
   for (const auto& [key, groups] : timing_groups)
-    for (std::size_t g = 0; g < groups.size(); ++g) log_outside[key + "#" + std::to_string(g)] = groups[g].second;
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      log_outside[std::to_string(key.first) + "|" + key.second + "#" + std::to_string(g)] = groups[g].second;
   e.run_to_run_ = RunToRun::from_groups(log_outside);
 
   // Each configuration's point; its replicates are drawn when an interval is asked for (replicate_profiles).

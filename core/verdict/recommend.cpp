@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <stdexcept>
 
 #include "core/store/run_label.h"
 #include "core/store/run_metrics.h"
@@ -93,14 +94,12 @@ std::string recommendation_verdict(const Candidate* best, const std::string& whe
       tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str(), where.c_str(), options.min_speedup);
 }
 
-Recommendation recommend(const Evidence& evidence, const RecommendOptions& options) {
-  Recommendation r;
-  r.cluster = options.cluster;
-  r.tolerance = options.tolerance;
-  r.intervals = options.intervals;
-  r.run_to_run = evidence.run_to_run();
+JudgedCandidates judge_candidates(const Evidence& evidence, const RecommendOptions& options) {
+  JudgedCandidates judged;
+  judged.tolerance = options.tolerance;
+  judged.baseline_run = options.baseline_run;
   const auto& configs = evidence.configurations();
-  std::optional<std::size_t> forced;
+  auto& forced = judged.forced;
   if (options.baseline_run) {
     forced = evidence.configuration_of(*options.baseline_run);
     if (!forced) throw db::Error("there is no run " + std::to_string(*options.baseline_run) + " among these runs");
@@ -112,14 +111,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
         "no finished allreduce run among these runs to compare with: run one (a sweep with \"baseline\": true adds "
         "one at every value of the parameters it sweeps outside the hook) or name one with --baseline");
 
-  // Each configuration's point prediction, made once: a baseline serves
-  // every configuration at its settings (intervals come from Evidence).
-  std::vector<std::optional<StepPrediction>> predictions(configs.size());
-  const auto predicted = [&](std::size_t c) -> const StepPrediction& {
-    if (!predictions[c]) predictions[c] = predict(on_target(evidence.profile(c), options.compute), options.cluster);
-    return *predictions[c];
-  };
-  std::string compute_source;
+  judged.candidates.reserve(configs.size());
   for (std::size_t c = 0; c < configs.size(); ++c) {
     const auto& config = configs[c];
     Candidate k;
@@ -146,9 +138,6 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
       k.baseline_run = base.runs.front();
       k.loss_change = evidence.loss_change(c, *baseline);
       k.within_tolerance = k.loss_change.judge(options.tolerance) == LossChange::Judgement::Within;
-      if (evidence.profile_problem(c).empty() && evidence.profile_problem(*baseline).empty()) {
-        k.speedup.value = predicted(*baseline).step_s / predicted(c).step_s;  // Evidence::speedup's point
-      }
       if (k.excluded.empty() && base.fingerprint_family != config.fingerprint_family)
         k.excluded = "it trained another model or data than its baseline (run " + std::to_string(base.runs.front()) +
                      ")";
@@ -169,9 +158,7 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
             "adds one at every value it sweeps)";
     }
     if (evidence.profile_problem(c).empty()) {
-      k.prediction = predicted(c);
-      k.step_s.value = k.prediction->step_s;  // Evidence::predicted_step_s's point
-      if (compute_source.empty()) compute_source = evidence.compute_source(c);
+      if (judged.compute_source.empty()) judged.compute_source = evidence.compute_source(c);
     } else if (k.excluded.empty()) {
       k.excluded = evidence.profile_problem(c);
     }
@@ -190,10 +177,42 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
           break;
       }
     }
-    r.candidates.push_back(std::move(k));
+    judged.candidates.push_back(std::move(k));
+  }
+  return judged;
+}
+
+Recommendation recommend(const Evidence& evidence, const JudgedCandidates& judged, const RecommendOptions& options) {
+  if (options.tolerance != judged.tolerance || options.baseline_run != judged.baseline_run)
+    throw std::invalid_argument("recommend: the candidates were judged with another tolerance or baseline");
+  Recommendation r;
+  r.cluster = options.cluster;
+  r.tolerance = options.tolerance;
+  r.intervals = options.intervals;
+  r.run_to_run = evidence.run_to_run();
+  const auto& forced = judged.forced;
+
+  // Each configuration's point prediction, made once: a baseline serves
+  // every configuration at its settings (intervals come from Evidence).
+  const auto& configs = evidence.configurations();
+  std::vector<std::optional<StepPrediction>> predictions(configs.size());
+  const auto predicted = [&](std::size_t c) -> const StepPrediction& {
+    if (!predictions[c]) predictions[c] = predict(on_target(evidence.profile(c), options.compute), options.cluster);
+    return *predictions[c];
+  };
+  r.candidates = judged.candidates;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (!evidence.profile_problem(c).empty()) continue;
+    auto& k = r.candidates[c];
+    k.prediction = predicted(c);
+    k.step_s.value = k.prediction->step_s;  // Evidence::predicted_step_s's point
+    const auto baseline = forced ? forced : evidence.baseline_of(c);
+    if (baseline && evidence.profile_problem(*baseline).empty())
+      k.speedup.value = predicted(*baseline).step_s / k.step_s.value;  // Evidence::speedup's point
   }
   r.compute = options.compute.kind == TargetCompute::Kind::Measured
-                  ? "compute: this machine's, " + (compute_source.empty() ? std::string("as measured") : compute_source)
+                  ? "compute: this machine's, " +
+                        (judged.compute_source.empty() ? std::string("as measured") : judged.compute_source)
                   : options.compute.describe();
   std::stable_sort(r.candidates.begin(), r.candidates.end(), [](const Candidate& a, const Candidate& b) {
     const double ta = std::isnan(a.step_s.value) ? INFINITY : a.step_s.value;
@@ -224,6 +243,10 @@ Recommendation recommend(const Evidence& evidence, const RecommendOptions& optio
   if (best && is_recommended(*best, options)) r.chosen_run = best->run_id;
   r.verdict = recommendation_verdict(best, where, options);
   return r;
+}
+
+Recommendation recommend(const Evidence& evidence, const RecommendOptions& options) {
+  return recommend(evidence, judge_candidates(evidence, options), options);
 }
 
 nlohmann::json Candidate::to_json() const {

@@ -83,7 +83,23 @@ bool is_recommended(const Candidate& best, const RecommendOptions& options);
 // is left) on `where`; "keep allreduce" gives the reason its interval shows.
 std::string recommendation_verdict(const Candidate* best, const std::string& where, const RecommendOptions& options);
 
+// Every configuration judged as a candidate on what does not depend on the
+// target: its runs, loss and baseline, its hook's activity, whether it can be
+// profiled (options' tolerance and baseline_run; not its cluster or compute).
+// The Analysis page judges once and recommends on each network from it.
+struct JudgedCandidates {
+  std::vector<Candidate> candidates;  // by configuration, without predictions
+  std::optional<std::size_t> forced;  // the named baseline's configuration
+  double tolerance = 0;
+  std::optional<std::int64_t> baseline_run;
+  std::string compute_source;  // the pooled compute's description, of the first profiled configuration
+};
 // Throws db::Error when the runs hold no allreduce baseline (and none is named).
+JudgedCandidates judge_candidates(const Evidence& evidence, const RecommendOptions& options);
+// The recommendation on options' cluster and compute from candidates judged
+// with the same tolerance and baseline (std::invalid_argument otherwise).
+Recommendation recommend(const Evidence& evidence, const JudgedCandidates& judged, const RecommendOptions& options);
+// Both at once.
 Recommendation recommend(const Evidence& evidence, const RecommendOptions& options);
 // For stored runs; the named baseline (options.baseline_run) joins them
 // when it is not among them. Throws db::Error when it is not stored.

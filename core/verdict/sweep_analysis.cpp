@@ -22,41 +22,61 @@ net::Cluster cluster_for(const SweepAnalysisQuery& q, const std::string& link, i
   return net::Cluster::of(net::link_preset(link, "network"), world_size, q.ranks_per_node, q.nodes);
 }
 
-// SlowMo's advice on `cluster` for each SlowMo configuration among `runs`.
-std::vector<std::string> slowmo_notes(const db::Store& store, const Evidence& evidence, const TargetCompute& compute,
+// The SlowMo configurations among the evidence's, with their first run (its parameter count).
+std::vector<std::pair<std::size_t, db::RunRecord>> slowmo_runs(const db::Store& store, const Evidence& evidence) {
+  std::vector<std::pair<std::size_t, db::RunRecord>> out;
+  for (std::size_t c = 0; c < evidence.configurations().size(); ++c) {
+    const auto& config = evidence.configurations()[c].config;
+    const auto hook = config.is_object() ? config.find("hook") : config.end();
+    if (!evidence.profile_problem(c).empty() || hook == config.end() || !hook->is_object() ||
+        hook->value("name", "") != "slowmo")
+      continue;
+    auto run = store.run(evidence.configurations()[c].runs.front(), /*with_summary=*/true);
+    if (run && run->summary.is_object()) out.emplace_back(c, std::move(*run));
+  }
+  return out;
+}
+
+// SlowMo's advice on `cluster` for each of them.
+std::vector<std::string> slowmo_notes(const std::vector<std::pair<std::size_t, db::RunRecord>>& slowmo,
+                                      const Evidence& evidence, const TargetCompute& compute,
                                       const net::Cluster& cluster) {
   std::vector<std::string> notes;
-  for (std::size_t c = 0; c < evidence.configurations().size(); ++c) {
-    const auto& config = evidence.configurations()[c];
-    if (!evidence.profile_problem(c).empty() || !config.config.is_object() ||
-        config.config.value("hook", nlohmann::json::object()).value("name", "") != "slowmo")
-      continue;
-    const auto run = store.run(config.runs.front(), /*with_summary=*/true);  // its parameter count
-    if (!run || !run->summary.is_object()) continue;
-    const auto advice = slowmo_advice(run->summary.value("parameter_count", 0.0),
-                                      run->config["hook"].value("localsgd_frequency", 1.0),
-                                      on_target(evidence.profile(c), compute).backward_s, cluster);
-    notes.push_back("run " + std::to_string(run->id) + ": " + advice.text);
+  for (const auto& [c, run] : slowmo) {
+    const auto advice =
+        slowmo_advice(run.summary.value("parameter_count", 0.0), run.config["hook"].value("localsgd_frequency", 1.0),
+                      on_target(evidence.profile(c), compute).backward_s, cluster);
+    notes.push_back("run " + std::to_string(run.id) + ": " + advice.text);
   }
   return notes;
 }
 
-// For each preset network, the recommendation `recommend --network NAME` gives.
+// For each preset network, the recommendation `recommend --network NAME` gives:
+// the candidates judged once (nothing in that depends on the network).
 std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& evidence, const SweepAnalysisQuery& q,
                                   int world_size) {
+  const auto slowmo = slowmo_runs(store, evidence);
+  RecommendOptions options;
+  options.compute = q.compute;
+  options.tolerance = q.tolerance;
+  options.intervals = 0;  // the table shows the judged candidate's alone, which is always drawn
+  std::optional<JudgedCandidates> judged;
+  std::string unjudged;
+  try {
+    judged = judge_candidates(evidence, options);
+  } catch (const std::exception& e) {
+    unjudged = e.what();
+  }
   std::vector<NetworkAdvice> out;
   for (const auto& link : net::link_presets()) {
     NetworkAdvice row;
     row.network = link.name;
     try {
-      RecommendOptions options;
       options.cluster = cluster_for(q, link.name, world_size);
-      options.compute = q.compute;
-      options.tolerance = q.tolerance;
-      options.intervals = 0;  // the table shows the judged candidate's alone, which is always drawn
       row.network = options.cluster.describe();
-      row.slowmo = slowmo_notes(store, evidence, q.compute, options.cluster);
-      const auto r = recommend(evidence, options);
+      row.slowmo = slowmo_notes(slowmo, evidence, q.compute, options.cluster);
+      if (!judged) throw std::runtime_error(unjudged);
+      const auto r = recommend(evidence, *judged, options);
       row.verdict = r.verdict;
       row.baseline_run = r.baseline_run;
       for (const auto& c : r.candidates) {
@@ -90,15 +110,13 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
         out.axes.push_back(axis.param);
         if (axis.log) out.log_axes.insert(axis.param);
       }
-  const auto runs = store.runs(filter);
-  // One read of every run; the pooled compute and the replicates drawn serve every network below.
-  const auto evidence = Evidence::gather(store, runs);
-  out.run_to_run = evidence.run_to_run().describe();
-  int world_size = 1;
+  auto runs = store.runs(filter);
+  // What each run says alone first; then the runs go to the evidence, which keeps their configurations.
+  int world_size = 1;            // the last run's: the networks' recommendations are for it
+  std::vector<int> world_sizes;  // each analysed run's: its own prediction is for it
   for (const auto& run : runs) {
     const auto digest = digest_run(store, run);
     if (!digest.loss) continue;
-    const auto c = evidence.configuration_of(run.id);
     AnalysedRun p;
     p.run_id = run.id;
     p.label = run_label(run);
@@ -107,24 +125,31 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
     p.step_ms = digest.step_ms;
     p.loss_mean = p.loss;
     world_size = static_cast<int>(run.world_size);
-    if (c) {
-      const auto& config = evidence.configurations()[*c];
-      p.configuration_run = config.runs.front();
-      p.seeds = static_cast<int>(config.seed_count());
-      p.loss_mean = config.mean_loss();
-      p.loss_sd = config.loss_sd();
-      const auto baseline = evidence.baseline_of(*c);
-      p.baseline = baseline && *baseline == *c;
-      if (evidence.profile_problem(*c).empty()) {
-        p.predicted_ms =
-            1e3 *
-            evidence.predicted_step_s(*c, cluster_for(q, q.link, world_size), q.compute, Evidence::Interval::PointOnly)
-                .value;
-      }
-    }
+    world_sizes.push_back(world_size);
     for (const auto& axis : out.axes)
       if (const auto value = run_param(run, axis); !value.is_null()) p.axis_values[axis] = param_value_text(value);
     out.runs.push_back(std::move(p));
+  }
+  // One read of every run; the pooled compute and the replicates drawn serve every network below.
+  const auto evidence = Evidence::gather(store, std::move(runs));
+  out.run_to_run = evidence.run_to_run().describe();
+  for (std::size_t i = 0; i < out.runs.size(); ++i) {
+    auto& p = out.runs[i];
+    const auto c = evidence.configuration_of(p.run_id);
+    if (!c) continue;
+    const auto& config = evidence.configurations()[*c];
+    p.configuration_run = config.runs.front();
+    p.seeds = static_cast<int>(config.seed_count());
+    p.loss_mean = config.mean_loss();
+    p.loss_sd = config.loss_sd();
+    const auto baseline = evidence.baseline_of(*c);
+    p.baseline = baseline && *baseline == *c;
+    if (evidence.profile_problem(*c).empty()) {
+      p.predicted_ms = 1e3 * evidence
+                                 .predicted_step_s(*c, cluster_for(q, q.link, world_sizes[i]), q.compute,
+                                                   Evidence::Interval::PointOnly)
+                                 .value;
+    }
   }
   std::string diverged;
   for (const auto& p : out.runs)

@@ -521,6 +521,29 @@ TEST_F(StoreTest, ARunsStepProfileIsKeptFromItsEndUntilItStartsAgain) {
   EXPECT_EQ(store.stored_samples({id}), std::vector<std::string>{""});
 }
 
+// Ids close together are read in one scan of their range, ids far apart one
+// by one: either way each place gets its own run's profile, in the order and
+// with the repeats named.
+TEST_F(StoreTest, StepProfilesAreReadInTheOrderTheIdsAreNamed) {
+  Store store(file("runs.db"));
+  std::vector<std::int64_t> ids;
+  std::vector<std::string> profiles;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(store.create_run(sample_run()));
+    store.start_run(ids.back());
+    RunEnd end;
+    end.status = status::kSucceeded;
+    end.samples = i == 2 ? "" : "profile " + std::to_string(i);  // run 3 stored none
+    store.finish_run(ids.back(), end);
+    profiles.push_back(end.samples);
+  }
+  EXPECT_EQ(store.stored_samples({ids[3], ids[0], ids[2], ids[3], ids[1]}),
+            (std::vector<std::string>{profiles[3], profiles[0], "", profiles[3], profiles[1]}));
+  const auto far = ids[0] + 1000;  // no such run: the range is sparse, read id by id
+  EXPECT_EQ(store.stored_samples({ids[1], far, ids[1]}), (std::vector<std::string>{profiles[1], "", profiles[1]}));
+  EXPECT_EQ(store.stored_samples({}), std::vector<std::string>{});
+}
+
 TEST_F(StoreTest, RefusesFilesThatAreNotOurs) {
   const auto text = file("notes.txt");
   std::ofstream(text) << "these are my notes, not a database\n" << std::string(4096, 'x');
