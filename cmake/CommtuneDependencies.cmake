@@ -38,13 +38,17 @@ find_package(SQLite3 REQUIRED)
 # with mimalloc `recommend --sweep` at 10^5 stored trials took 6.1 s instead
 # of 9.3 s with glibc's malloc (bench/RESULTS.md, "Big sweeps", session 17).
 # Without it (the lent GPU machines) glibc's is tuned instead (app/heap_tuning.h).
-find_package(mimalloc 2.0 CONFIG QUIET)
+option(COMMTUNE_MIMALLOC "Allocate with mimalloc in the CLI and the desktop app, where it is installed" ON)
+if(COMMTUNE_MIMALLOC)
+  find_package(mimalloc 2.0 CONFIG QUIET)
+endif()
 add_library(commtune_heap INTERFACE)
 add_library(commtune::heap ALIAS commtune_heap)
-if(TARGET mimalloc)
-  # Linked whole and first-come, so that it stands in for malloc in the
-  # whole process (libtorch's and Qt's allocations too), not only ours.
-  target_link_libraries(commtune_heap INTERFACE -Wl,--no-as-needed mimalloc -Wl,--as-needed)
+if(COMMTUNE_MIMALLOC AND TARGET mimalloc)
+  # Needed even though nothing names it, so that it comes before libc in
+  # the search order and stands in for malloc in the whole process
+  # (libtorch's and Qt's allocations too), not only ours.
+  target_link_libraries(commtune_heap INTERFACE -Wl,--push-state,--no-as-needed mimalloc -Wl,--pop-state)
   target_compile_definitions(commtune_heap INTERFACE COMMTUNE_WITH_MIMALLOC=1)
   message(STATUS "commtune: the CLI and the desktop app allocate with mimalloc ${mimalloc_VERSION}")
 else()

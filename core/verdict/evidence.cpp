@@ -163,6 +163,20 @@ Estimate from_replicates(double value, const std::vector<double>& replicates) {
   return e;
 }
 
+// The seed of a pool's replicate: the bootstrap's seed, the pool and the
+// replicate mixed (splitmix64's finaliser at each step), so that no two
+// replicates, and no replicate and a configuration's draws (seeded by
+// small sums), share a stream by the arithmetic of their numbers.
+std::uint64_t replicate_seed(std::uint64_t seed, std::size_t pool, std::size_t replicate) {
+  const auto mix = [](std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  return mix(mix(mix(seed ^ 0x706f6f6c) ^ pool) ^ replicate);  // "pool"
+}
+
 // "matrix_approximation_rank=4 lr=0.1 seed=2" -> without the seed: replicates share one label.
 std::string without_seed(const std::string& name) {
   const auto at = name.rfind("seed=");
@@ -626,7 +640,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     // each replicate from its own stream, so that they are drawn on every core.
     pool.replicates.resize(static_cast<std::size_t>(replicates));
     on_every_core(pool.replicates.size(), [&](std::size_t r) {
-      Draw draw(options.seed * 1000003u + 7919u * p + 2750159u * r + 1);
+      Draw draw(replicate_seed(options.seed, p, r));
       std::vector<std::uint32_t> counts(pool.steps, 0);
       std::size_t total = 0;
       for (std::size_t k = 0; k < size.size(); ++k) {

@@ -183,8 +183,10 @@ JudgedCandidates judge_candidates(const Evidence& evidence, const RecommendOptio
 }
 
 Recommendation recommend(const Evidence& evidence, const JudgedCandidates& judged, const RecommendOptions& options) {
-  if (options.tolerance != judged.tolerance || options.baseline_run != judged.baseline_run)
-    throw std::invalid_argument("recommend: the candidates were judged with another tolerance or baseline");
+  if (options.tolerance != judged.tolerance || options.baseline_run != judged.baseline_run ||
+      judged.candidates.size() != evidence.configurations().size())
+    throw std::invalid_argument(
+        "recommend: the candidates were judged with another tolerance or baseline, or from other evidence");
   Recommendation r;
   r.cluster = options.cluster;
   r.tolerance = options.tolerance;

@@ -97,7 +97,8 @@ struct JudgedCandidates {
 // Throws db::Error when the runs hold no allreduce baseline (and none is named).
 JudgedCandidates judge_candidates(const Evidence& evidence, const RecommendOptions& options);
 // The recommendation on options' cluster and compute from candidates judged
-// with the same tolerance and baseline (std::invalid_argument otherwise).
+// from the same evidence with the same tolerance and baseline
+// (std::invalid_argument otherwise).
 Recommendation recommend(const Evidence& evidence, const JudgedCandidates& judged, const RecommendOptions& options);
 // Both at once.
 Recommendation recommend(const Evidence& evidence, const RecommendOptions& options);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/netmodel/network.h"
@@ -55,7 +56,13 @@ std::vector<std::string> slowmo_notes(const std::vector<std::pair<std::size_t, d
 // the candidates judged once (nothing in that depends on the network).
 std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& evidence, const SweepAnalysisQuery& q,
                                   int world_size) {
-  const auto slowmo = slowmo_runs(store, evidence);
+  std::vector<std::pair<std::size_t, db::RunRecord>> slowmo;
+  std::string unread;  // why the SlowMo runs could not be read: each network's verdict
+  try {
+    slowmo = slowmo_runs(store, evidence);
+  } catch (const std::exception& e) {
+    unread = e.what();
+  }
   RecommendOptions options;
   options.compute = q.compute;
   options.tolerance = q.tolerance;
@@ -74,6 +81,7 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
     try {
       options.cluster = cluster_for(q, link.name, world_size);
       row.network = options.cluster.describe();
+      if (!unread.empty()) throw std::runtime_error(unread);
       row.slowmo = slowmo_notes(slowmo, evidence, q.compute, options.cluster);
       if (!judged) throw std::runtime_error(unjudged);
       const auto r = recommend(evidence, *judged, options);
