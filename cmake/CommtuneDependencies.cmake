@@ -49,7 +49,6 @@ if(COMMTUNE_MIMALLOC AND TARGET mimalloc)
   # the search order and stands in for malloc in the whole process
   # (libtorch's and Qt's allocations too), not only ours.
   target_link_libraries(commtune_heap INTERFACE -Wl,--push-state,--no-as-needed mimalloc -Wl,--pop-state)
-  target_compile_definitions(commtune_heap INTERFACE COMMTUNE_WITH_MIMALLOC=1)
   message(STATUS "commtune: the CLI and the desktop app allocate with mimalloc ${mimalloc_VERSION}")
 elseif(COMMTUNE_MIMALLOC)
   message(STATUS "commtune: no mimalloc (libmimalloc-dev): the CLI and the desktop app use glibc's malloc, tuned")
