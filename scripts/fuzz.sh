@@ -22,7 +22,7 @@ fi
 cmake --build "$fuzz_build" --parallel "${COMMTUNE_JOBS:-$(nproc)}" >&2
 # libtorch keeps objects alive until exit: leaks are not findings here.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-for target in fuzz_event_stream fuzz_event_files fuzz_data_headers fuzz_config fuzz_run_samples; do
+for target in fuzz_event_stream fuzz_event_files fuzz_data_headers fuzz_config fuzz_run_samples fuzz_json_text; do
   scratch=$(mktemp -d)
   echo "== $target: ${seconds}s from tests/fuzz/corpus/$target" >&2
   status=0
