@@ -154,13 +154,22 @@ RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& r
   return s;
 }
 
-net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run) {
-  if (run.world_size < 1 || run.world_size > (std::int64_t{1} << 20)) return {};
+std::optional<net::LinkProbe> stored_link(const db::RunRecord& run) {
+  if (run.world_size < 1 || run.world_size > (std::int64_t{1} << 20)) return net::LinkProbe{};
+  // An ended run's digest holds its probe (finish_run_with_digest).
+  if (!db::status::is_end(run.status) || !run.digest.is_object()) return std::nullopt;
+  const auto probe = run.digest.find("link_probe");
+  if (probe == run.digest.end()) return std::nullopt;
   try {
-    // An ended run's digest holds its probe (finish_run_with_digest); else its start event does.
-    if (db::status::is_end(run.status) && run.digest.is_object())
-      if (const auto probe = run.digest.find("link_probe"); probe != run.digest.end())
-        return link_from_probe(*probe, static_cast<int>(run.world_size));
+    return link_from_probe(*probe, static_cast<int>(run.world_size));
+  } catch (const db::Error&) {  // an unreadable probe: not probed
+    return net::LinkProbe{};
+  }
+}
+
+net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run) {
+  if (const auto stored = stored_link(run)) return *stored;
+  try {  // else its start event does
     return link_from_probe(store.last_event_member(run.id, "run_start", "link_probe"),
                            static_cast<int>(run.world_size));
   } catch (const db::Error&) {  // an unreadable start event: not probed, as a run without one

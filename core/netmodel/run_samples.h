@@ -34,6 +34,9 @@ net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks);
 // ended, else from its start event; not probed ({}) when neither holds one
 // or the event is unreadable.
 net::LinkProbe run_link(const db::Store& store, const db::RunRecord& run);
+// The same without the store (safe on any thread): nullopt when only the
+// start event can tell.
+std::optional<net::LinkProbe> stored_link(const db::RunRecord& run);
 
 struct RunSamples {
   std::int64_t run_id = 0;

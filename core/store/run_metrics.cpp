@@ -84,9 +84,13 @@ bool is_measured(const std::string& status) {
   return std::find(all.begin(), all.end(), status) != all.end();
 }
 
+std::optional<RunDigest> stored_digest(const db::RunRecord& run) {
+  if (!db::status::is_end(run.status)) return std::nullopt;
+  return digest_from_json(run.digest);
+}
+
 RunDigest digest_run(const db::Store& store, const db::RunRecord& run) {
-  if (db::status::is_end(run.status))
-    if (auto stored = digest_from_json(run.digest)) return *stored;
+  if (auto stored = stored_digest(run)) return *stored;
   return digest_curve(store.curve(run.id));
 }
 

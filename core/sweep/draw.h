@@ -1,5 +1,5 @@
 // Random numbers that are the same on every platform (the standard
-// distributions are not): 53-bit uniform doubles from mt19937_64, and
+// distributions are not): 53-bit uniform doubles from a 64-bit engine, and
 // normals from them by Box-Muller. Sweeps are planned from a seed, so a
 // plan or a TPE draw is the same wherever it is replayed.
 #pragma once
@@ -11,9 +11,44 @@
 
 namespace commtune {
 
-class Draw {
+// xoshiro256++ (Blackman and Vigna), its state filled by splitmix64 from
+// the seed: a bootstrap of 10^5 runs draws 10^8 numbers, and this engine
+// gives them about three times faster than mt19937_64.
+class Xoshiro256 {
  public:
-  explicit Draw(std::uint64_t seed) : engine_(seed) {}
+  using result_type = std::uint64_t;
+  explicit Xoshiro256(std::uint64_t seed) {
+    for (auto& word : state_) {
+      seed += 0x9e3779b97f4a7c15ull;
+      std::uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      word = z ^ (z >> 31);
+    }
+  }
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return UINT64_MAX; }
+  result_type operator()() {
+    const auto result = rotate(state_[0] + state_[3], 23) + state_[0];
+    const auto t = state_[1] << 17;
+    state_[2] ^= state_[0];
+    state_[3] ^= state_[1];
+    state_[1] ^= state_[2];
+    state_[0] ^= state_[3];
+    state_[2] ^= t;
+    state_[3] = rotate(state_[3], 45);
+    return result;
+  }
+
+ private:
+  static std::uint64_t rotate(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  std::uint64_t state_[4];
+};
+
+template <class Engine>
+class BasicDraw {
+ public:
+  explicit BasicDraw(std::uint64_t seed) : engine_(seed) {}
   // In [0, 1).
   double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
   std::size_t index(std::size_t n) { return std::min(n - 1, static_cast<std::size_t>(uniform() * n)); }
@@ -23,7 +58,14 @@ class Draw {
   }
 
  private:
-  std::mt19937_64 engine_;
+  Engine engine_;
 };
+
+// Plans, TPE and the verdicts' bootstraps: from mt19937_64, whose stream a
+// stored sweep's seed was planned with.
+using Draw = BasicDraw<std::mt19937_64>;
+// Where numbers are drawn by the hundred million (the pooled compute's
+// bootstrap over every run of a sweep).
+using FastDraw = BasicDraw<Xoshiro256>;
 
 }  // namespace commtune

@@ -186,6 +186,47 @@ std::string without_seed(const std::string& name) {
   return name.substr(0, at > 0 ? at - 1 : 0);
 }
 
+// What Evidence::gather reads from one run alone, before runs are grouped
+// into configurations: safe on any thread (it touches no store).
+struct RunFacts {
+  IdentityKeys keys;
+  std::string compute;  // compute_key
+  std::string hook, label;
+  std::string fingerprint_family;  // model and data
+  bool plain_allreduce = false;
+  std::int64_t seed = 0;
+  std::optional<RunDigest> digest;     // the one it stored as it ended
+  std::optional<net::LinkProbe> link;  // the one its digest holds
+  std::optional<RunSamples> samples;
+  std::string problem;  // why its stored profile could not be read
+};
+
+RunFacts run_facts(const db::RunRecord& run, std::string* stored_samples) {
+  RunFacts f;
+  f.keys = identity_keys(run.config);
+  f.compute = compute_key(run.config);
+  f.hook = describe_hook(run);
+  f.label = run.name.empty() ? f.hook : without_seed(run.name);
+  if (f.label.empty()) f.label = f.hook;
+  f.plain_allreduce = is_plain_allreduce(run.config);
+  for (const char* key : {"model", "data"}) {
+    const auto at = run.config.is_object() ? run.config.find(key) : run.config.end();
+    append_scalar(f.fingerprint_family, at != run.config.end() ? *at : nlohmann::json());
+  }
+  f.seed = run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0;
+  f.digest = stored_digest(run);
+  if (stored_samples) {
+    try {
+      f.samples = RunSamples::decode(*stored_samples, run.id);
+    } catch (const db::Error& error) {
+      f.problem = error.what();
+    }
+    std::string().swap(*stored_samples);  // freed as it goes: 10^5 of them
+  }
+  if (!f.samples) f.link = stored_link(run);
+  return f;
+}
+
 // Several runs' steps as one run's, for resampling a replicated configuration.
 // Series a run lacks are NaN (per bucket) or 0 (outside buckets) there.
 RunSamples concatenate(const std::vector<RunSamples>& runs, std::vector<std::size_t>& offsets) {
@@ -469,46 +510,49 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     for (const auto& run : runs) ids.push_back(run.id);
     stored = store.stored_samples(ids);
   }
+  // What each run says alone, read on every core; then the runs are grouped
+  // here, in order, with what only the store can tell (a run that stored no
+  // profile or digest) read on this thread.
+  std::vector<RunFacts> facts(runs.size());
+  db::parallel_for(runs.size(), [&](std::size_t i) {
+    if (!runs[i].config_problem.empty()) return;  // a bad row is no configuration
+    facts[i] = run_facts(runs[i], options.profiles ? &stored[i] : nullptr);
+  });
+  std::vector<std::string>().swap(stored);
+  std::vector<std::string> compute_keys;  // per configuration, from its first run
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& run = runs[i];
     const auto id = run.id;
-    if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;  // a bad row is no configuration
-    const auto seed = run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0;
-    std::optional<RunSamples> samples;
-    std::string problem = "its steps were not read (a comparison of losses)";
-    if (options.profiles) {
+    auto& fact = facts[i];
+    if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;
+    if (options.profiles && !fact.samples && fact.problem.empty()) {
       try {
-        samples = RunSamples::decode(stored[i], id);
-        if (!samples) samples = RunSamples::from_store(store, run);
+        fact.samples = RunSamples::from_store(store, run);
       } catch (const db::Error& error) {
-        problem = error.what();
+        fact.problem = error.what();
       }
-      std::string().swap(stored[i]);  // freed as it goes: 10^5 of them
     }
-    const auto link = samples ? samples->link : run_link(store, run);
-    auto [replicate, baseline, timing, hook] = identity_keys(run.config);
-    auto& same = by_key[std::move(replicate.append("|").append(std::to_string(run.steps_requested)))];
+    if (!options.profiles) fact.problem = "its steps were not read (a comparison of losses)";
+    const auto link = fact.samples ? fact.samples->link : fact.link ? *fact.link : run_link(store, run);
+    auto& keys = fact.keys;
+    auto& same = by_key[std::move(keys.replicate.append("|").append(std::to_string(run.steps_requested)))];
     std::optional<std::size_t> into;
     for (const auto c : same)
       if (!into && e.configurations_[c].host == run.host && net::same_link(e.configurations_[c].link, link))
         into = c;
     if (!into) {
       Configuration c;
-      c.hook = describe_hook(run);
-      c.label = run.name.empty() ? c.hook : without_seed(run.name);
-      if (c.label.empty()) c.label = c.hook;
-      c.plain_allreduce = is_plain_allreduce(run.config);
+      c.hook = std::move(fact.hook);
+      c.label = std::move(fact.label);
+      c.plain_allreduce = fact.plain_allreduce;
       // Read through the hook's schema once per hook, not once per configuration.
-      auto activity = activities.find(hook);
-      if (activity == activities.end()) activity = activities.emplace(hook, hook_activity(run.config)).first;
+      auto activity = activities.find(keys.hook);
+      if (activity == activities.end()) activity = activities.emplace(keys.hook, hook_activity(run.config)).first;
       c.activity = activity->second;
       c.steps_requested = run.steps_requested;
       c.host = run.host;
       c.link = link;
-      for (const char* key : {"model", "data"}) {
-        const auto at = run.config.is_object() ? run.config.find(key) : run.config.end();
-        append_scalar(c.fingerprint_family, at != run.config.end() ? *at : nlohmann::json());
-      }
+      c.fingerprint_family = std::move(fact.fingerprint_family);
       if (options.configurations || options.profiles) {  // the run's last use of its configuration but the seed
         if (movable)
           c.config = std::move((*movable)[i].config);
@@ -517,10 +561,11 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       }
       into = e.configurations_.size();
       e.configurations_.push_back(std::move(c));
-      const auto group = baseline_groups.emplace(std::move(baseline) + "|" + std::to_string(run.steps_requested),
-                                                 baseline_groups.size());
+      compute_keys.push_back(std::move(fact.compute));
+      const auto group = baseline_groups.emplace(
+          std::move(keys.baseline.append("|").append(std::to_string(run.steps_requested))), baseline_groups.size());
       e.baseline_group_.push_back(group.first->second);
-      timing_group.push_back(timing_numbers.emplace(std::move(timing), timing_numbers.size()).first->second);
+      timing_group.push_back(timing_numbers.emplace(std::move(keys.timing), timing_numbers.size()).first->second);
       e.figures_.emplace_back();
       same.push_back(*into);
       // The same configuration measured apart: each says where.
@@ -529,15 +574,16 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     }
     auto& c = e.configurations_[*into];
     c.runs.push_back(id);
-    c.seeds.push_back(seed);
-    c.tail_losses.push_back(digest_run(store, run).loss);
+    c.seeds.push_back(fact.seed);
+    c.tail_losses.push_back(fact.digest ? fact.digest->loss : digest_run(store, run).loss);
     c.statuses.push_back(run.status);
     e.config_of_run_[id] = *into;
     auto& f = e.figures_[*into];
-    if (samples)
-      f.samples.push_back(std::move(*samples));
+    if (fact.samples)
+      f.samples.push_back(std::move(*fact.samples));
     else
-      f.problem = problem;
+      f.problem = fact.problem;
+    fact = {};
   }
 
   // Each configuration's fair baseline, found once: the plain-allreduce
@@ -573,7 +619,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
       if (f.problem.empty()) f.problem = "it has no stored steps";
       continue;
     }
-    auto key = compute_key(e.configurations_[c].config);
+    auto& key = compute_keys[c];
     auto at = pool_of.find(key);  // found, mostly: a node is made only for a new pool
     if (at == pool_of.end()) {
       at = pool_of.emplace(std::move(key), e.pools_.size()).first;
@@ -637,10 +683,11 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     };
     pool.point = medians(std::vector<std::uint32_t>(pool.steps, 1), pool.steps);
     // Members picked with replacement, and each one's steps with replacement;
-    // each replicate from its own stream, so that they are drawn on every core.
+    // each replicate from its own stream, so that they are drawn on every
+    // core, and a fast one: a pool of 10^5 runs draws 10^8 numbers.
     pool.replicates.resize(static_cast<std::size_t>(replicates));
     on_every_core(pool.replicates.size(), [&](std::size_t r) {
-      Draw draw(replicate_seed(options.seed, p, r));
+      FastDraw draw(replicate_seed(options.seed, p, r));
       std::vector<std::uint32_t> counts(pool.steps, 0);
       std::size_t total = 0;
       for (std::size_t k = 0; k < size.size(); ++k) {
