@@ -56,6 +56,7 @@ class QuickJson {
       : at_(text.data()), end_(text.data() + text.size()), max_depth_(max_depth) {}
 
   bool parse(nlohmann::json& out) {
+    if (max_depth_ < 0) return false;  // no value is shallow enough: the prescan says so
     if (!value(out, 0)) return false;
     skip_space();
     return at_ == end_;

@@ -69,10 +69,10 @@ RunDigest digest_curve(const std::vector<db::CurvePoint>& curve);
 // computed from its steps (a run still running, or one that ended before
 // the store kept digests).
 RunDigest digest_run(const db::Store& store, const db::RunRecord& run);
+RunDigest digest_run(const db::Store& store, std::int64_t run_id);
 // The digest an ended run stored, read without the store (safe on any
 // thread); nullopt for a run that must be digested from its steps.
 std::optional<RunDigest> stored_digest(const db::RunRecord& run);
-RunDigest digest_run(const db::Store& store, std::int64_t run_id);
 
 // The digest as `show`, `compare --json` and the store hold it; nullopt
 // for JSON that is not one (a damaged or hand-edited store).

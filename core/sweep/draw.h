@@ -12,12 +12,11 @@
 namespace commtune {
 
 // xoshiro256++ (Blackman and Vigna), its state filled by splitmix64 from
-// the seed: a bootstrap of 10^5 runs draws 10^8 numbers, and this engine
-// gives them about three times faster than mt19937_64.
-class Xoshiro256 {
+// the seed: about three times faster than mt19937_64.
+class Xoshiro256PlusPlus {
  public:
   using result_type = std::uint64_t;
-  explicit Xoshiro256(std::uint64_t seed) {
+  explicit Xoshiro256PlusPlus(std::uint64_t seed) {
     for (auto& word : state_) {
       seed += 0x9e3779b97f4a7c15ull;
       std::uint64_t z = seed;
@@ -41,7 +40,7 @@ class Xoshiro256 {
   }
 
  private:
-  static std::uint64_t rotate(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  static std::uint64_t rotate(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }  // std::rotl is C++20's
   std::uint64_t state_[4];
 };
 
@@ -61,11 +60,11 @@ class BasicDraw {
   Engine engine_;
 };
 
-// Plans, TPE and the verdicts' bootstraps: from mt19937_64, whose stream a
-// stored sweep's seed was planned with.
+// Plans, TPE and each configuration's bootstrap: from mt19937_64, whose
+// stream a stored sweep's seed was planned with.
 using Draw = BasicDraw<std::mt19937_64>;
-// Where numbers are drawn by the hundred million (the pooled compute's
-// bootstrap over every run of a sweep).
-using FastDraw = BasicDraw<Xoshiro256>;
+// Where numbers are drawn by the hundred million: the bootstrap of the
+// compute pooled over every run of a sweep (10^8 numbers at 10^5 runs).
+using FastDraw = BasicDraw<Xoshiro256PlusPlus>;
 
 }  // namespace commtune

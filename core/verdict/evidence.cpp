@@ -198,7 +198,8 @@ struct RunFacts {
   std::optional<RunDigest> digest;     // the one it stored as it ended
   std::optional<net::LinkProbe> link;  // the one its digest holds
   std::optional<RunSamples> samples;
-  std::string problem;  // why its stored profile could not be read
+  bool unreadable = false;  // its stored profile could not be decoded: `problem` says why
+  std::string problem;      // why it has no samples
 };
 
 RunFacts run_facts(const db::RunRecord& run, std::string* stored_samples) {
@@ -219,6 +220,7 @@ RunFacts run_facts(const db::RunRecord& run, std::string* stored_samples) {
     try {
       f.samples = RunSamples::decode(*stored_samples, run.id);
     } catch (const db::Error& error) {
+      f.unreadable = true;
       f.problem = error.what();
     }
     std::string().swap(*stored_samples);  // freed as it goes: 10^5 of them
@@ -510,81 +512,88 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     for (const auto& run : runs) ids.push_back(run.id);
     stored = store.stored_samples(ids);
   }
-  // What each run says alone, read on every core; then the runs are grouped
-  // here, in order, with what only the store can tell (a run that stored no
-  // profile or digest) read on this thread.
-  std::vector<RunFacts> facts(runs.size());
-  db::parallel_for(runs.size(), [&](std::size_t i) {
-    if (!runs[i].config_problem.empty()) return;  // a bad row is no configuration
-    facts[i] = run_facts(runs[i], options.profiles ? &stored[i] : nullptr);
-  });
-  std::vector<std::string>().swap(stored);
+  // What each run says alone, read on every core a block at a time; then
+  // the block's runs are grouped here, in order, with what only the store
+  // can tell (a run that stored no profile or digest) read on this thread.
+  // A block, not all 10^5 runs at once: their keys alone would take half a
+  // gigabyte.
+  constexpr std::size_t kBlock = 4096;
+  std::vector<RunFacts> facts;
   std::vector<std::string> compute_keys;  // per configuration, from its first run
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto& run = runs[i];
-    const auto id = run.id;
-    auto& fact = facts[i];
-    if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;
-    if (options.profiles && !fact.samples && fact.problem.empty()) {
-      try {
-        fact.samples = RunSamples::from_store(store, run);
-      } catch (const db::Error& error) {
-        fact.problem = error.what();
+  for (std::size_t first = 0; first < runs.size(); first += kBlock) {
+    const auto count = std::min(kBlock, runs.size() - first);
+    facts.assign(count, {});
+    db::parallel_for(count, [&](std::size_t k) {
+      const auto i = first + k;
+      if (!runs[i].config_problem.empty()) return;  // a bad row is no configuration
+      facts[k] = run_facts(runs[i], options.profiles ? &stored[i] : nullptr);
+    });
+    for (std::size_t i = first; i < first + count; ++i) {
+      const auto& run = runs[i];
+      const auto id = run.id;
+      auto& fact = facts[i - first];
+      if (!run.config_problem.empty() || e.config_of_run_.count(id)) continue;
+      if (options.profiles && !fact.samples && !fact.unreadable) {
+        try {
+          fact.samples = RunSamples::from_store(store, run);
+        } catch (const db::Error& error) {
+          fact.problem = error.what();
+        }
       }
-    }
-    if (!options.profiles) fact.problem = "its steps were not read (a comparison of losses)";
-    const auto link = fact.samples ? fact.samples->link : fact.link ? *fact.link : run_link(store, run);
-    auto& keys = fact.keys;
-    auto& same = by_key[std::move(keys.replicate.append("|").append(std::to_string(run.steps_requested)))];
-    std::optional<std::size_t> into;
-    for (const auto c : same)
-      if (!into && e.configurations_[c].host == run.host && net::same_link(e.configurations_[c].link, link))
-        into = c;
-    if (!into) {
-      Configuration c;
-      c.hook = std::move(fact.hook);
-      c.label = std::move(fact.label);
-      c.plain_allreduce = fact.plain_allreduce;
-      // Read through the hook's schema once per hook, not once per configuration.
-      auto activity = activities.find(keys.hook);
-      if (activity == activities.end()) activity = activities.emplace(keys.hook, hook_activity(run.config)).first;
-      c.activity = activity->second;
-      c.steps_requested = run.steps_requested;
-      c.host = run.host;
-      c.link = link;
-      c.fingerprint_family = std::move(fact.fingerprint_family);
-      if (options.configurations || options.profiles) {  // the run's last use of its configuration but the seed
-        if (movable)
-          c.config = std::move((*movable)[i].config);
-        else
-          c.config = run.config;
+      if (!options.profiles) fact.problem = "its steps were not read (a comparison of losses)";
+      const auto link = fact.samples ? fact.samples->link : fact.link ? *fact.link : run_link(store, run);
+      auto& keys = fact.keys;
+      auto& same = by_key[std::move(keys.replicate.append("|").append(std::to_string(run.steps_requested)))];
+      std::optional<std::size_t> into;
+      for (const auto c : same)
+        if (!into && e.configurations_[c].host == run.host && net::same_link(e.configurations_[c].link, link)) into = c;
+      if (!into) {
+        Configuration c;
+        c.hook = std::move(fact.hook);
+        c.label = std::move(fact.label);
+        c.plain_allreduce = fact.plain_allreduce;
+        // Read through the hook's schema once per hook, not once per configuration.
+        auto activity = activities.find(keys.hook);
+        if (activity == activities.end()) activity = activities.emplace(keys.hook, hook_activity(run.config)).first;
+        c.activity = activity->second;
+        c.steps_requested = run.steps_requested;
+        c.host = run.host;
+        c.link = link;
+        c.fingerprint_family = std::move(fact.fingerprint_family);
+        if (options.configurations || options.profiles) {  // the run's last use of its configuration but the seed
+          if (movable)
+            c.config = std::move((*movable)[i].config);
+          else
+            c.config = run.config;
+        }
+        into = e.configurations_.size();
+        e.configurations_.push_back(std::move(c));
+        compute_keys.push_back(std::move(fact.compute));
+        const auto group = baseline_groups.emplace(
+            std::move(keys.baseline.append("|").append(std::to_string(run.steps_requested))), baseline_groups.size());
+        e.baseline_group_.push_back(group.first->second);
+        timing_group.push_back(timing_numbers.emplace(std::move(keys.timing), timing_numbers.size()).first->second);
+        e.figures_.emplace_back();
+        same.push_back(*into);
+        // The same configuration measured apart: each says where.
+        if (same.size() > 1)
+          for (const auto k : same)
+            e.configurations_[k].label = measured_where(e.configurations_[k], e.configurations_[same.front()]);
       }
-      into = e.configurations_.size();
-      e.configurations_.push_back(std::move(c));
-      compute_keys.push_back(std::move(fact.compute));
-      const auto group = baseline_groups.emplace(
-          std::move(keys.baseline.append("|").append(std::to_string(run.steps_requested))), baseline_groups.size());
-      e.baseline_group_.push_back(group.first->second);
-      timing_group.push_back(timing_numbers.emplace(std::move(keys.timing), timing_numbers.size()).first->second);
-      e.figures_.emplace_back();
-      same.push_back(*into);
-      // The same configuration measured apart: each says where.
-      if (same.size() > 1)
-        for (const auto k : same) e.configurations_[k].label = measured_where(e.configurations_[k], e.configurations_[same.front()]);
+      auto& c = e.configurations_[*into];
+      c.runs.push_back(id);
+      c.seeds.push_back(fact.seed);
+      c.tail_losses.push_back(fact.digest ? fact.digest->loss : digest_run(store, run).loss);
+      c.statuses.push_back(run.status);
+      e.config_of_run_[id] = *into;
+      auto& f = e.figures_[*into];
+      if (fact.samples)
+        f.samples.push_back(std::move(*fact.samples));
+      else
+        f.problem = fact.problem;
     }
-    auto& c = e.configurations_[*into];
-    c.runs.push_back(id);
-    c.seeds.push_back(fact.seed);
-    c.tail_losses.push_back(fact.digest ? fact.digest->loss : digest_run(store, run).loss);
-    c.statuses.push_back(run.status);
-    e.config_of_run_[id] = *into;
-    auto& f = e.figures_[*into];
-    if (fact.samples)
-      f.samples.push_back(std::move(*fact.samples));
-    else
-      f.problem = fact.problem;
-    fact = {};
   }
+  std::vector<std::string>().swap(stored);
 
   // Each configuration's fair baseline, found once: the plain-allreduce
   // configuration with the same parameters outside the hook and the same
@@ -684,7 +693,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     pool.point = medians(std::vector<std::uint32_t>(pool.steps, 1), pool.steps);
     // Members picked with replacement, and each one's steps with replacement;
     // each replicate from its own stream, so that they are drawn on every
-    // core, and a fast one: a pool of 10^5 runs draws 10^8 numbers.
+    // core, and a fast one (FastDraw).
     pool.replicates.resize(static_cast<std::size_t>(replicates));
     on_every_core(pool.replicates.size(), [&](std::size_t r) {
       FastDraw draw(replicate_seed(options.seed, p, r));
