@@ -129,13 +129,18 @@ class QuickJson {
     return negative ? read(std::int64_t{0}) : read(std::uint64_t{0});
   }
 
+  // Past an opening bracket, one level deeper: false beyond the depth bound.
+  bool enter(int& depth) {
+    ++at_;
+    return ++depth <= max_depth_;
+  }
+
   bool value(nlohmann::json& out, int depth) {
     skip_space();
     if (at_ == end_) return false;
     switch (*at_) {
       case '{': {
-        if (++depth > max_depth_) return false;
-        ++at_;
+        if (!enter(depth)) return false;
         out = nlohmann::json::object();
         auto& members = out.get_ref<nlohmann::json::object_t&>();
         if (next_is('}')) return true;
@@ -156,8 +161,7 @@ class QuickJson {
         return next_is('}');
       }
       case '[': {
-        if (++depth > max_depth_) return false;
-        ++at_;
+        if (!enter(depth)) return false;
         out = nlohmann::json::array();
         auto& items = out.get_ref<nlohmann::json::array_t&>();
         if (next_is(']')) return true;

@@ -190,7 +190,7 @@ std::string without_seed(const std::string& name) {
 // into configurations: safe on any thread (it touches no store).
 struct RunFacts {
   IdentityKeys keys;
-  std::string compute;  // compute_key
+  std::string compute;  // compute_key, when profiles are read
   std::string hook, label;
   std::string fingerprint_family;  // model and data
   bool plain_allreduce = false;
@@ -205,7 +205,6 @@ struct RunFacts {
 RunFacts run_facts(const db::RunRecord& run, std::string* stored_samples) {
   RunFacts f;
   f.keys = identity_keys(run.config);
-  f.compute = compute_key(run.config);
   f.hook = describe_hook(run);
   f.label = run.name.empty() ? f.hook : without_seed(run.name);
   if (f.label.empty()) f.label = f.hook;
@@ -216,7 +215,8 @@ RunFacts run_facts(const db::RunRecord& run, std::string* stored_samples) {
   }
   f.seed = run.config.is_object() ? run.config.value("seed", std::int64_t{0}) : 0;
   f.digest = stored_digest(run);
-  if (stored_samples) {
+  if (stored_samples) {  // profiles are read: the compute pools need their keys
+    f.compute = compute_key(run.config);
     try {
       f.samples = RunSamples::decode(*stored_samples, run.id);
     } catch (const db::Error& error) {

@@ -84,6 +84,9 @@ TEST(JsonTextTest, EverythingElseIsLeftToNlohmannAndGivesWhatItGives) {
       "{\"a\" 1}",
       "[1 2]",
       "tru",
+      "NaN",
+      "[1, 2",  // truncated
+      "{\"a\": ",
       "nul",
       "true false",
       "{}x",
