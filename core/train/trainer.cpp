@@ -79,25 +79,49 @@ double seconds_between(steady::time_point a, steady::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// DDP's broadcast_buffers: rank 0's buffers (e.g. BatchNorm statistics) before every forward.
+// DDP's broadcast_buffers: rank 0's buffers (e.g. BatchNorm statistics)
+// before every forward. Their bytes travel, as PyTorch's coalesced broadcast
+// sends each buffer in its own dtype: a complex rotary table, a float64
+// statistic or an int64 counter past 2^24 arrive bit for bit.
 class BufferSync {
  public:
-  explicit BufferSync(NamedTensors buffers) : buffers_(std::move(buffers)) {}
+  explicit BufferSync(NamedTensors buffers) : buffers_(std::move(buffers)) {
+    for (const auto& [name, b] : buffers_) {
+      if (b.is_quantized() || b.is_sparse() || b.layout() != at::kStrided)
+        throw ConfigError("model", "buffer '" + name + "' is a " + std::string(c10::toString(b.scalar_type())) +
+                                       " tensor of layout " + c10::str(b.layout()) +
+                                       "; commtune broadcasts dense buffers only (DDP's broadcast_buffers)");
+      bytes_ += static_cast<std::int64_t>(b.nbytes());
+    }
+  }
   void run(Communicator& comm) {
-    if (buffers_.empty() || comm.size() == 1) return;
-    std::vector<at::Tensor> flat;
-    for (const auto& [name, b] : buffers_) flat.push_back(b.reshape({-1}).to(at::kFloat));
-    auto packed = at::cat(flat);
-    Communicator::wait(comm.broadcast(packed, 0));
+    if (bytes_ == 0 || comm.size() == 1) return;
+    auto packed = at::empty({bytes_}, at::TensorOptions().dtype(at::kByte).device(buffers_.front().second.device()));
     std::int64_t offset = 0;
+    for (const auto& [name, b] : buffers_) {
+      const auto n = static_cast<std::int64_t>(b.nbytes());
+      if (n > 0) packed.narrow(0, offset, n).copy_(bytes_of(b.contiguous()));
+      offset += n;
+    }
+    Communicator::wait(comm.broadcast(packed, 0));
+    offset = 0;
     for (auto& [name, b] : buffers_) {
-      b.copy_(packed.narrow(0, offset, b.numel()).view(b.sizes()));
-      offset += b.numel();
+      const auto n = static_cast<std::int64_t>(b.nbytes());
+      if (n > 0) {
+        auto target = b.is_contiguous() ? b : at::empty_like(b, at::MemoryFormat::Contiguous);
+        bytes_of(target).copy_(packed.narrow(0, offset, n));
+        if (!target.is_same(b)) b.copy_(target);
+      }
+      offset += n;
     }
   }
 
  private:
+  // A contiguous tensor's storage as bytes, a view of it.
+  static at::Tensor bytes_of(const at::Tensor& contiguous) { return contiguous.reshape({-1}).view(at::kByte); }
+
   NamedTensors buffers_;
+  std::int64_t bytes_ = 0;
 };
 
 // For the first debug.dump_grads_steps steps: each rank's gradients before

@@ -28,6 +28,12 @@ import torch  # noqa: E402
 REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "commtune_reference.py")
 
 
+def name_in_c10(dtype):
+    """A dtype as libtorch's c10::toString names it."""
+    return {torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+            torch.complex64: "ComplexFloat"}[dtype]
+
+
 class DdpOracle(unittest.TestCase):
     def compare(self, overrides, world=2, steps=30):
         if "model.name" not in overrides:  # the MLP a quarter as wide as the default: the same ops, a tenth the work
@@ -168,6 +174,26 @@ class DdpOracle(unittest.TestCase):
     def test_mlp_from_a_torch_save_file(self):
         x, y = user_models.labelled((256, 32), 5)
         self.user_model(user_models.Mlp(), x, y, "torch")
+
+    def test_buffers_of_every_dtype_travel_bit_for_bit(self):
+        """complex64, float64, int64 past 2^24, int32, bool, float16, bfloat16 and uint8 buffers, each
+        rank updating them from its own batch: on 2 ranks commtune's losses and weights are PyTorch's."""
+        x, y = user_models.labelled((256, 32), 5)
+        self.user_model(user_models.BufferZoo(), x, y, "npy")
+
+    def test_parameters_of_a_dtype_it_does_not_train_are_refused_naming_them(self):
+        x, y = user_models.labelled((64, 32), 5)
+        for dtype in (torch.float64, torch.float16, torch.bfloat16, torch.complex64):
+            with self.subTest(dtype=dtype), tempfile.TemporaryDirectory() as d:
+                model = user_models.save_scripted(user_models.Dtyped(dtype), os.path.join(d, "model.pt"))
+                data = user_models.write_tensors("npy", os.path.join(d, "data"), x, y)
+                run = ct.run_commtune(d, {"world_size": 2, "steps": 3, "model.name": "torchscript",
+                                          "model.path": model, "data.name": "tensors", "data.path": data},
+                                      check=False)
+                self.assertNotEqual(run.returncode, 0)
+                self.assertIn(f"parameter 'fc1.weight' is {name_in_c10(dtype)}; commtune trains float32 parameters",
+                              run.stderr)
+                self.assertEqual(run.metrics, [], "no step ran")
 
     # --- file datasets ----------------------------------------------------------------
     def test_mnist_files(self):

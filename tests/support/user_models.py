@@ -85,6 +85,58 @@ class Mlp(nn.Module):
         return self.net(x)
 
 
+class BufferZoo(nn.Module):
+    """An MLP that reads and updates a buffer of every dtype models keep: a complex64 rotary table
+    (as Meta's LLaMA keeps freqs_cis), a float64 running mean near 1 + 1e-9, an int64 counter past
+    2^24, an int32 tally past 2^24, a bool flag, float16, bfloat16 and uint8 buffers. Each rank
+    updates them from its own batch, so the loss depends on whether every rank takes rank 0's
+    buffers bit for bit before each forward (DDP's broadcast_buffers)."""
+
+    def __init__(self, features: int = 32, classes: int = 5):
+        super().__init__()
+        self.fc1 = nn.Linear(features, 64)
+        self.fc2 = nn.Linear(64, classes)
+        angles = torch.arange(features // 2, dtype=torch.float32) * 0.37
+        self.register_buffer("freqs_cis", torch.polar(torch.ones_like(angles), angles))
+        self.register_buffer("mean64", torch.full((features,), 1 + 1e-9, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(2 ** 24, dtype=torch.int64))
+        self.register_buffer("tally", torch.full((features,), 2 ** 24 - 7, dtype=torch.int32))
+        self.register_buffer("flag", torch.tensor(False))
+        self.register_buffer("half_scale", torch.ones(features, dtype=torch.float16))
+        self.register_buffer("bf16_scale", torch.ones(features, dtype=torch.bfloat16))
+        self.register_buffer("marks", torch.zeros(features, dtype=torch.uint8))
+
+    def forward(self, x):
+        if self.training:
+            self.count.add_(1)
+            self.mean64.mul_(0.999).add_(x.double().mean(0) * 1e-7 + 1e-3)
+            self.tally.add_((x > 0).sum(0).to(torch.int32))
+            self.flag.copy_(x.sum() > 0)
+            self.half_scale.mul_(1 + x.mean(0).to(torch.float16) * 0.01)
+            self.bf16_scale.mul_(1 + x.mean(0).to(torch.bfloat16) * 0.01)
+            self.marks.add_((x[0] > 0).to(torch.uint8))
+            turn = x.mean() * 0.5
+            self.freqs_cis.mul_(torch.polar(torch.ones(1, device=x.device), turn.reshape(1)))
+        batch = x.size(0)
+        rotated = torch.view_as_real(torch.view_as_complex(x.reshape(batch, -1, 2)) * self.freqs_cis).flatten(1)
+        shift = ((self.mean64 - 1.0) * 1e6).float() + (self.count - 2 ** 24).float() * 0.01
+        shift = shift + (self.tally % 1000).float() * 1e-3 + self.marks.float() * 1e-2
+        scale = self.half_scale.float() * self.bf16_scale.float() * (1.0 + self.flag.float() * 0.1)
+        return self.fc2(torch.tanh(self.fc1(rotated * scale + shift)))
+
+
+class Dtyped(nn.Module):
+    """An MLP whose first layer is of `dtype`: a parameter commtune does not train."""
+
+    def __init__(self, dtype: torch.dtype, features: int = 32, classes: int = 5):
+        super().__init__()
+        self.fc1 = nn.Linear(features, 64).to(dtype)
+        self.fc2 = nn.Linear(64, classes)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x.to(self.fc1.weight.dtype)).real.float()))
+
+
 def save_scripted(module, path):
     """The module as a TorchScript file, as a user saves it."""
     torch.manual_seed(0)
