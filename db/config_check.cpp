@@ -157,7 +157,9 @@ std::optional<std::string> stamp_for(const nlohmann::json& config, const std::st
 StoredConfig read_stored_config(const std::string& text, const std::string& stamp, const std::string& identity) {
   StoredConfig out;
   try {
-    auto json = text.empty() ? nlohmann::json() : parse_bounded_json(text);
+    auto parsed = parse_json_text(text);
+    if (!parsed.problem.empty()) throw std::runtime_error("not JSON: " + parsed.problem);
+    auto& json = parsed.json;
     if (!json.is_object()) throw std::runtime_error("not a JSON object");
     const bool passed = !identity.empty() && stamp == config_stamp(identity, text);
     out.config = installed().check && !passed ? installed().check(json) : std::move(json);

@@ -6,11 +6,13 @@
 // reads such JSON: the engine above it includes it from here.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -198,13 +200,63 @@ class QuickJson {
 
 }  // namespace detail
 
+// `text` as JSON and, when it is not (nlohmann's parser refuses it, an
+// object repeats a key, or arrays and objects nest deeper than
+// `max_depth`), a discarded value and why, in one line. nlohmann's parser
+// keeps a repeated key's last value without a word; a document that says
+// two things of one key says nothing for sure, so it is refused.
+struct JsonText {
+  nlohmann::json json;
+  std::string problem;  // "" when `json` holds the text's value
+};
+
+inline JsonText parse_json_text(std::string_view text, int max_depth = kMaxJsonDepth) {
+  JsonText out;
+  if (detail::QuickJson(text, max_depth).parse(out.json)) return out;
+  out.json = nlohmann::json(nlohmann::json::value_t::discarded);
+  if (json_nesting_depth(text, max_depth) > max_depth) {
+    out.problem = "it nests arrays or objects more than " + std::to_string(max_depth) + " deep";
+    return out;
+  }
+  // The keys of each object being read, innermost last.
+  std::vector<std::vector<std::string>> keys;
+  std::string repeated;
+  const nlohmann::json::parser_callback_t watch_keys = [&](int, nlohmann::json::parse_event_t event,
+                                                           nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      keys.emplace_back();
+    } else if (event == Event::object_end) {
+      keys.pop_back();
+    } else if (event == Event::key && !keys.empty()) {
+      auto& seen = keys.back();
+      const auto& key = parsed.get_ref<const std::string&>();
+      if (repeated.empty() && std::find(seen.begin(), seen.end(), key) != seen.end()) repeated = key;
+      seen.push_back(key);
+    }
+    return true;
+  };
+  try {
+    auto json = nlohmann::json::parse(text, watch_keys, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    if (!repeated.empty()) {
+      out.problem = "an object in it repeats the key " + nlohmann::json(repeated).dump() + " (which value is meant?)";
+      return out;
+    }
+    out.json = std::move(json);
+  } catch (const nlohmann::json::exception& e) {
+    // "[json.exception.out_of_range.406] number overflow parsing '1e400'": the words after the tag.
+    std::string_view what = e.what();
+    if (const auto tag_end = what.find("] "); what.rfind("[json.exception", 0) == 0 && tag_end != what.npos)
+      what.remove_prefix(tag_end + 2);
+    out.problem = std::string(what);
+  }
+  return out;
+}
+
 // `text` as JSON, or a discarded value (is_discarded()) when it is not JSON
-// or nests deeper than `max_depth`.
+// (parse_json_text says why).
 inline nlohmann::json parse_bounded_json(std::string_view text, int max_depth = kMaxJsonDepth) {
-  nlohmann::json quick;
-  if (detail::QuickJson(text, max_depth).parse(quick)) return quick;
-  if (json_nesting_depth(text, max_depth) > max_depth) return nlohmann::json(nlohmann::json::value_t::discarded);
-  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  return parse_json_text(text, max_depth).json;
 }
 
 }  // namespace commtune

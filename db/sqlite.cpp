@@ -142,8 +142,15 @@ void Statement::fail(int code) const {
 }
 
 std::string sql_mean_of_reals(std::string_view column) {
+  const std::string c(column), nan = std::string("'") + kNaNText + "'";
+  return "CASE WHEN max(typeof(" + c + ") NOT IN ('integer', 'real') AND " + c + " IS NOT " + nan +
+         ") THEN NULL WHEN max(" + c + " IS " + nan + ") THEN " + nan + " ELSE avg(" + c + ") END";
+}
+
+std::string sql_mean_of_measures(std::string_view column) {
   const std::string c(column);
-  return "CASE WHEN max(typeof(" + c + ") = 'text') THEN '" + kNaNText + "' ELSE avg(" + c + ") END";
+  return "CASE WHEN max(typeof(" + c + ") NOT IN ('integer', 'real') OR " + c + " < 0) THEN NULL ELSE avg(" + c +
+         ") END";
 }
 
 void Statement::bind(int index, std::int64_t value) {
@@ -187,10 +194,7 @@ void Statement::reset() {
 
 bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 std::int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
-double Statement::real(int column) const {
-  if (sqlite3_column_type(stmt_, column) == SQLITE_TEXT && text(column) == kNaNText) return NAN;
-  return sqlite3_column_double(stmt_, column);
-}
+double Statement::real(int column) const { return optional_real(column).value_or(NAN); }
 
 std::string Statement::text(int column) const {
   const auto* data = sqlite3_column_text(stmt_, column);
@@ -208,8 +212,16 @@ std::optional<std::int64_t> Statement::optional_integer(int column) const {
 }
 
 std::optional<double> Statement::optional_real(int column) const {
-  if (is_null(column)) return std::nullopt;
-  return real(column);
+  switch (sqlite3_column_type(stmt_, column)) {
+    case SQLITE_INTEGER:
+    case SQLITE_FLOAT:
+      return sqlite3_column_double(stmt_, column);
+    case SQLITE_TEXT:
+      if (text(column) == kNaNText) return NAN;
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
 }
 
 Connection::Connection(const std::string& path, Access access, int busy_timeout_ms) : path_(path), access_(access) {

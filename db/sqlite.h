@@ -28,8 +28,13 @@ class Error : public std::runtime_error {
 // How a NaN REAL is stored: as this TEXT (SQLite would store NULL, which
 // reads as "no value"). real() reads it back as NaN.
 inline constexpr const char* kNaNText = "NaN";
-// SQL for avg(column) that is NaN (kNaNText) when any value is.
+// SQL for avg(column) over a group: NaN (kNaNText) when any value is, and
+// NULL (missing) when any value is no number at all (NULL, other text, a
+// blob): a hand-edited or damaged row is missing, not 0 and not a divergence.
 std::string sql_mean_of_reals(std::string_view column);
+// SQL for avg(column) of a measure that cannot be negative (a time, a count
+// of bytes): NULL when any value is not a number of at least 0.
+std::string sql_mean_of_measures(std::string_view column);
 
 namespace detail {
 struct StatementPool;
@@ -87,10 +92,14 @@ class Statement {
 
   bool is_null(int column) const;
   std::int64_t integer(int column) const;
+  // A number column: NaN where it holds no number (NULL, text other than
+  // kNaNText, a blob), as a reader that keeps doubles marks a gap.
   double real(int column) const;
   std::string text(int column) const;
   std::string blob(int column) const;  // "" for NULL
   std::optional<std::int64_t> optional_integer(int column) const;
+  // The number, NaN for kNaNText, and nullopt for anything that is no number
+  // (NULL, other text such as 'abc' or 'Infinity', a blob): missing, never 0.
   std::optional<double> optional_real(int column) const;
 
  private:

@@ -532,15 +532,16 @@ std::vector<StepRow> Store::steps(std::int64_t run_id, std::optional<std::int32_
 }
 
 std::vector<CurvePoint> Store::curve(std::int64_t run_id) const {
-  static const auto sql = "SELECT step, max(wall_s), " + sql_mean_of_reals("loss") +
-                          ", avg(t_step), avg(wire_bytes), avg(uncompressed_bytes), count(*) FROM step_metrics "
-                          "WHERE run_id = ? GROUP BY step ORDER BY step";
+  static const auto sql = "SELECT step, max(wall_s), " + sql_mean_of_reals("loss") + ", " +
+                          sql_mean_of_measures("t_step") + ", " + sql_mean_of_measures("wire_bytes") + ", " +
+                          sql_mean_of_measures("uncompressed_bytes") +
+                          ", count(*) FROM step_metrics WHERE run_id = ? GROUP BY step ORDER BY step";
   auto s = connection_.prepare(sql);
   s.bind_all(run_id);
   std::vector<CurvePoint> out;
   while (s.next())
-    out.push_back(
-        {s.integer(0), s.real(1), s.real(2), s.real(3), s.real(4), s.real(5), static_cast<int>(s.integer(6))});
+    out.push_back({s.integer(0), s.real(1), s.optional_real(2), s.optional_real(3), s.optional_real(4),
+                   s.optional_real(5), static_cast<int>(s.integer(6))});
   return out;
 }
 

@@ -164,14 +164,16 @@ struct StatPoint {
   double value = 0;
 };
 
-// Per step, the mean over the ranks that reported it.
+// Per step, the mean over the ranks that reported it. A figure is missing
+// (nullopt) when a rank's value is: NULL or no number in the store, or a
+// negative time or byte count (sql_mean_of_reals, sql_mean_of_measures).
 struct CurvePoint {
   std::int64_t step = 0;
   double wall_s = 0;
-  double loss = 0;
-  double t_step = 0;
-  double wire_bytes = 0;
-  double uncompressed_bytes = 0;
+  std::optional<double> loss;  // NaN when a rank's was
+  std::optional<double> t_step;
+  std::optional<double> wire_bytes;
+  std::optional<double> uncompressed_bytes;
   int ranks = 0;
 };
 

@@ -1,5 +1,6 @@
 // Reading the run store: `list` runs (or sweeps), `show` one run or sweep,
 // `compare` runs side by side against their allreduce baseline.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -205,6 +206,7 @@ int compare_command(const CompareArgs& args, const Context& context) {
       }
       j["digest"] = digest_json(c.digest);
       j["loss_change"] = optional_json(c.loss_change);
+      j["no_loss_change_because"] = c.no_loss_change.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.no_loss_change);
       j["baseline"] = c.is_baseline;
       j["baseline_run"] = optional_json(c.baseline_run);
       return j;
@@ -243,6 +245,17 @@ int compare_command(const CompareArgs& args, const Context& context) {
                              : "no allreduce baseline among these runs; ")
             << "tail loss: mean over ranks and the last 10% of steps (inf: it diverged); ms/step: median over the "
                "steady second half\n";
+  // Why a run's vs base is "-", each reason once with its runs.
+  std::vector<std::pair<std::string, std::string>> unchanged;  // reason, runs
+  for (const auto& c : comparison.runs) {
+    if (c.no_loss_change.empty()) continue;
+    auto at = std::find_if(unchanged.begin(), unchanged.end(), [&](const auto& u) { return u.first == c.no_loss_change; });
+    if (at == unchanged.end()) at = unchanged.insert(unchanged.end(), {c.no_loss_change, ""});
+    at->second += (at->second.empty() ? "" : ", ") + std::to_string(c.run.id);
+  }
+  for (const auto& [reason, runs] : unchanged)
+    std::cout << "vs base is - for run" << (runs.find(',') != std::string::npos ? "s " : " ") << runs << ": "
+              << printable(reason) << "\n";
   if (const auto front = pareto_front(comparison.pareto_by_wire); !front.empty()) {
     std::string runs;
     for (const auto id : front) runs += (runs.empty() ? "" : ", ") + std::to_string(id);

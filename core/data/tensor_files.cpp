@@ -226,8 +226,11 @@ std::vector<StoredTensor> parse_safetensors_header(std::string_view head, std::u
                                  " exceeds the file)");
   const auto text = head.substr(8, header_bytes);
   if (json_nesting_depth(text) > 4) throw ConfigError(field, file + " has a header nested deeper than safetensors'");
-  const auto json = parse_bounded_json(text);
-  if (json.is_discarded() || !json.is_object())
+  const auto parsed = parse_json_text(text);
+  if (!parsed.problem.empty())
+    throw ConfigError(field, file + " is not a .safetensors file (its header is not JSON: " + parsed.problem + ")");
+  const auto& json = parsed.json;
+  if (!json.is_object())
     throw ConfigError(field, file + " is not a .safetensors file (its header is not a JSON object)");
   const std::uint64_t data_start = 8 + header_bytes, data_bytes = file_size - data_start;
   std::vector<StoredTensor> out;

@@ -223,9 +223,10 @@ Event Decoder::decode(FrameType type, std::string_view body) {
         throw ProtocolError("event message of " + std::to_string(body.size()) + " bytes is not plausible");
       if (json_nesting_depth(body) > kMaxJsonDepth)
         throw ProtocolError("event message nests more than " + std::to_string(kMaxJsonDepth) + " levels deep");
-      auto j = parse_bounded_json(body);
-      if (!j.is_object()) throw ProtocolError("event message is not a JSON object");
-      return Event{rank_, std::move(j)};
+      auto parsed = parse_json_text(body);
+      if (!parsed.problem.empty()) throw ProtocolError("event message is not JSON: " + parsed.problem);
+      if (!parsed.json.is_object()) throw ProtocolError("event message is not a JSON object");
+      return Event{rank_, std::move(parsed.json)};
     }
     case FrameType::StatName:
       break;

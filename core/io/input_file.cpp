@@ -78,12 +78,9 @@ std::string read_regular_file_tail(const std::string& path, std::size_t max_byte
 nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) {
   const auto bytes = read_input_file(path, max_bytes);
   const std::string_view text(bytes.data(), bytes.size());
-  if (json_nesting_depth(text) > kMaxJsonDepth)
-    throw std::runtime_error(path + " nests arrays or objects more than " + std::to_string(kMaxJsonDepth) +
-                             " deep: not a file commtune wrote");
-  auto json = parse_bounded_json(text);
-  if (json.is_discarded()) throw std::runtime_error(path + " is not valid JSON");
-  return json;
+  auto parsed = parse_json_text(text);
+  if (!parsed.problem.empty()) throw std::runtime_error(path + " is not valid JSON: " + parsed.problem);
+  return std::move(parsed.json);
 }
 
 }  // namespace commtune

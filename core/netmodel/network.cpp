@@ -125,10 +125,25 @@ double probed_bandwidth(double small_bytes, double small_s, double large_bytes, 
   return 2 * (p - 1) / p * (large_bytes - small_bytes) / (large_s - small_s);
 }
 
+namespace {
+// How far apart two probes of one link may be.
+double link_tolerance(const LinkProbe& a, const LinkProbe& b) {
+  return 8 * std::max(1.0, a.spread) * std::max(1.0, b.spread);
+}
+}  // namespace
+
 bool same_link(const LinkProbe& a, const LinkProbe& b) {
   if (a.bytes_per_s <= 0 || b.bytes_per_s <= 0) return true;
-  const double tolerance = 8 * std::max(1.0, a.spread) * std::max(1.0, b.spread);
-  return std::max(a.bytes_per_s, b.bytes_per_s) <= tolerance * std::min(a.bytes_per_s, b.bytes_per_s);
+  return std::max(a.bytes_per_s, b.bytes_per_s) <= link_tolerance(a, b) * std::min(a.bytes_per_s, b.bytes_per_s);
+}
+
+std::string describe_link_difference(const LinkProbe& a, const LinkProbe& b) {
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "%.3g GB/s against %.3g GB/s, more than the x%.1f two probes of one link may differ by (widened by "
+                "their spread)",
+                a.bytes_per_s / 1e9, b.bytes_per_s / 1e9, link_tolerance(a, b));
+  return text;
 }
 
 std::string collective_stat_prefix(Collective kind, const Group& group) {

@@ -66,6 +66,15 @@ RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& r
   };
   std::map<std::int64_t, Sums> by_step;
   for (const auto& row : store.steps(run_id)) {
+    // A time the store does not hold as a number of at least 0 (NULL, text: a damaged or edited row) is missing.
+    for (const auto& [name, value] : {std::pair{"t_data", row.t_data}, {"t_forward", row.t_forward},
+                                      {"t_backward", row.t_backward}, {"t_optimizer", row.t_optimizer},
+                                      {"t_hook", row.t_hook}, {"t_step", row.t_step}})
+      if (!(value >= 0))
+        throw db::Error("run " + std::to_string(run_id) + " has no " + name + " for rank " + std::to_string(row.rank) +
+                        " at step " + std::to_string(row.step) + " in the store (it holds " +
+                        (std::isnan(value) ? std::string("no number") : std::to_string(value)) +
+                        "): its profile cannot be read");
     auto& s = by_step[row.step];
     s.data += row.t_data;
     s.forward += row.t_forward;

@@ -67,9 +67,10 @@ struct RunSamples {
   // so that profiles stored before are read from the steps again.
   static constexpr std::uint32_t kStoredFormat = 1;
   std::string encode() const;
-  // nullopt for bytes of another format or that do not hold one whole
-  // RunSamples (a damaged profile is none: the steps answer).
-  static std::optional<RunSamples> decode(std::string_view bytes, std::int64_t run_id);
+  // nullopt for bytes of another format, that do not hold one whole
+  // RunSamples, or whose ranks are not the run's `world_size` (a damaged
+  // profile is none: the steps answer).
+  static std::optional<RunSamples> decode(std::string_view bytes, std::int64_t run_id, std::int64_t world_size);
 
   std::size_t size() const { return steps.size(); }
   // Scales every wall and CPU time the hook and its collectives took by

@@ -138,7 +138,7 @@ std::string RunSamples::encode() const {
   return out;
 }
 
-std::optional<RunSamples> RunSamples::decode(std::string_view bytes, std::int64_t run_id) {
+std::optional<RunSamples> RunSamples::decode(std::string_view bytes, std::int64_t run_id, std::int64_t world_size) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   Reader in(bytes.substr(sizeof kMagic));
   if (in.get(4) != kStoredFormat) return std::nullopt;  // another layout, or profiles derived otherwise
@@ -150,9 +150,9 @@ std::optional<RunSamples> RunSamples::decode(std::string_view bytes, std::int64_
   s.link.bytes_per_s = in.f64();
   s.link.spread = in.f64();
   // What from_store never writes, refused here: no rank or more than it
-  // takes, fewer than two steady steps (it profiles runs of four steps or
+  // takes, other ranks than the run had, fewer than two steady steps (it profiles runs of four steps or
   // more), a link that is no bandwidth.
-  if (!in.ok() || serial > 1 || s.world_size < 1 || s.world_size > (1 << 20) ||
+  if (!in.ok() || serial > 1 || s.world_size < 1 || s.world_size > (1 << 20) || s.world_size != world_size ||
       !(std::isfinite(s.link.bytes_per_s) && s.link.bytes_per_s >= 0) ||
       !(std::isfinite(s.link.spread) && s.link.spread >= 1))
     return std::nullopt;

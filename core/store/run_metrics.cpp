@@ -46,7 +46,8 @@ std::optional<double> tail_loss(const std::vector<db::CurvePoint>& curve, std::o
   std::int64_t n = 0;
   for (const auto& p : curve) {
     if (p.step < first || p.step > last) continue;
-    sum += p.loss;
+    if (!p.loss) return std::nullopt;  // a step in the window has no loss: the mean of the rest is not this figure
+    sum += *p.loss;
     ++n;
   }
   if (n == 0) return std::nullopt;
@@ -60,16 +61,22 @@ RunDigest digest_curve(const std::vector<db::CurvePoint>& curve) {
   d.steps = curve.back().step + 1;
   d.last_loss = curve.back().loss;
   d.loss = tail_loss(curve);
+  // Each figure over the steady steps, missing when a step lacks its part.
   std::vector<double> times;
   double wire = 0, uncompressed = 0;
+  bool timed = true, counted = true;
   for (std::size_t i = first_steady_index(curve.size()); i < curve.size(); ++i) {
-    times.push_back(curve[i].t_step);
-    wire += curve[i].wire_bytes;
-    uncompressed += curve[i].uncompressed_bytes;
+    const auto& p = curve[i];
+    timed = timed && p.t_step;
+    counted = counted && p.wire_bytes && p.uncompressed_bytes;
+    if (timed) times.push_back(*p.t_step);
+    if (counted) wire += *p.wire_bytes, uncompressed += *p.uncompressed_bytes;
   }
-  d.step_ms = 1e3 * median(times);
-  d.wire_mb = wire / static_cast<double>(times.size()) / 1e6;
-  if (wire > 0) d.compression_ratio = uncompressed / wire;
+  if (timed) d.step_ms = 1e3 * median(times);
+  if (counted) {
+    d.wire_mb = wire / static_cast<double>(curve.size() - first_steady_index(curve.size())) / 1e6;
+    if (wire > 0) d.compression_ratio = uncompressed / wire;
+  }
   return d;
 }
 
@@ -111,22 +118,23 @@ nlohmann::json digest_json(const RunDigest& d) {
 std::optional<RunDigest> digest_from_json(const nlohmann::json& json) {
   if (!json.is_object()) return std::nullopt;
   bool whole = true;
-  const auto figure = [&](const char* key) -> std::optional<double> {
+  // A measure (a time, bytes, a ratio) is a number of at least 0; a loss is any figure.
+  const auto figure = [&](const char* key, bool measure) -> std::optional<double> {
     const auto at = json.find(key);
     if (at == json.end()) {
       whole = false;
       return std::nullopt;
     }
     const auto value = figure_from_json(*at);
-    if (!value && !at->is_null()) whole = false;
+    if ((!value && !at->is_null()) || (value && measure && !(*value >= 0))) whole = false;
     return value;
   };
   RunDigest d;
-  d.last_loss = figure("last_loss");
-  d.loss = figure("tail_loss");
-  d.step_ms = figure("step_ms");
-  d.wire_mb = figure("wire_mb_per_step");
-  d.compression_ratio = figure("compression_ratio");
+  d.last_loss = figure("last_loss", false);
+  d.loss = figure("tail_loss", false);
+  d.step_ms = figure("step_ms", true);
+  d.wire_mb = figure("wire_mb_per_step", true);
+  d.compression_ratio = figure("compression_ratio", true);
   const auto steps = json.find("steps");
   if (!whole || steps == json.end() || !steps->is_number_integer() || steps->get<std::int64_t>() < 0)
     return std::nullopt;

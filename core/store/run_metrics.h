@@ -48,14 +48,16 @@ double median(std::vector<double> values);
 // The tail loss at `step` (default: the last): the mean loss over ranks and
 // over the last 10% of the steps up to it (at least 1, at most 50 steps).
 // A single step's loss is too noisy to rank trials by. nullopt without data;
-// infinity when a loss in the window is not finite.
+// infinity when a loss in the window is not finite; nullopt too when a step
+// in the window has no stored loss (a missing value is not averaged away).
 std::optional<double> tail_loss(const std::vector<db::CurvePoint>& curve,
                                 std::optional<std::int64_t> step = std::nullopt);
 
 // Steps in tail_loss's window when a run has `steps` steps.
 std::int64_t tail_window(std::int64_t steps);
 
-// What a comparison shows of a run, from its stored steps.
+// What a comparison shows of a run, from its stored steps. A figure is
+// nullopt when a step it spans has no value for it in the store.
 struct RunDigest {
   std::optional<double> last_loss;
   std::optional<double> loss;  // tail loss

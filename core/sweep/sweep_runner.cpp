@@ -283,7 +283,10 @@ double SweepExecution::rung_metric(std::int64_t run_id, std::size_t rung) {
   const auto curve = store().call([run_id](db::Store& s) { return s.curve(run_id); }).get();
   std::vector<double> times;
   for (const auto& p : curve)
-    if (p.step >= from && p.step < to) times.push_back(p.t_step);
+    if (p.step >= from && p.step < to) {
+      if (!p.t_step) return INFINITY;  // a step without its time: not known to be fast
+      times.push_back(*p.t_step);
+    }
   if (times.empty()) return INFINITY;
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];

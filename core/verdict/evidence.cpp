@@ -218,7 +218,7 @@ RunFacts run_facts(const db::RunRecord& run, std::string* stored_samples) {
   if (stored_samples) {  // profiles are read: the compute pools need their keys
     f.compute = compute_key(run.config);
     try {
-      f.samples = RunSamples::decode(*stored_samples, run.id);
+      f.samples = RunSamples::decode(*stored_samples, run.id, run.world_size);
     } catch (const db::Error& error) {
       f.unreadable = true;
       f.problem = error.what();
@@ -610,13 +610,33 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
     const auto& config = e.configurations_[c];
     const auto at = allreduce_by_group.find(e.baseline_group_[c]);
     std::optional<std::size_t> best;
+    std::string problem;  // why an allreduce configuration of the same group is not its baseline
     if (at != allreduce_by_group.end())
       for (const auto b : at->second) {
         const auto& base = e.configurations_[b];
-        if (base.host != config.host || !net::same_link(base.link, config.link)) continue;
+        if (base.host != config.host) {
+          if (problem.empty())
+            problem = "the allreduce run with the same parameters outside the hook (run " +
+                      std::to_string(base.runs.front()) + ") ran on another host (" + base.host + ", not " +
+                      config.host + ")";
+          continue;
+        }
+        if (!net::same_link(base.link, config.link)) {
+          if (problem.empty())
+            problem = "the allreduce run with the same parameters outside the hook (run " +
+                      std::to_string(base.runs.front()) + ") probed another link: " +
+                      net::describe_link_difference(base.link, config.link) +
+                      "; a time on one link predicts nothing on the other (run both again side by side)";
+          continue;
+        }
         if (!best || succeeded(base) > succeeded(e.configurations_[*best])) best = b;
       }
+    if (!best && problem.empty())
+      problem =
+          "no allreduce run with the same parameters outside the hook to compare with (a sweep with a baseline adds "
+          "one at every value it sweeps)";
     e.baseline_of_.push_back(best);
+    e.baseline_problem_.push_back(best ? std::string() : std::move(problem));
   }
 
   // Pools of compute, by model, data, ranks and optimizer kind.
@@ -763,6 +783,8 @@ std::optional<std::size_t> Evidence::configuration_of(std::int64_t run_id) const
 }
 
 std::optional<std::size_t> Evidence::baseline_of(std::size_t config) const { return baseline_of_.at(config); }
+
+const std::string& Evidence::baseline_problem(std::size_t config) const { return baseline_problem_.at(config); }
 
 std::string Evidence::differences_outside_hook(std::size_t a, std::size_t b) const {
   if (baseline_group_.at(a) == baseline_group_.at(b)) return "";  // alike outside the hook, by their keys

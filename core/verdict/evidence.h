@@ -159,6 +159,9 @@ class Evidence {
   // parameter outside the hook, measured on the same host and link;
   // nullopt when the runs have none.
   std::optional<std::size_t> baseline_of(std::size_t config) const;
+  // Why it has none ("" when it has one): no such allreduce run, or the one
+  // there is ran on another host or probed another link.
+  const std::string& baseline_problem(std::size_t config) const;
   // What differs between a configuration and another outside their hooks
   // ("optimizer.lr 0.1 vs 0.05"); "" when nothing does.
   std::string differences_outside_hook(std::size_t a, std::size_t b) const;
@@ -226,6 +229,7 @@ class Evidence {
   mutable std::vector<std::unique_ptr<Drawn>> drawn_;  // per configuration
   std::map<std::int64_t, std::size_t> config_of_run_;
   std::vector<std::optional<std::size_t>> baseline_of_;  // per configuration, found once
+  std::vector<std::string> baseline_problem_;           // per configuration: why it has no baseline
   // Per configuration: a number alike exactly when the baseline keys (and
   // steps) are, so that configurations alike outside the hook are known so.
   std::vector<std::size_t> baseline_group_;

@@ -35,6 +35,16 @@ nlohmann::json optional_number(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// "" when every run of the configuration has its tail loss in the store, else
+// which one has none: a missing value is missing, never 0.
+std::string missing_loss(const Configuration& config) {
+  for (std::size_t i = 0; i < config.runs.size(); ++i)
+    if (!config.tail_losses[i])
+      return "run " + std::to_string(config.runs[i]) +
+             " has no loss for its last steps in the store (NULL or not a number)";
+  return "";
+}
+
 std::string run_list(const std::vector<std::int64_t>& runs) {
   std::string out;
   for (const auto id : runs) out += (out.empty() ? "" : ", ") + std::to_string(id);
@@ -132,6 +142,7 @@ JudgedCandidates judge_candidates(const Evidence& evidence, const RecommendOptio
                        (config.statuses[i] == db::status::kStopped ? std::string("was stopped early")
                                                                     : config.statuses[i]);
     }
+    if (k.excluded.empty()) k.excluded = missing_loss(config);
     const auto baseline = forced ? forced : evidence.baseline_of(c);
     if (baseline) {
       const auto& base = configs[*baseline];
@@ -149,13 +160,12 @@ JudgedCandidates judge_candidates(const Evidence& evidence, const RecommendOptio
       }
       if (k.excluded.empty() && !base.all_succeeded())
         k.excluded = "its baseline (runs " + run_list(base.runs) + ") did not succeed";
+      if (const auto missing = missing_loss(base); k.excluded.empty() && !k.is_baseline && !missing.empty())
+        k.excluded = "its baseline's " + missing;
     } else if (k.excluded.empty()) {
       // A hook that never acted is the reason to name first: a baseline would not change that.
       k.excluded = evidence.inactive_reason(c, std::nullopt);
-      if (k.excluded.empty())
-        k.excluded =
-            "no allreduce run with the same parameters outside the hook to compare with (a sweep with a baseline "
-            "adds one at every value it sweeps)";
+      if (k.excluded.empty()) k.excluded = evidence.baseline_problem(c);
     }
     if (evidence.profile_problem(c).empty()) {
       if (judged.compute_source.empty()) judged.compute_source = evidence.compute_source(c);

@@ -148,11 +148,27 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
     c.baseline_run = baseline_run_of(c.run);
     c.is_baseline = c.baseline_run && *c.baseline_run == c.run.id;
     out.any_baseline = out.any_baseline || c.is_baseline;
-    if (!c.baseline_run) continue;
+    if (!c.baseline_run) {
+      const auto config = evidence.configuration_of(c.run.id);
+      c.no_loss_change = config && !baseline ? evidence.baseline_problem(*config) : "it has no baseline";
+      continue;
+    }
+    if (c.is_baseline) continue;
     const auto known = by_id.find(*c.baseline_run);
     const auto base_loss = known != by_id.end() ? known->second->digest.loss : named_loss;
     const auto& loss = c.digest.loss;
-    if (base_loss && loss && std::isfinite(*loss) && std::isfinite(*base_loss) && *base_loss != 0)
+    const auto base = "its baseline's (run " + std::to_string(*c.baseline_run) + ")";
+    if (!loss)
+      c.no_loss_change = "its tail loss is not in the store";
+    else if (!std::isfinite(*loss))
+      c.no_loss_change = "it diverged";
+    else if (!base_loss)
+      c.no_loss_change = base + " tail loss is not in the store";
+    else if (!std::isfinite(*base_loss))
+      c.no_loss_change = base + " diverged";
+    else if (*base_loss == 0)
+      c.no_loss_change = base + " tail loss is 0";
+    else
       c.loss_change = *loss / *base_loss - 1;
   }
   for (std::size_t c = 0; c < configs.size(); ++c) {

@@ -37,6 +37,7 @@ struct ComparedRun {
   std::optional<std::int64_t> baseline_run;  // its fair baseline's run
   bool is_baseline = false;                  // it is its own baseline (a plain allreduce run)
   std::optional<double> loss_change;         // tail loss / its baseline's - 1, when both are finite
+  std::string no_loss_change;                // why loss_change is missing ("" for a baseline or when it is there)
 };
 
 struct RunComparison {

@@ -11,10 +11,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  const auto s = commtune::RunSamples::decode(bytes, 1);
+  const auto s = commtune::RunSamples::decode(bytes, 1, 2);
   if (!s) return 0;
+  if (s->world_size != 2) __builtin_trap();
   const auto n = s->steps.size();
-  if (n == 0 || s->world_size < 1) __builtin_trap();
+  if (n == 0) __builtin_trap();
   for (const auto* series : {&s->data, &s->forward, &s->backward, &s->pure_backward, &s->optimizer, &s->hook,
                              &s->hook_inline, &s->total, &s->wire_bytes, &s->uncompressed_bytes})
     if (series->size() != n) __builtin_trap();

@@ -254,5 +254,130 @@ class BadFiles(unittest.TestCase):
             self.assertIn("newer", proc.stderr)
 
 
+class EditedRows(unittest.TestCase):
+    """A store edited by hand or damaged row by row (here with sqlite3, as a user would): a value that
+    is not there, or not a number, is missing, never 0, and a verdict says which run lacks it. Two runs,
+    allreduce and fp16, made once; each test edits a copy."""
+    SMALL = ["--set", "model.hidden=128", "--set", "data.features=64", "--set", "world_size=2", "--set",
+             "steps=30"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.TemporaryDirectory()
+        cls.made = os.path.join(cls.folder.name, "made.db")
+        for hook in ("allreduce", "fp16_compress"):
+            ct.cli("--db", cls.made, "run", "--quiet", "--summary", os.devnull, *cls.SMALL, "--set",
+                   f"hook.name={hook}", "--name", hook)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.folder.cleanup()
+
+    def setUp(self):
+        self.path = os.path.join(self.folder.name, f"{self._testMethodName}.db")
+        source = sqlite3.connect(self.made)
+        copy = sqlite3.connect(self.path)
+        source.backup(copy)
+        source.close()
+        copy.close()
+
+    def edit(self, sql, params=()):
+        connection = sqlite3.connect(self.path)
+        connection.execute(sql, params)
+        connection.commit()
+        connection.close()
+
+    def cli_json(self, *args):
+        return json.loads(ct.cli("--db", self.path, *args, "--json").stdout)
+
+    def recommend(self):
+        return self.cli_json("recommend", "1", "2", "--network", "100mbit", "--tolerance", "10")
+
+    def test_step_losses_that_are_not_there_leave_the_run_out_of_the_verdict(self):
+        fp16 = next(c for c in self.recommend()["candidates"] if c["run_id"] == 2)
+        self.assertNotIn("excluded", fp16)  # as made, it is judged
+        self.edit("UPDATE step_metrics SET loss = NULL WHERE run_id = 2")
+        self.edit("UPDATE runs SET digest = NULL WHERE id = 2")
+        r = self.recommend()
+        self.assertIsNone(r["chosen_run"])
+        fp16 = next(c for c in r["candidates"] if c["run_id"] == 2)
+        self.assertIn("run 2 has no loss for its last steps in the store", fp16["excluded"])
+        self.assertIsNone(fp16["loss"])
+        row = next(row for row in self.cli_json("compare", "1", "2")["runs"] if row["id"] == 2)
+        self.assertIsNone(row["digest"]["tail_loss"])
+        self.assertIsNone(row["loss_change"])
+        self.assertEqual(row["no_loss_change_because"], "its tail loss is not in the store")
+        text = ct.cli("--db", self.path, "compare", "1", "2").stdout
+        self.assertIn("vs base is - for run 2: its tail loss is not in the store", text)
+        # Its baseline's loss missing: every candidate says whose.
+        self.edit("UPDATE step_metrics SET loss = 'abc' WHERE run_id = 1")
+        self.edit("UPDATE runs SET digest = NULL WHERE id = 1")
+        self.edit("UPDATE step_metrics SET loss = 1.5 WHERE run_id = 2")
+        fp16 = next(c for c in self.recommend()["candidates"] if c["run_id"] == 2)
+        self.assertIn("its baseline's run 1 has no loss for its last steps in the store", fp16["excluded"])
+
+    def test_a_final_loss_or_step_time_that_is_no_number_is_shown_as_missing(self):
+        self.edit("UPDATE runs SET final_loss = 'abc' WHERE id = 1")
+        self.edit("UPDATE runs SET final_loss = 'Infinity' WHERE id = 2")
+        self.assertEqual([r["final_loss"] for r in self.cli_json("list")], [None, None])
+        for line in ct.cli("--db", self.path, "list").stdout.splitlines()[1:]:
+            self.assertNotIn("0.0000", line)
+        # A step time NULL on one rank, or negative: the run's ms/step is missing, not 0.00 or -1000.00.
+        self.edit("UPDATE runs SET digest = NULL, samples = NULL")
+        self.edit("UPDATE step_metrics SET t_step = NULL WHERE run_id = 1 AND step = 25 AND rank = 1")
+        self.edit("UPDATE step_metrics SET t_step = -1 WHERE run_id = 2 AND step = 20")
+        for run in (1, 2):
+            self.assertIsNone(self.cli_json("show", run)["digest"]["step_ms"], run)
+            shown = ct.cli("--db", self.path, "show", run).stdout
+            self.assertIn("ms/step      - ", shown)
+        proc = ct.cli("--db", self.path, "predict", "2", "--network", "1gbit", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stdout)
+        self.assertIn("run 2 has no t_step for rank 0 at step 20 in the store (it holds -1.000000)", proc.stderr)
+
+    def test_a_stored_profile_of_other_ranks_than_its_run_had_is_not_read(self):
+        before = self.cli_json("predict", "2", "--network", "1gbit", "--nodes", "2")
+        blob = bytearray(ct.query("SELECT samples FROM runs WHERE id = 2", path=self.path)[0][0])
+        self.assertEqual(blob[:4], b"CTSP")
+        blob[8:12] = (1000).to_bytes(4, "little")  # world_size
+        self.edit("UPDATE runs SET samples = ? WHERE id = 2", (bytes(blob),))
+        after = self.cli_json("predict", "2", "--network", "1gbit", "--nodes", "2")
+        self.assertEqual(after["runs"][0]["predictions"], before["runs"][0]["predictions"])  # read from its steps
+
+    def test_a_configuration_that_says_two_things_of_a_key_or_holds_no_double_is_unreadable(self):
+        config = ct.query("SELECT config FROM runs WHERE id = 2", path=self.path)[0][0]
+        self.edit("UPDATE runs SET config = ?, config_stamp = NULL WHERE id = 2",
+                  (config.replace('"hook":{', '"hook":{"name":"allreduce",', 1),))
+        shown = ct.cli("--db", self.path, "show", "2").stdout
+        self.assertIn('configuration is unreadable: not JSON: an object in it repeats the key "name"', shown)
+        self.edit("UPDATE runs SET config = ?, config_stamp = NULL WHERE id = 2",
+                  (config.replace('"lr":', '"lr":1e400,"x":', 1),))
+        shown = ct.cli("--db", self.path, "show", "2").stdout
+        self.assertIn("configuration is unreadable: not JSON: number overflow parsing '1e400'", shown)
+        # A configuration file of the user's says the same.
+        with open(os.path.join(self.folder.name, "twice.json"), "w") as f:
+            f.write('{"steps": 3, "steps": 300}')
+        proc = ct.cli("--db", self.path, "run", "--config", f.name, check=False)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn('twice.json is not valid JSON: an object in it repeats the key "steps"', proc.stderr)
+
+    def test_a_baseline_that_probed_another_link_is_named_as_such(self):
+        probe = json.loads(ct.query("SELECT digest FROM runs WHERE id = 1", path=self.path)[0][0])["link_probe"]
+        probe["seconds"] = [1000 * t for t in probe["seconds"]]  # the probe of a link 1000 times slower
+        probe["attempts"] = [[1000 * t for t in a] for a in probe["attempts"]]
+        self.edit("UPDATE runs SET digest = json_set(digest, '$.link_probe', json(?)), samples = NULL WHERE id = 1",
+                  (json.dumps(probe),))
+        self.edit("UPDATE run_events SET body = json_set(body, '$.link_probe', json(?)) WHERE run_id = 1 AND "
+                  "kind = 'run_start'", (json.dumps(probe),))
+        fp16 = next(c for c in self.recommend()["candidates"] if c["run_id"] == 2)
+        self.assertIn("the allreduce run with the same parameters outside the hook (run 1) probed another link",
+                      fp16["excluded"])
+        self.assertNotIn("no allreduce run", fp16["excluded"])
+        text = ct.cli("--db", self.path, "compare", "1", "2").stdout
+        self.assertIn("vs base is - for run 2: the allreduce run with the same parameters outside the hook (run 1) "
+                      "probed another link: 0.00", text)
+        row = next(row for row in self.cli_json("compare", "1", "2")["runs"] if row["id"] == 2)
+        self.assertIn("probed another link", row["no_loss_change_because"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -15,11 +15,8 @@ using commtune::kMaxJsonDepth;
 using commtune::parse_bounded_json;
 using commtune::testing::same_json;
 
-// What parse_bounded_json gave before it had a quick path.
 nlohmann::json reference(const std::string& text, int max_depth = kMaxJsonDepth) {
-  if (commtune::json_nesting_depth(text, max_depth) > max_depth)
-    return nlohmann::json(nlohmann::json::value_t::discarded);
-  return nlohmann::json::parse(text, nullptr, false, true);
+  return commtune::testing::reference_json(text, max_depth);
 }
 
 bool quick(const std::string& text, int max_depth = kMaxJsonDepth) {
@@ -107,6 +104,21 @@ TEST(JsonTextTest, EverythingElseIsLeftToNlohmannAndGivesWhatItGives) {
   // Keys out of order are put in order, as nlohmann puts them.
   EXPECT_TRUE(quick("{\"b\": 1, \"a\": 2}"));
   EXPECT_EQ(parse_bounded_json("{\"b\": 1, \"a\": 2}"), (nlohmann::json{{"a", 2}, {"b", 1}}));
+}
+
+// What is not JSON says why in one line: a repeated key (nlohmann alone keeps
+// the last value), a number no double holds, a cut text, too deep a nesting.
+TEST(JsonTextTest, ATextThatIsNotJsonSaysWhy) {
+  using commtune::parse_json_text;
+  const auto problem = [](const std::string& text) { return parse_json_text(text).problem; };
+  EXPECT_EQ(problem("{\"hook\": {\"name\": \"fp16\", \"name\": \"allreduce\"}}"),
+            "an object in it repeats the key \"name\" (which value is meant?)");
+  EXPECT_EQ(problem("{\"a\": 1, \"b\": {\"a\": 2}}"), "");  // the same key in two objects is two keys
+  EXPECT_EQ(problem("{\"optimizer\": {\"lr\": 1e400}}"), "number overflow parsing '1e400'");
+  EXPECT_NE(problem("{\"a\": ").find("unexpected end of input"), std::string::npos);
+  EXPECT_EQ(problem(nested(kMaxJsonDepth + 1)), "it nests arrays or objects more than 64 deep");
+  EXPECT_TRUE(parse_json_text("{\"a\": 1, \"a\": 1}").json.is_discarded());
+  EXPECT_EQ(parse_json_text("{\"a\": [1, 2]}").json, (nlohmann::json{{"a", {1, 2}}}));
 }
 
 }  // namespace

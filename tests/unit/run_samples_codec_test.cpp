@@ -80,7 +80,7 @@ void expect_same(const RunSamples& a, const RunSamples& b) {
 TEST(StoredProfiles, AreReadBackBitForBitAndGiveTheSameProfile) {
   const auto s = profile();
   const auto bytes = s.encode();
-  const auto back = RunSamples::decode(bytes, 42);
+  const auto back = RunSamples::decode(bytes, 42, 2);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->run_id, 42);  // the run's id is the row's, not the bytes'
   expect_same(s, *back);
@@ -93,32 +93,33 @@ TEST(StoredProfiles, AreReadBackBitForBitAndGiveTheSameProfile) {
 
 TEST(StoredProfiles, BytesThatAreNotOneWholeProfileAreNone) {
   const auto bytes = profile().encode();
-  EXPECT_FALSE(RunSamples::decode("", 1));
+  EXPECT_FALSE(RunSamples::decode("", 1, 2));
   for (std::size_t size = 0; size < bytes.size(); ++size)  // every truncation
-    EXPECT_FALSE(RunSamples::decode(std::string_view(bytes).substr(0, size), 1)) << size;
-  EXPECT_FALSE(RunSamples::decode(bytes + '\0', 1));  // trailing bytes
+    EXPECT_FALSE(RunSamples::decode(std::string_view(bytes).substr(0, size), 1, 2)) << size;
+  EXPECT_FALSE(RunSamples::decode(bytes + '\0', 1, 2));  // trailing bytes
 
   auto other_format = bytes;
   other_format[4] = static_cast<char>(RunSamples::kStoredFormat + 1);  // profiles derived another way
-  EXPECT_FALSE(RunSamples::decode(other_format, 1));
+  EXPECT_FALSE(RunSamples::decode(other_format, 1, 2));
   auto not_ours = bytes;
   not_ours[0] = 'X';
-  EXPECT_FALSE(RunSamples::decode(not_ours, 1));
+  EXPECT_FALSE(RunSamples::decode(not_ours, 1, 2));
 
   // A step count claiming 2^32 - 1 steps is refused before anything is allocated for them.
   auto huge = bytes;
   const std::size_t count_at = 4 + 4 + 4 + 1 + 8 + 8;
   for (std::size_t i = 0; i < 4; ++i) huge[count_at + i] = '\xff';
-  EXPECT_FALSE(RunSamples::decode(huge, 1));
+  EXPECT_FALSE(RunSamples::decode(huge, 1, 2));
 
   auto no_rank = bytes;
   for (std::size_t i = 0; i < 4; ++i) no_rank[8 + i] = '\0';  // world_size 0
-  EXPECT_FALSE(RunSamples::decode(no_rank, 1));
+  EXPECT_FALSE(RunSamples::decode(no_rank, 1, 2));
+  EXPECT_FALSE(RunSamples::decode(bytes, 1, 1000));  // a profile of other ranks than its run had
 
   // What from_store never writes.
   auto unordered = profile();
   unordered.steps = {5, 4, 7};  // steps out of order
-  EXPECT_FALSE(RunSamples::decode(unordered.encode(), 1));
+  EXPECT_FALSE(RunSamples::decode(unordered.encode(), 1, 2));
   RunSamples one_step;
   one_step.world_size = 2;
   one_step.steps = {3};  // from_store profiles four steps or more: two steady ones at least
@@ -126,13 +127,13 @@ TEST(StoredProfiles, BytesThatAreNotOneWholeProfileAreNone) {
                            &RunSamples::optimizer, &RunSamples::hook, &RunSamples::hook_inline, &RunSamples::total,
                            &RunSamples::wire_bytes, &RunSamples::uncompressed_bytes})
     one_step.*field = {0.5};
-  EXPECT_FALSE(RunSamples::decode(one_step.encode(), 1));
+  EXPECT_FALSE(RunSamples::decode(one_step.encode(), 1, 2));
   auto no_bandwidth = profile();
   no_bandwidth.link.bytes_per_s = NAN;
-  EXPECT_FALSE(RunSamples::decode(no_bandwidth.encode(), 1));
+  EXPECT_FALSE(RunSamples::decode(no_bandwidth.encode(), 1, 2));
   auto no_group = profile();
   no_group.collectives.back().group.stride = 0;  // a group whose ranks are 0 apart
-  EXPECT_FALSE(RunSamples::decode(no_group.encode(), 1));
+  EXPECT_FALSE(RunSamples::decode(no_group.encode(), 1, 2));
 }
 
 }  // namespace

@@ -391,7 +391,7 @@ TEST_F(StoreTest, WriterCommitsRowsInOrderWithTasks) {
   EXPECT_EQ(rank1[9].wire_bytes, 1009u);
   const auto curve = store.curve(run_id);
   ASSERT_EQ(curve.size(), 1000u);
-  EXPECT_DOUBLE_EQ(curve[0].loss, 1.5);
+  EXPECT_DOUBLE_EQ(curve[0].loss.value(), 1.5);
   EXPECT_EQ(curve[0].ranks, 2);
   const auto rate = store.stat(run_id, "compression_rate");
   ASSERT_EQ(rate.size(), 4000u);
@@ -663,9 +663,9 @@ TEST_F(StoreTest, NonFiniteLossesAreStoredAsSuchNotAsNull) {
   EXPECT_EQ(steps[2].loss, 2.0);
   const auto curve = store.curve(id);  // a NaN on one rank makes the step's mean NaN, not the other rank's value
   ASSERT_EQ(curve.size(), 3u);
-  EXPECT_TRUE(std::isnan(curve[0].loss));
-  EXPECT_EQ(curve[1].loss, INFINITY);
-  EXPECT_EQ(curve[2].loss, 1.5);
+  EXPECT_TRUE(std::isnan(curve[0].loss.value()));
+  EXPECT_EQ(curve[1].loss.value(), INFINITY);
+  EXPECT_EQ(curve[2].loss.value(), 1.5);
   ASSERT_TRUE(store.run(id)->final_loss);
   EXPECT_TRUE(std::isnan(*store.run(id)->final_loss));
   EXPECT_TRUE(std::isnan(*store.loss_at_step(id, 0)));

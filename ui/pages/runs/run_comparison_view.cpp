@@ -96,6 +96,8 @@ void RunComparisonView::draw_metrics(const RunComparison& comparison) {
         text(r.digest.wire_mb, 3),
         text(r.digest.compression_ratio, 1, "x")};
     for (int c = 0; c < cells.size(); ++c) metrics_->setItem(row, c, new QTableWidgetItem(cells[c]));
+    if (!r.no_loss_change.empty())  // why vs base is "–", as compare prints it
+      metrics_->item(row, 4)->setToolTip(QString::fromStdString("no change against a baseline: " + r.no_loss_change));
   }
   metrics_->resizeColumnsToContents();
 }
