@@ -30,6 +30,10 @@ namespace commtune {
 
 namespace {
 
+// More classes than any vocabulary (2^24): an output layer of as many rows is
+// already 64 MiB per input feature, and a label of 2^40 would ask for 140 TB.
+constexpr std::int64_t kMaxClasses = std::int64_t{1} << 24;
+
 struct TensorFileOptions {
   std::string path;
   std::string inputs = "x";
@@ -46,7 +50,7 @@ struct TensorFileOptions {
         .text("targets", &TensorFileOptions::targets, "the labels' name (a key, or the .npy file's name)")
         .integer("limit", &TensorFileOptions::limit, Range::at_least(0), "samples",
                  "use only the first N samples (0: all)")
-        .integer("classes", &TensorFileOptions::classes, Range::at_least(0), "",
+        .integer("classes", &TensorFileOptions::classes, Range{0, static_cast<double>(kMaxClasses)}, "",
                  "classes (the vocabulary, for token sequences); 0: one more than the largest label or token")
         .real("max_gib", &TensorFileOptions::max_gib, Range::above(0), "GiB",
               "the most memory the dataset may take (per rank): larger files are refused before they are read");
@@ -175,6 +179,13 @@ Loaded load_torch_save(const TensorFileOptions& o, std::uint64_t size, DataBudge
       if (item.key().isString() && item.key().toStringRef() == name) {
         if (!item.value().isTensor()) throw ConfigError(kField, o.path + "['" + name + "'] is not a tensor");
         auto t = item.value().toTensor();
+        if (t.is_quantized())
+          throw ConfigError(kField, o.path + "['" + name + "'] is a quantized tensor (" +
+                                        std::string(c10::toString(t.scalar_type())) +
+                                        "): save it dequantized (t.dequantize())");
+        if (t.layout() != at::kStrided)
+          throw ConfigError(kField, o.path + "['" + name + "'] is a " + c10::str(t.layout()) +
+                                        " tensor: save it dense (t.to_dense())");
         if (t.dim() == 0) throw ConfigError(kField, o.path + "['" + name + "'] is a scalar, not samples");
         return o.limit > 0 && o.limit < t.size(0) ? t.narrow(0, 0, o.limit) : t;
       }
@@ -195,13 +206,23 @@ std::unique_ptr<Dataset> make_tensor_dataset(const TensorFileOptions& o, const D
     if (magic == std::string("\x93NUMPY", 6))
       throw ConfigError(kField, o.path + " is one .npy file: put " + o.inputs + ".npy and " + o.targets +
                                     ".npy in a folder, and make data.path that folder");
+    // A pickle (protocol 2 to 5) first: the legacy torch.save format (PyTorch before 1.6) or a plain pickle.
+    if (magic.size() >= 2 && magic[0] == '\x80' && magic[1] >= 2 && magic[1] <= 5)
+      throw ConfigError(kField, o.path + " is a pickle (a legacy torch.save file, PyTorch's format before 1.6, or "
+                                         "pickle.dump), which commtune does not read (unpickling runs code): save "
+                                         "it with torch.save of PyTorch 1.6 or later, or as .safetensors");
     data = magic.rfind("PK\x03\x04", 0) == 0 ? load_torch_save(o, size, budget) : load_safetensors(o, size, budget);
   }
   auto& x = data.inputs;
   auto& y = data.targets;
-  const auto names = "inputs '" + o.inputs + "' " + shape_of(x) + " and labels '" + o.targets + "' " + shape_of(y);
+  const auto names =
+      o.path + ": inputs '" + o.inputs + "' " + shape_of(x) + " and labels '" + o.targets + "' " + shape_of(y);
   if (x.size(0) != y.size(0)) throw ConfigError(kField, names + " differ in their number of samples");
   if (x.size(0) == 0) throw ConfigError(kField, names + " hold no samples");
+  if (x.numel() == 0) throw ConfigError(kField, names + ": the inputs hold no features (a dimension of size 0)");
+  if (x.is_complex())
+    throw ConfigError(kField, "inputs '" + o.inputs + "' are " + std::string(c10::toString(x.scalar_type())) +
+                                  ": commtune reads real features or integer tokens");
   if (y.is_floating_point() || y.is_complex())
     throw ConfigError(kField, "labels '" + o.targets + "' are " + std::string(c10::toString(y.scalar_type())) +
                                   ": commtune trains with cross-entropy on integer class labels");
@@ -223,6 +244,10 @@ std::unique_ptr<Dataset> make_tensor_dataset(const TensorFileOptions& o, const D
   }
   std::int64_t largest = y.max().item<std::int64_t>();
   if (sequences) largest = std::max(largest, x.max().item<std::int64_t>());
+  if (largest >= kMaxClasses)
+    throw ConfigError(kField, o.path + ": " + (sequences ? "token " : "label ") + std::to_string(largest) + " in '" +
+                                  (sequences ? o.inputs + "' or '" : "") + o.targets + "' means more classes than " +
+                                  std::to_string(kMaxClasses) + ", the most commtune takes: classes are counted from 0");
   const auto classes = o.classes > 0 ? o.classes : largest + 1;
   if (largest >= classes)
     throw ConfigError("data.classes", std::to_string(classes) + " classes, but the data holds " +

@@ -12,4 +12,10 @@ namespace commtune {
 // location libtorch's checks put first ("[enforce fail at FILE:LINE] . ").
 std::string one_line_error(const std::string& text);
 
+// "" unless `text` is the TorchScript interpreter's traceback of an
+// exception the model's own code raised (`raise ValueError("...")` in its
+// forward); else that exception in one line with where the model's source
+// raised it: "boom (RuntimeError raised at model.py, line 8, in forward)".
+std::string raised_by_model(const std::string& text);
+
 }  // namespace commtune

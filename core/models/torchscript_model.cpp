@@ -34,7 +34,11 @@ class TorchScriptModel final : public Model {
   explicit TorchScriptModel(torch::jit::Module module) : module_(std::move(module)) {}
   at::Tensor forward(const at::Tensor& input) override {
     auto out = module_.forward({input});
-    if (!out.isTensor()) throw std::runtime_error("the TorchScript model's forward must return one tensor of logits");
+    if (!out.isTensor())
+      throw ConfigError("model", "the TorchScript model's forward returns " + out.type()->annotation_str() +
+                                     ", not one tensor of logits [batch, classes] (or [batch, time, vocab]): save a "
+                                     "module whose forward returns the logits (e.g. a wrapper returning "
+                                     "outputs[\"logits\"])");
     return out.toTensor();
   }
   // Each tensor once, under its first name, as PyTorch's named_parameters
@@ -86,6 +90,22 @@ void check_archive(const std::string& path, double max_gib) {
     throw ConfigError("model.path", e.what());
   }
   if (!directory) throw ConfigError("model.path", path + " is not a TorchScript file (not a zip archive)");
+  // What else PyTorch saves in a zip archive, named for what it is.
+  const auto holds = [&](std::string_view suffix) {
+    return std::any_of(directory->entries.begin(), directory->entries.end(), [&](const ZipEntry& e) {
+      return e.name.size() >= suffix.size() && e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    });
+  };
+  if (!holds("/constants.pkl")) {
+    if (holds("/archive_format") && holds("/models/model.json"))
+      throw ConfigError("model.path",
+                        path + " is a torch.export ExportedProgram (.pt2), which cannot be trained from C++ "
+                               "(TorchScript can): save the module itself with torch.jit.script(model).save(path)");
+    if (holds("/data.pkl"))
+      throw ConfigError("model.path", path + " is a torch.save file (weights or tensors), not a TorchScript module: "
+                                             "save the module with torch.jit.script(model).save(path); weights go "
+                                             "to weights.init");
+  }
   const auto limit = static_cast<std::uint64_t>(max_gib * double(std::uint64_t{1} << 30));
   if (directory->uncompressed_bytes > limit) {
     const auto largest = std::max_element(

@@ -122,6 +122,72 @@ class OwnFiles(unittest.TestCase):
         np.save(os.path.join(big_endian, "y.npy"), y.numpy())
         self.refused({"data.name": "tensors", "data.path": big_endian}, "x.npy", "big-endian")
 
+    def test_files_that_hold_no_trainable_data_name_the_file_the_tensor_and_what_is_allowed(self):
+        from safetensors.torch import save_file
+        x, y = user_models.labelled((16, 4), 3)
+        zero = os.path.join(self.dir, "zero.safetensors")
+        save_file({"x": torch.zeros(16, 0), "y": y}, zero)
+        self.refused({"data.name": "tensors", "data.path": zero}, "data.path", zero, "'x' [16, 0]",
+                     "the inputs hold no features")
+        huge = os.path.join(self.dir, "huge.safetensors")
+        save_file({"x": x, "y": torch.full((16,), 2 ** 40)}, huge)  # one output row per class: 140 TB
+        self.refused({"data.name": "tensors", "data.path": huge}, "data.path", huge, "label 1099511627776 in 'y'",
+                     "more classes than 16777216")
+        quantized = os.path.join(self.dir, "q.pt")
+        torch.save({"x": torch.quantize_per_tensor(x, 0.1, 0, torch.qint8), "y": y}, quantized)
+        self.refused({"data.name": "tensors", "data.path": quantized}, "data.path", quantized + "['x']",
+                     "quantized tensor (QInt8)", "t.dequantize()")
+        legacy = os.path.join(self.dir, "legacy.pt")
+        torch.save({"x": x, "y": y}, legacy, _use_new_zipfile_serialization=False)
+        plain = os.path.join(self.dir, "plain.pkl")
+        with open(plain, "wb") as f:
+            import pickle
+            pickle.dump({"x": x.numpy(), "y": y.numpy()}, f)
+        for path in (legacy, plain):
+            self.refused({"data.name": "tensors", "data.path": path}, "data.path", path, "is a pickle",
+                         "torch.save of PyTorch 1.6 or later, or as .safetensors")
+
+    def test_what_a_model_file_is_and_what_its_forward_raises_lead_its_error(self):
+        x, y = user_models.labelled((64, 32), 5)
+        data = user_models.write_tensors("torch", os.path.join(self.dir, "d.pt"), x, y)
+        settings = {"model.name": "torchscript", "data.name": "tensors", "data.path": data}
+        source = os.path.join(self.dir, "models.py")
+        with open(source, "w") as f:  # torch.jit.script reads the source
+            f.write("import torch\n"
+                    "class Boom(torch.nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__()\n"
+                    "        self.fc = torch.nn.Linear(32, 5)\n"
+                    "    def forward(self, x):\n"
+                    "        if x.size(0) > 0:\n"
+                    "            raise ValueError('boom from the user')\n"
+                    "        return self.fc(x)\n"
+                    "class Outputs(torch.nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__()\n"
+                    "        self.fc = torch.nn.Linear(32, 5)\n"
+                    "    def forward(self, x):\n"
+                    "        return {'logits': self.fc(x)}\n"
+                    "import sys\n"
+                    "torch.jit.script(Boom()).save(sys.argv[1])\n"
+                    "torch.jit.trace(Outputs(), torch.randn(2, 32), strict=False).save(sys.argv[2])\n"
+                    "program = torch.export.export(torch.nn.Linear(32, 5), (torch.randn(2, 32),))\n"
+                    "torch.export.save(program, sys.argv[3])\n"
+                    "torch.save(torch.nn.Linear(32, 5).state_dict(), sys.argv[4])\n")
+        boom, outputs, program, weights = (os.path.join(self.dir, n) for n in ("boom.pt", "dict.pt", "p.pt2", "w.pt"))
+        subprocess.run([ct.ORACLE_PYTHON, source, boom, outputs, program, weights], check=True, capture_output=True)
+        stderr = self.refused(dict(settings, **{"model.path": boom}), "model: the model's forward raised: boom from "
+                              f"the user (ValueError raised at {source}, line 8, in forward), on a batch [32, 32]")
+        self.assertNotIn("TorchScript interpreter", stderr)
+        stderr = self.refused(dict(settings, **{"model.path": outputs}),
+                              "model: the TorchScript model's forward returns Dict[str, Tensor], not one tensor of "
+                              "logits")
+        self.assertNotIn("cannot take a batch", stderr)
+        self.refused(dict(settings, **{"model.path": program}), "model.path", program,
+                     "is a torch.export ExportedProgram (.pt2), which cannot be trained from C++")
+        self.refused(dict(settings, **{"model.path": weights}), "model.path", weights,
+                     "is a torch.save file (weights or tensors), not a TorchScript module")
+
     def test_a_model_that_cannot_take_the_data_names_both_shapes(self):
         model = user_models.save_scripted(user_models.Mlp(features=32), os.path.join(self.dir, "mlp.pt"))
         x, y = user_models.labelled((64, 20), 5)
