@@ -1,5 +1,6 @@
 #include "db/store.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -170,12 +171,18 @@ std::string default_store_path() {
   return (user_data_folder() / "runs.db").string();
 }
 
-Store::Store(const std::string& path, Access access) : connection_(path, access) {
+Store::Store(const std::string& path, Access access, Check check) : connection_(path, access) {
   connection_.exec("PRAGMA foreign_keys = ON");
   if (access == Access::ReadOnly) {
     version_ = check_readable(connection_);
     run_by_id_ = run_by_id(version_);
     return;
+  }
+  if (check == Check::Pages) {
+    // A damaged page is found by the first write that reaches it, after the
+    // run's row is in: look at every page first (a damaged one may also fail the check itself).
+    auto verdict = connection_.prepare("PRAGMA quick_check(1)");
+    if (verdict.next() && verdict.text(0) != "ok") throw_error(nullptr, SQLITE_CORRUPT, path, "checking");
   }
   migrate(connection_);
   version_ = kSchemaVersion;

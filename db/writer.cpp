@@ -17,7 +17,7 @@ bool is_busy(const Error& e) { return e.code() == 5 /* SQLITE_BUSY */ || e.code(
 }  // namespace
 
 Writer::Writer(const std::string& path, WriterOptions options)
-    : path_(path), options_(options), store_(std::make_unique<Store>(path)) {
+    : path_(path), options_(options), store_(std::make_unique<Store>(path, Store::Access::ReadWrite, Store::Check::Pages)) {
   thread_ = std::thread([this] { thread_main(); });
 }
 

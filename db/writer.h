@@ -38,7 +38,8 @@ struct WriterStats {
 
 class Writer {
  public:
-  // Opens (creating or migrating) the store; throws db::Error as Store does.
+  // Opens (creating or migrating) the store after checking its pages
+  // (Store::Check::Pages); throws db::Error as Store does.
   explicit Writer(const std::string& path, WriterOptions options = {});
   ~Writer();  // commits everything queued, then stops
   Writer(const Writer&) = delete;

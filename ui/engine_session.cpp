@@ -21,6 +21,9 @@ EngineSession::~EngineSession() {
 }
 
 db::Writer& EngineSession::writer() {
+  // A writer that stopped for good (a full disk, a damaged page) is not the
+  // next launch's: that one opens the store again, so space freed meanwhile is used.
+  if (writer_ && !writer_->error().empty()) writer_.reset();
   if (!writer_) writer_ = std::make_unique<db::Writer>(store_path_.toStdString());
   return *writer_;
 }

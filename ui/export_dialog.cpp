@@ -1,6 +1,7 @@
 #include "ui/export_dialog.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
@@ -12,17 +13,19 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPageSize>
+#include <QPdfWriter>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSvgGenerator>
-#include <QTextStream>
 #include <QVBoxLayout>
 #include "ui/plot/qcustomplot.h"
 
 #include "core/export/launch_scripts.h"
 #include "core/export/production_export.h"
 #include "core/export/run_source.h"
+#include "core/io/output_file.h"
 #include "core/store/run_label.h"
 #include "db/store.h"
 #include "ui/async.h"
@@ -31,18 +34,43 @@
 namespace commtune::ui {
 
 bool save_plot(QCustomPlot* plot, const QString& path, const QString& format) {
+  // Drawn into memory, then written whole (core/io/output_file.h): a symlink
+  // at `path` is replaced, never written through.
   const int w = std::max(plot->width(), 640), h = std::max(plot->height(), 400);
-  if (format == "png") return plot->savePng(path, w, h, 2.0);
-  if (format == "pdf") return plot->savePdf(path, w, h);
-  QSvgGenerator svg;
-  svg.setFileName(path);
-  svg.setSize(QSize(w, h));
-  svg.setViewBox(QRect(0, 0, w, h));
-  svg.setTitle(plot->objectName());
-  QCPPainter painter;
-  if (!painter.begin(&svg)) return false;
-  plot->toPainter(&painter, w, h);
-  return painter.end();
+  QBuffer bytes;
+  bytes.open(QIODevice::WriteOnly);
+  const auto draw_on = [&](QPaintDevice* device) {
+    QCPPainter painter;
+    if (!painter.begin(device)) return false;
+    painter.setMode(QCPPainter::pmVectorized);
+    plot->toPainter(&painter, w, h);
+    return painter.end();
+  };
+  bool drawn = false;
+  if (format == "png") {
+    drawn = plot->toPixmap(w, h, 2.0).save(&bytes, "PNG");
+  } else if (format == "pdf") {
+    QPdfWriter pdf(&bytes);
+    pdf.setResolution(72);
+    pdf.setPageSize(QPageSize(QSizeF(w, h), QPageSize::Point));
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+    pdf.setTitle(plot->objectName());
+    drawn = draw_on(&pdf);
+  } else {
+    QSvgGenerator svg;
+    svg.setOutputDevice(&bytes);
+    svg.setSize(QSize(w, h));
+    svg.setViewBox(QRect(0, 0, w, h));
+    svg.setTitle(plot->objectName());
+    drawn = draw_on(&svg);
+  }
+  if (!drawn) return false;
+  try {
+    write_file_whole(path.toStdString(), bytes.data().toStdString());
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
+  }
 }
 
 ExportDialog::ExportDialog(QString store_path, std::int64_t run_id, RunPlots* plots, QWidget* parent)
@@ -246,9 +274,11 @@ void ExportDialog::save_plots(const QString& format) {
 void ExportDialog::save_csv() {
   QDir().mkpath(folder_->text());
   const auto path = QDir(folder_->text()).filePath("curves.csv");
-  QFile file(path);
-  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) return report({}, "could not write " + path);
-  QTextStream(&file) << plots_->csv();
+  try {
+    write_file_whole(path.toStdString(), plots_->csv().toStdString());
+  } catch (const std::runtime_error& e) {
+    return report({}, QString::fromStdString(e.what()));
+  }
   report({path}, {});
 }
 

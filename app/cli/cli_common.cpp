@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/config/run_config.h"
+#include "core/io/output_file.h"
 #include "core/store/run_label.h"
 #include "db/parallel.h"
 
@@ -20,10 +21,15 @@ std::atomic<bool> g_stop{false};
 
 namespace {
 std::atomic<bool> g_stop_claimed{false};
+std::atomic<int> g_stop_signal{0};
 
 void on_stop_signal(int sig) {
+  g_stop_signal.store(sig);
   g_stop.store(true);
-  if (!g_stop_claimed.load()) ::_exit(128 + sig);  // nothing started yet that needs stopping
+  if (!g_stop_claimed.load()) {  // nothing started yet that needs stopping
+    remove_unfinished_output_files();  // a half-written export leaves no trace, its destination as it was
+    ::_exit(128 + sig);
+  }
 }
 }  // namespace
 
@@ -40,6 +46,11 @@ void install_stop_signals() {
 }
 
 void watch_stop_signals() { g_stop_claimed.store(true); }
+
+int cancelled_exit_code() {
+  const int sig = g_stop_signal.load();
+  return 128 + (sig ? sig : SIGINT);
+}
 
 std::string store_path(const std::string& path) {
   const auto file = path.empty() ? db::default_store_path() : path;
@@ -78,8 +89,8 @@ std::unique_ptr<db::Store> open_store(const std::string& path) {
   }
 }
 
-std::unique_ptr<db::Writer> open_writer(const std::string& path) {
-  return std::make_unique<db::Writer>(store_path(path));
+std::unique_ptr<db::Writer> open_writer(const std::string& path, const db::WriterOptions& options) {
+  return std::make_unique<db::Writer>(store_path(path), options);
 }
 
 namespace {
@@ -298,7 +309,7 @@ int exit_code_for(const RunOutcome& outcome) {
     case RunStatus::Succeeded:
       return kExitOk;
     case RunStatus::Cancelled:
-      return kExitCancelled;
+      return cancelled_exit_code();
     case RunStatus::Diverged:
       return kExitDiverged;
     case RunStatus::Failed:

@@ -25,8 +25,8 @@ namespace commtune::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitConfig = 2;
-constexpr int kExitCancelled = 130;
-// and commtune::kExitDiverged (3) for a diverged run
+// and commtune::kExitDiverged (3) for a diverged run; a cancelled one exits
+// with cancelled_exit_code().
 
 // The exit code for how a run ended.
 int exit_code_for(const RunOutcome& outcome);
@@ -41,6 +41,10 @@ int exit_code_for(const RunOutcome& outcome);
 extern std::atomic<bool> g_stop;
 void install_stop_signals();
 void watch_stop_signals();
+// 128 + the signal that stopped this process (130 for SIGINT, 143 for
+// SIGTERM), as a shell reports a program that signal ended; 130 when a stop
+// request (the desktop app's Stop) did.
+int cancelled_exit_code();
 
 // The store at `path` (default_store_path() when empty). Readers get a
 // read-write connection when they can (it migrates an old file and marks
@@ -59,7 +63,7 @@ std::string output_file_problem(const std::string& path);
 // let NaN through and print the whole double range.
 CLI::Validator number_between(double low, double high, bool above = false);
 std::unique_ptr<db::Store> open_store(const std::string& path);
-std::unique_ptr<db::Writer> open_writer(const std::string& path);
+std::unique_ptr<db::Writer> open_writer(const std::string& path, const db::WriterOptions& options = {});
 
 // Columns separated by two spaces; numbers right-aligned.
 class Table {

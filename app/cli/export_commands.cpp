@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <set>
 
@@ -18,6 +17,7 @@
 #include "core/export/production_export.h"
 #include "core/export/run_source.h"
 #include "core/io/input_file.h"
+#include "core/io/output_file.h"
 #include "core/store/run_query.h"
 
 namespace commtune::cli {
@@ -69,24 +69,14 @@ struct ExportRunsArgs {
   bool metrics = false;
 };
 
-// Runs: one row each with their numbers and every parameter. With
-// --metrics: one row per run, rank and step instead.
-int export_runs_command(const ExportRunsArgs& args, const Context& context) {
-  const auto store = open_store(context.db);
-  const auto ids = select_runs(*store, args.runs, args.sweep);
-  std::ofstream file;
-  if (!args.out.empty()) {
-    file.open(args.out);
-    if (!file) throw std::runtime_error("cannot write " + args.out);
-  }
-  std::ostream& out = args.out.empty() ? std::cout : file;
-  const bool to_terminal = args.out.empty() && ::isatty(STDOUT_FILENO);
-
+// The runs to `out`; whether it took every byte.
+bool write_runs(const ExportRunsArgs& args, const db::Store& store, const std::vector<std::int64_t>& ids,
+                std::ostream& out, bool to_terminal) {
   if (args.metrics) {
     bool header = true;
     auto all = nlohmann::json::array();
     for (const auto id : ids)
-      for (const auto& s : store->steps(id)) {
+      for (const auto& s : store.steps(id)) {
         auto row = step_json(s);
         if (args.format == "json") {
           all.push_back(std::move(row));
@@ -103,15 +93,15 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
         write_csv_row(out, fields);
       }
     if (args.format == "json") out << json_text(all, 1) << "\n";
-    return out ? kExitOk : kExitFailed;
+    return static_cast<bool>(out);
   }
 
   std::vector<nlohmann::json> rows;
   std::set<std::string> param_names;
   for (const auto id : ids) {
-    const auto run = store->run(id);
+    const auto run = store.run(id);
     auto row = run_json(*run, false);
-    row["digest"] = digest_json(digest_run(*store, *run));
+    row["digest"] = digest_json(digest_run(store, *run));
     row["params"] = nlohmann::json::object();
     for (const auto& [name, value] : run_params(*run)) {
       row["params"][name] = value;
@@ -121,7 +111,7 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
   }
   if (args.format == "json") {
     out << json_text(nlohmann::json(rows), 2) << "\n";
-    return out ? kExitOk : kExitFailed;
+    return static_cast<bool>(out);
   }
   const std::vector<std::string> run_columns{
       "id",         "sweep_id",        "trial",           "name",   "status",    "hook",
@@ -139,7 +129,20 @@ int export_runs_command(const ExportRunsArgs& args, const Context& context) {
       fields.push_back(csv_value(row["params"].value(p, nlohmann::json(nullptr)), to_terminal));
     write_csv_row(out, fields);
   }
-  return out ? kExitOk : kExitFailed;
+  return static_cast<bool>(out);
+}
+
+// Runs: one row each with their numbers and every parameter. With
+// --metrics: one row per run, rank and step instead. A file (-o) is written
+// whole or not at all (OutputFile).
+int export_runs_command(const ExportRunsArgs& args, const Context& context) {
+  const auto store = open_store(context.db);
+  const auto ids = select_runs(*store, args.runs, args.sweep);
+  if (args.out.empty()) return write_runs(args, *store, ids, std::cout, ::isatty(STDOUT_FILENO)) ? kExitOk : kExitFailed;
+  OutputFile file(args.out);
+  write_runs(args, *store, ids, file.stream(), false);
+  file.commit();  // says why it could not (a full disk), the previous file kept
+  return kExitOk;
 }
 
 struct ExportConfigArgs {
@@ -176,7 +179,10 @@ std::pair<nlohmann::json, std::string> export_source(const ExportConfigArgs& arg
       throw std::runtime_error(source + " is not a commtune run summary (no \"config\")");
     config = summary["config"];
     const auto checkpoints = summary.value("checkpoints", nlohmann::json::array());
-    if (checkpoints.is_array() && !checkpoints.empty()) {
+    if (!checkpoints.is_array())
+      throw std::runtime_error(source + ": \"checkpoints\" is " + std::string(checkpoints.type_name()) +
+                               ", not the list of checkpoint folders a run summary holds");
+    if (!checkpoints.empty()) {
       const auto& last = checkpoints.back();
       if (!last.is_object() || !last.contains("folder") || !last["folder"].is_string())
         throw std::runtime_error(source + ": checkpoints[-1].folder is not a folder name");

@@ -4,7 +4,6 @@
 // --follow. `stop`: asks whichever process records a run to stop it.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -14,6 +13,7 @@
 #include "core/config/run_config.h"
 #include "core/hooks/hook_activity.h"
 #include "core/launch/event_files.h"
+#include "core/io/output_file.h"
 #include "core/launch/job.h"
 #include "core/launch/run_report.h"
 #include "core/store/run_recorder.h"
@@ -50,11 +50,35 @@ bool write_summary(const nlohmann::json& summary, const std::string& path) {
     std::cout << summary.dump(2) << std::endl;
     return static_cast<bool>(std::cout);
   }
-  std::ofstream out(path);
-  out << summary.dump(2) << '\n';
-  out.flush();
-  if (!out) std::fprintf(stderr, "commtune: cannot write the summary to %s\n", path.c_str());
-  return static_cast<bool>(out);
+  try {
+    write_file_whole(path, summary.dump(2) + "\n");
+    return true;
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "commtune: cannot write the summary: %s\n", printable(e.what()).c_str());
+    return false;
+  }
+}
+
+// "stored as run N", unless the store stopped writing partway: then what it holds of the run is not all of it.
+void say_where_stored(const db::Writer& store, std::int64_t run_id) {
+  if (const auto error = store.error(); !error.empty())
+    std::fprintf(stderr, "commtune: run %lld in %s holds only what was written before the store stopped writing\n",
+                 static_cast<long long>(run_id), printable(store.path()).c_str());
+  else
+    std::fprintf(stderr, "commtune: stored as run %lld in %s\n", static_cast<long long>(run_id),
+                 printable(store.path()).c_str());
+}
+
+// Puts the metrics file in place (when asked for one); returns whether it is there.
+bool commit_metrics(MetricsFile* metrics) {
+  if (!metrics) return true;
+  try {
+    metrics->commit();
+    return true;
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "commtune: cannot write the metrics: %s\n", printable(e.what()).c_str());
+    return false;
+  }
 }
 
 int run_command(const RunArgs& args, const Context& context) {
@@ -92,11 +116,10 @@ int run_command(const RunArgs& args, const Context& context) {
 
   const auto result = run_job(request);
   progress.finish();
-  const bool summary_written = write_summary(result.summary, args.summary_path);
+  const bool metrics_written = commit_metrics(metrics.get());
+  const bool summary_written = write_summary(result.summary, args.summary_path) && metrics_written;
   print_conclusion(result.summary);
-  if (result.run_id)
-    std::fprintf(stderr, "commtune: stored as run %lld in %s\n", static_cast<long long>(*result.run_id),
-                 store->path().c_str());
+  if (result.run_id) say_where_stored(*store, *result.run_id);
 
   const auto& outcome = result.outcome;
   const RankOutcome* failed = nullptr;
@@ -130,7 +153,9 @@ int summarize_command(const std::vector<std::string>& files, const std::string& 
                                       return {summary.get()};
                                     });
   const auto result = summary->to_json(run.outcome, run.config);
-  return conclude_event_run(run, result, write_summary(result, summary_path));
+  const bool metrics_written = commit_metrics(metrics.get());
+  const bool written = write_summary(result, summary_path) && metrics_written;
+  return conclude_event_run(run, result, written);
 }
 
 struct ImportArgs {
@@ -144,7 +169,12 @@ struct ImportArgs {
 // its event files; with --follow while it runs, so every view shows it live.
 int import_command(const ImportArgs& args, const Context& context) {
   watch_stop_signals();
-  const auto writer = open_writer(context.db);
+  // Files are read far faster than rows are committed: a short queue keeps
+  // the reading at most a second or so ahead, so Ctrl-C ends the import
+  // within that and every row read before it is stored.
+  db::WriterOptions paced;
+  paced.max_queued = 50000;
+  const auto writer = open_writer(context.db, paced);
   EventFilesOptions options;
   options.paths = args.paths;
   options.follow = args.follow;
@@ -199,14 +229,14 @@ int import_command(const ImportArgs& args, const Context& context) {
   }
   if (progress) progress->finish();
   if (run.outcome.status == RunStatus::Cancelled)
-    run.outcome.reason = "stopped following its event files; its ranks were started elsewhere (torchrun, srun) "
-                         "and go on until stopped there";
+    run.outcome.reason = args.follow ? "stopped following its event files; its ranks were started elsewhere "
+                                       "(torchrun, srun) and go on until stopped there"
+                                     : "the import was stopped before the end of its event files";
   const auto result = summary->to_json(run.outcome, run.config);
   record_run_end(*writer, *run_id, run.outcome, *summary, result);
   const int code =
       conclude_event_run(run, result, args.summary_path.empty() || write_summary(result, args.summary_path));
-  std::fprintf(stderr, "commtune: stored as run %lld in %s\n", static_cast<long long>(*run_id),
-               writer->path().c_str());
+  say_where_stored(*writer, *run_id);
   return code;
 }
 

@@ -221,7 +221,7 @@ int sweep_command(const SweepArgs& args, const Context& context) {
   if (outcome.status == db::status::kCancelled) {
     std::fprintf(stderr, "commtune: continue it with: commtune-cli sweep --resume %lld\n",
                  static_cast<long long>(sweep_id));
-    return kExitCancelled;
+    return cancelled_exit_code();
   }
   CompareArgs compare;
   compare.sweep = sweep_id;

@@ -1,36 +1,8 @@
 #include "core/export/export_files.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <random>
-
 #include "core/config/run_config.h"
 
 namespace commtune {
-
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  // O_EXCL | O_NOFOLLOW: the temporary name is ours alone, whatever lies in the folder.
-  std::random_device entropy;
-  const auto temporary = path.string() + ".tmp" + std::to_string(entropy());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const auto n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    written += static_cast<std::size_t>(n);
-  }
-  const int error = written == text.size() ? 0 : errno;
-  if (::close(fd) != 0 || error != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(error ? error : errno);
-    ::unlink(temporary.c_str());
-    throw std::runtime_error("cannot write " + path.string() + ": " + why);
-  }
-}
 
 nlohmann::json validated_config(const nlohmann::json& raw) { return RunConfig::parse(raw).to_json(); }
 

@@ -7,12 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace commtune {
+#include "core/io/output_file.h"
 
-// Writes `text` to a new file beside `path` and renames it over `path`: a
-// symlink or another file already at `path` is replaced, never written
-// through, and a reader never sees half a file.
-void write_text_file(const std::filesystem::path& path, const std::string& text);
+namespace commtune {
 
 // A configuration from outside (a stored run, a summary file, a checkpoint
 // folder) as the schema reads it, defaults filled in: every value that

@@ -155,7 +155,7 @@ std::vector<std::string> write_launch_scripts(const nlohmann::json& config, cons
   parsed.check_world_size(plan.nodes * plan.ranks_per_node);  // as `run` checks it, before any node starts
   fs::create_directories(out_dir);
   const auto dir = fs::path(out_dir);
-  write_text_file(dir / "run.json", parsed.to_json().dump(2) + "\n");
+  write_file_whole(dir / "run.json", parsed.to_json().dump(2) + "\n");
   const std::vector<std::pair<std::string, std::string>> values = {
       {"@NODES@", std::to_string(plan.nodes)},
       {"@PER_NODE@", std::to_string(plan.ranks_per_node)},
@@ -163,8 +163,8 @@ std::vector<std::string> write_launch_scripts(const nlohmann::json& config, cons
       {"@NAME@", job_name(plan.name)},
       {"@GPUS@", gpus_line(parsed.run.device, plan.ranks_per_node)},
       {"@OPTIONS@", sbatch_option_lines(plan.sbatch_options)}};
-  write_text_file(dir / "launch_torchrun.sh", fill(kTorchrunScript, values));
-  write_text_file(dir / "launch.sbatch", fill(kSbatchScript, values));
+  write_file_whole(dir / "launch_torchrun.sh", fill(kTorchrunScript, values));
+  write_file_whole(dir / "launch.sbatch", fill(kSbatchScript, values));
   for (const auto* name : {"launch_torchrun.sh", "launch.sbatch"})
     fs::permissions(dir / name, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);

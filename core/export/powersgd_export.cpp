@@ -254,10 +254,10 @@ std::vector<std::string> export_powersgd(const nlohmann::json& raw_config, const
     }
   }
   const auto config_path = fs::path(out_dir) / "commtune_config.json";
-  write_text_file(config_path, config.dump(2) + "\n");
+  write_file_whole(config_path, config.dump(2) + "\n");
   files.push_back(config_path.string());
   const auto snippet_path = fs::path(out_dir) / "use_powersgd.py";
-  write_text_file(snippet_path, snippet(config, runtime_step));
+  write_file_whole(snippet_path, snippet(config, runtime_step));
   files.push_back(snippet_path.string());
   return files;
 }

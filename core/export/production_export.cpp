@@ -266,16 +266,16 @@ std::vector<std::string> export_for_production(const nlohmann::json& raw_config,
   const auto config_path = fs::path(out_dir) / "commtune_config.json";
   if (name == "byteps") {
     std::vector<std::string> files{config_path.string(), (fs::path(out_dir) / "byteps_mxnet.py").string()};
-    write_text_file(files[1], byteps_mxnet_snippet(config));
+    write_file_whole(files[1], byteps_mxnet_snippet(config));
     // Dithering's entropy coding has no Python form here, and the allgather
     // variant is not the algorithm use_byteps.py runs: MXNet only.
     const auto& hook = config.at("hook");
     if (hook.value("byteps_compressor_type", "topk") != "dithering" &&
         hook.value("byteps_aggregation", "server") == "server") {
       files.push_back((fs::path(out_dir) / "use_byteps.py").string());
-      write_text_file(files.back(), byteps_torch_snippet(config));
+      write_file_whole(files.back(), byteps_torch_snippet(config));
     }
-    write_text_file(config_path, config.dump(2) + "\n");
+    write_file_whole(config_path, config.dump(2) + "\n");
     return files;
   }
   std::string snippet, file = "use_hook.py";
@@ -288,9 +288,9 @@ std::vector<std::string> export_for_production(const nlohmann::json& raw_config,
   } else {
     snippet = default_hook_snippet(config);
   }
-  write_text_file(config_path, config.dump(2) + "\n");
+  write_file_whole(config_path, config.dump(2) + "\n");
   const auto snippet_path = fs::path(out_dir) / file;
-  write_text_file(snippet_path, snippet);
+  write_file_whole(snippet_path, snippet);
   return {config_path.string(), snippet_path.string()};
 }
 

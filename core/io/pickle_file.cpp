@@ -1,6 +1,7 @@
 #include "core/io/pickle_file.h"
 
 #include "core/io/input_file.h"
+#include "core/io/output_file.h"
 #include "core/io/zip_directory.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -27,19 +28,17 @@ void write_pickle_file(const std::string& path, const c10::IValue& value) {
   pickler.pushIValue(value);
   pickler.stop();
 
-  const auto tmp = path + ".tmp";
+  OutputFile file(path);  // a reader never sees half a file
+  auto& out = file.stream();
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
     caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) -> size_t {
       out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
       return out ? size : 0;
     });
     torch::jit::writeArchiveAndTensors("data", pickle_bytes.data(), pickle_bytes.size(), pickler.tensorData(), writer);
     writer.writeEndOfFile();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
   }
-  std::filesystem::rename(tmp, path);  // a reader never sees half a file
+  file.commit();
 }
 
 c10::IValue read_pickle_file(const std::string& path) {

@@ -119,7 +119,10 @@ class EventFilesReader {
       throw std::runtime_error(file.path + " is not a commtune event file: " + e.what());
     }
     try {
-      for (auto& event : decoded) dispatch(file, std::move(event));
+      for (auto& event : decoded) {
+        if (cancelled()) break;  // a chunk holds some 40000 steps: the rest is not read, as the files after it
+        dispatch(file, std::move(event));
+      }
     } catch (const nlohmann::json::exception& e) {  // a message whose fields have the wrong types
       throw std::runtime_error(file.path + " holds a malformed message: " + e.what());
     }

@@ -1,5 +1,6 @@
 #include "core/launch/launcher.h"
 
+#include "core/io/output_file.h"
 #include "core/launch/worker_zygote.h"
 
 #include <fcntl.h>
@@ -350,7 +351,7 @@ RunOutcome Job::run(const std::atomic<bool>* cancel) {
   const auto started = steady::now();
   RunDirectory dir;
   const auto config_path = dir.path() + "/config.json";
-  std::ofstream(config_path) << options_.config.dump(2) << "\n";
+  write_file_whole(config_path, options_.config.dump(2) + "\n");
 
   // The ranks rendezvous through a file in the run's private folder (mode
   // 0700): a local run opens no port for anyone else to reach.

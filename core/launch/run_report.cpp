@@ -215,9 +215,7 @@ void ProgressLine::finish() {
   drawn_ = false;
 }
 
-MetricsFile::MetricsFile(const std::string& path) : out_(path, std::ios::trunc), path_(path) {
-  if (!out_) throw std::runtime_error("cannot write the metrics file " + path);
-}
+MetricsFile::MetricsFile(const std::string& path) : out_(path) { out_.publish(); }
 
 void MetricsFile::on_event(const events::Event& event) {
   const auto* step = event.step();
@@ -244,7 +242,7 @@ void MetricsFile::on_event(const events::Event& event) {
     for (const auto& s : step->bucket_stats)
       buckets.push_back({{"bucket", s.bucket}, {"name", s.name}, {"value", json_number(s.value)}});
   }
-  out_ << j.dump() << '\n';
+  out_.stream() << j.dump() << '\n' << std::flush;  // a reader following the file sees whole lines
 }
 
 }  // namespace commtune

@@ -4,12 +4,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/io/output_file.h"
 #include "core/launch/launcher.h"
 
 namespace commtune {
@@ -70,15 +70,18 @@ class ProgressLine final : public EventSubscriber {
   std::int64_t next_report_step_ = 0;
 };
 
-// One JSON object per rank and step (JSON Lines), for pandas and friends.
+// One JSON object per rank and step (JSON Lines), for pandas and friends: a
+// live log, put in place as the run starts (what was there, a symlink too,
+// replaced: core/io/output_file.h) and grown a whole line at a time.
 class MetricsFile final : public EventSubscriber {
  public:
   explicit MetricsFile(const std::string& path);
   void on_event(const events::Event& event) override;
+  // Syncs it to the disk; throws std::runtime_error saying why it cannot.
+  void commit() { out_.commit(); }
 
  private:
-  std::ofstream out_;
-  std::string path_;
+  OutputFile out_;
 };
 
 }  // namespace commtune

@@ -9,6 +9,7 @@
 
 #include <signal.h>
 
+#include "core/io/output_file.h"
 #include "db/store.h"
 
 namespace commtune {
@@ -25,8 +26,12 @@ void file_request(const std::string& store_path, const std::string& name, const 
   const fs::path folder = stop_request_folder(store_path);
   std::error_code ec;
   fs::create_directories(folder, ec);
-  std::ofstream file(folder / name);
-  if (ec || !file) throw std::runtime_error("cannot ask for " + what + " to stop: cannot write in " + folder.string());
+  try {
+    if (ec) throw std::runtime_error(ec.message());
+    write_file_whole(folder / name, "");
+  } catch (const std::runtime_error&) {
+    throw std::runtime_error("cannot ask for " + what + " to stop: cannot write in " + folder.string());
+  }
 }
 
 bool withdraw(const std::string& store_path, const std::string& name) {

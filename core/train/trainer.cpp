@@ -22,6 +22,7 @@
 #include "core/catalog.h"
 #include "core/dist/devices.h"
 #include "core/io/error_text.h"
+#include "core/io/output_file.h"
 #include "core/io/pickle_file.h"
 #include "core/models/weights_file.h"
 #include "core/store/run_metrics.h"
@@ -60,18 +61,23 @@ void set_up_math_libraries(int threads, bool deterministic) {
 // The first batch through the model: a model (from a file) that cannot take
 // the dataset's samples is a configuration error naming both shapes, in one line.
 at::Tensor first_forward(Model& model, const at::Tensor& input, const DataSpec& data) {
+  const auto refused = [&](const std::string& what) {
+    const auto batch = c10::str(input.sizes()) + " of the dataset's " + data.describe();
+    // An exception the model's own code raised says what the user wrote: it leads.
+    if (const auto raised = raised_by_model(what); !raised.empty())
+      return ConfigError("model", "the model's forward raised: " + raised + ", on a batch " + batch);
+    return ConfigError("model", "the model cannot take a batch " + batch + ": " + one_line_error(what));
+  };
   try {
     return model.forward(input);
   } catch (const c10::OutOfMemoryError&) {
     throw;
   } catch (const c10::Error& e) {
-    throw ConfigError("model", "the model cannot take a batch " + c10::str(input.sizes()) + " of the dataset's " +
-                                   data.describe() + ": " + one_line_error(e.what_without_backtrace()));
+    throw refused(e.what_without_backtrace());
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {  // the TorchScript interpreter's errors
-    throw ConfigError("model", "the model cannot take a batch " + c10::str(input.sizes()) + " of the dataset's " +
-                                   data.describe() + ": " + one_line_error(e.what()));
+    throw refused(e.what());
   }
 }
 
@@ -283,7 +289,7 @@ bool train_with(const RunConfig& config, const DistEnv& env, const c10::Device& 
     const auto folder = checkpoint_folder(config.checkpoint.dir, next_step);
     state.save(folder, next_step, env.rank, env.world_size);
     if (env.rank != 0) return;
-    std::ofstream(std::filesystem::path(folder) / "config.json") << config.to_json().dump(2) << "\n";
+    write_file_whole(std::filesystem::path(folder) / "config.json", config.to_json().dump(2) + "\n");
     if (events) events->message({{"kind", "checkpoint"}, {"step", next_step}, {"folder", folder}});
   };
 

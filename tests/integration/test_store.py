@@ -187,6 +187,25 @@ class BadFiles(unittest.TestCase):
             self.assertIn("damaged", proc.stderr)
             self.assertEqual(digest(path), before)
 
+    def test_a_store_damaged_where_a_run_would_write_is_not_written(self):
+        """The last page smashed: a run's first writes (its row) land elsewhere and succeed, so the damage
+        is found before anything is written or not at all."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "runs.db")
+            for _ in range(4):
+                ct.cli("--db", path, "run", "--quiet", "--summary", os.devnull, "--set", "steps=3", "--set",
+                       "model.hidden=64", "--set", "data.features=32")
+            data = bytearray(open(path, "rb").read())
+            data[-4096:] = b"\xa5" * 4096
+            open(path, "wb").write(bytes(data))
+            before = digest(path)
+            proc = ct.cli("--db", path, "run", "--quiet", "--summary", os.devnull, "--set", "steps=3", check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("is damaged (database disk image is malformed); commtune will not write to it", proc.stderr)
+            self.assertNotIn("stored as run", proc.stderr)
+            self.assertEqual(digest(path), before, "the file was changed")
+            self.assertEqual(sorted(os.listdir(d)), ["runs.db"])
+
     def test_thousands_of_runs_are_listed_whole_and_in_order(self):
         """Big stores are read and written on every core, a block of rows at a time: 5000 runs (more than one
         block) come out each once, in the order asked for, each with its own name and hook, and the same

@@ -323,6 +323,13 @@ class OutputAndInputFiles(Untrusted):
             self.refused("export", "launch", "--from", source, "--out", out, words=("not a regular file",), timeout=20)
         self.refused("export", "launch", "--from", self.summary_file("a string"), "--out", out,
                      words=(self.path("s.json"),))
+        # A summary whose checkpoint list is something else is not one: nothing is written from it.
+        with open(self.path("bad-checkpoints.json"), "w") as f:
+            json.dump({"config": {"steps": 4}, "checkpoints": "abc"}, f)
+        elsewhere = self.path("not-written")
+        self.refused("export", "launch", "--from", self.path("bad-checkpoints.json"), "--out", elsewhere,
+                     words=('"checkpoints" is string, not the list of checkpoint folders',))
+        self.assertFalse(os.path.exists(elsewhere))
 
     def test_a_crafted_checkpoint_gets_one_line_naming_its_file(self):
         checkpoints = self.path("ck")
@@ -386,6 +393,26 @@ class Signals(Untrusted):
             self.assertEqual(proc.returncode, 130, err)
         # Every run it started ended cancelled, its workers stopped and waited for.
         self.assertTrue(all(r["status"] == "cancelled" for r in ct.cli_json("list")), ct.cli_json("list"))
+
+
+    def test_ctrl_c_or_sigterm_stops_an_import_and_keeps_what_it_read(self):
+        steps = 400_000
+        frames = [hello(0, 1), run_start({"steps": steps, "world_size": 1})]
+        frames += [step(i, 1.0 / (i + 1)) for i in range(steps)]
+        events = event_file(self.dir, 0, *frames, run_end(0, steps))
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            proc = subprocess.Popen([ct.CLI, "import", events, "--quiet"], stderr=subprocess.PIPE, text=True)
+            self.assertIn("importing as run", proc.stderr.readline())
+            time.sleep(0.2)
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 128 + sig, err)
+            run = ct.cli_json("list")[-1]
+            self.assertEqual(run["status"], "cancelled", run)
+            self.assertEqual(run["reason"], "the import was stopped before the end of its event files")
+            self.assertLess(run["steps_completed"], steps)  # it stopped reading, not at the end
+            stored = ct.query("SELECT count(*) FROM step_metrics WHERE run_id = ?", (run["id"],))[0][0]
+            self.assertGreaterEqual(stored, run["steps_completed"])  # every step it counts is kept
 
 
 class DiskFull(Untrusted):

@@ -34,6 +34,9 @@
 #include <QSpontaneKeyEvent>
 #include <QWheelEvent>
 #include <QtTest>
+#include <sys/resource.h>
+
+#include <csignal>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -428,6 +431,43 @@ class GuiTest : public QObject {
     other.launch()->load_json(raw);
     QCOMPARE(other.launch()->form()->field("hook.start_powerSGD_iter")->text(), QString("2"));
     QCOMPARE(other.launch()->form()->raw(), raw);
+  }
+
+  // A run that filled the disk ends the store's writer; the next launch opens
+  // the store again and takes what room there is by then. The disk is a
+  // file-size limit on this process and its workers (RLIMIT_FSIZE: write(2)
+  // fails past it as on a full disk), raised again as a user frees space.
+  void a_store_that_ran_out_of_room_takes_the_next_run_once_there_is_room() {
+    const auto path = dir_.filePath("room.db");
+    { commtune::db::Store created(path.toStdString()); }
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit room {};
+    QCOMPARE(::getrlimit(RLIMIT_FSIZE, &room), 0);
+    struct rlimit tight = room;
+    tight.rlim_cur = 64 * 1024;  // the store's journal fills up after a few hundred steps
+    QCOMPARE(::setrlimit(RLIMIT_FSIZE, &tight), 0);
+    MainWindow window(path);
+    window.show();
+    auto* form = window.launch()->form();
+    form->set_text("world_size", "1");
+    form->set_text("steps", "600");
+    form->set_text("model.hidden", "64");
+    form->set_text("data.features", "32");
+    QSignalSpy finished(&window.engine(), &EngineSession::job_finished);
+    window.launch()->run_button()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QCOMPARE(::setrlimit(RLIMIT_FSIZE, &room), 0);  // room again
+    {
+      commtune::db::Store store(path.toStdString(), commtune::db::Store::Access::ReadOnly);
+      const auto runs = store.runs();
+      QCOMPARE(runs.size(), std::size_t{1});
+      QVERIFY2(runs.front().status != commtune::db::status::kSucceeded, runs.front().status.c_str());
+    }
+    const auto next = run_own_job(window);
+    QVERIFY(next > 1);
+    commtune::db::Store store(path.toStdString(), commtune::db::Store::Access::ReadOnly);
+    QVERIFY2(store.run(next)->status == commtune::db::status::kSucceeded, store.run(next)->reason.c_str());
+    QCOMPARE(store.run(next)->steps_completed, std::int64_t{kOwnJobSteps});
   }
 
   void scrolling_the_form_never_changes_a_field() {
