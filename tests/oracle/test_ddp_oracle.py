@@ -225,5 +225,52 @@ class DdpOracle(unittest.TestCase):
                           "data.batch_size": 16}, steps=15)
 
 
+class ReplayedInPyTorch(unittest.TestCase):
+    """A run replayed by a PyTorch job as a user writes it (tests/oracle/replay_job.py: a DataLoader over a
+    DistributedSampler, under torchrun), as README's "Replaying a run in plain PyTorch" says to."""
+    JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_job.py")
+
+    def files(self, d, module, x, y):
+        """The module's TorchScript file and the data's folder, as a user saves them."""
+        return (user_models.save_scripted(module, os.path.join(d, "model.pt")),
+                user_models.write_tensors("npy", os.path.join(d, "data"), x, y))
+
+    def commtune(self, d, model, data, steps):
+        return ct.run_commtune(d, {"world_size": 2, "steps": steps, "model.name": "torchscript", "model.path": model,
+                                   "data.name": "tensors", "data.path": data}).losses()
+
+    def job(self, d, model, data, steps, *job_args):
+        out = os.path.join(d, "job.json")
+        proc = subprocess.run([ct.ORACLE_PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+                               "2", self.JOB, "--model", model, "--data", data, "--steps", str(steps), "--out", out,
+                               *job_args], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, MKL_CBWR="AUTO"))
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        return json.load(open(out))
+
+    def test_dropout_replays_bit_for_bit_over_several_epochs_when_the_loader_has_its_own_generator(self):
+        x, y = user_models.labelled((256, 32), 5)  # 4 steps an epoch on each of 2 ranks
+        with tempfile.TemporaryDirectory() as d:
+            model, data = self.files(d, user_models.DropoutMlp(), x, y)
+            mine = self.commtune(d, model, data, 14)
+            self.assertEqual(mine, self.job(d, model, data, 14, "--own-loader-generator"))
+            self.assertNotEqual(mine[0][0], mine[0][-1])
+            # Without it, each epoch's iterator draws from the global generator: the masks shift.
+            self.assertNotEqual(mine, self.job(d, model, data, 14))
+
+    def test_the_eager_module_trains_within_1e_6_of_its_torchscript_file(self):
+        """TorchScript's executor rounds a LLaMA-style block (RMSNorm, rotary, SwiGLU) differently from
+        eager PyTorch at some steps, by about one unit in the last place of the float32 loss."""
+        x, y = user_models.token_sequences()
+        with tempfile.TemporaryDirectory() as d:
+            model, data = self.files(d, user_models.Llama(), x, y)
+            mine = self.commtune(d, model, data, 15)
+            # The same TorchScript file in PyTorch's DDP: bit for bit.
+            self.assertEqual(mine, self.job(d, model, data, 15, "--own-loader-generator"))
+            eager = self.job(d, model, data, 15, "--own-loader-generator", "--eager", "user_models:Llama")
+            worst = max(abs(a - b) / abs(b) for rank in range(2) for a, b in zip(mine[rank], eager[rank]))
+            self.assertLess(worst, 1e-6)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -50,6 +50,68 @@ class DecoderOnly(nn.Module):
         return self.head(self.ln(x))
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaBlock(nn.Module):
+    """A LLaMA-style block as written by hand: RMSNorm, rotary position embeddings on queries and
+    keys, causal attention, a SwiGLU MLP."""
+
+    def __init__(self, d: int, heads: int, seq_len: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = RMSNorm(d)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.proj = nn.Linear(d, d, bias=False)
+        self.norm2 = RMSNorm(d)
+        self.w1 = nn.Linear(d, 2 * d, bias=False)
+        self.w3 = nn.Linear(d, 2 * d, bias=False)
+        self.w2 = nn.Linear(2 * d, d, bias=False)
+        half = d // heads // 2
+        angles = torch.outer(torch.arange(seq_len, dtype=torch.float32),
+                             1.0 / (10000.0 ** (torch.arange(half, dtype=torch.float32) / half)))
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rotate(self, t):
+        time = t.size(2)
+        a, b = t[..., 0::2], t[..., 1::2]
+        cos, sin = self.cos[:time], self.sin[:time]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+
+    def forward(self, x):
+        batch, time, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(batch, time, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        y = F.scaled_dot_product_attention(self.rotate(q), self.rotate(k), v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(batch, time, d))
+        h = self.norm2(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+class Llama(nn.Module):
+    """A small LLaMA-style language model."""
+
+    def __init__(self, vocab: int = 64, seq_len: int = 32, d: int = 64, heads: int = 4, layers: int = 2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList([LlamaBlock(d, heads, seq_len) for _ in range(layers)])
+        self.norm = RMSNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.tok(ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
 class Residual(nn.Module):
     def __init__(self, channels: int):
         super().__init__()
@@ -80,6 +142,17 @@ class Mlp(nn.Module):
     def __init__(self, features: int = 32, hidden: int = 64, classes: int = 5):
         super().__init__()
         self.net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class DropoutMlp(nn.Module):
+    """An MLP with dropout: its masks come from the global generator, step by step."""
+
+    def __init__(self, features: int = 32, hidden: int = 64, classes: int = 5):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Dropout(0.3), nn.Linear(hidden, classes))
 
     def forward(self, x):
         return self.net(x)
