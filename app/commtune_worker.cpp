@@ -9,6 +9,7 @@
 
 #include "core/config/run_config.h"
 #include "core/events/event_writer.h"
+#include "core/io/output_file.h"
 #include "core/launch/launcher.h"
 #include "core/launch/worker_zygote.h"
 #include "core/train/trainer.h"
@@ -42,6 +43,7 @@ void flush_events_on_stop(commtune::events::EventWriter* events) {
     while (::read(g_stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
     if (events) events->flush();
+    commtune::remove_unfinished_output_files();  // a checkpoint half written leaves no temporary
     std::_Exit(128 + sig);
   }).detach();
   struct sigaction action {};

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -219,7 +220,7 @@ inline JsonText parse_json_text(std::string_view text, int max_depth = kMaxJsonD
     return out;
   }
   // The keys of each object being read, innermost last.
-  std::vector<std::vector<std::string>> keys;
+  std::vector<std::unordered_set<std::string>> keys;
   std::string repeated;
   const nlohmann::json::parser_callback_t watch_keys = [&](int, nlohmann::json::parse_event_t event,
                                                            nlohmann::json& parsed) {
@@ -229,10 +230,8 @@ inline JsonText parse_json_text(std::string_view text, int max_depth = kMaxJsonD
     } else if (event == Event::object_end) {
       keys.pop_back();
     } else if (event == Event::key && !keys.empty()) {
-      auto& seen = keys.back();
       const auto& key = parsed.get_ref<const std::string&>();
-      if (repeated.empty() && std::find(seen.begin(), seen.end(), key) != seen.end()) repeated = key;
-      seen.push_back(key);
+      if (!keys.back().insert(key).second && repeated.empty()) repeated = key;
     }
     return true;
   };

@@ -4,7 +4,6 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
-#include <QFile>
 #include <QFileDialog>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -16,6 +15,7 @@
 #include <QTabWidget>
 
 #include "core/io/input_file.h"
+#include "core/io/output_file.h"
 #include "core/version.h"
 #include "ui/engine_session.h"
 #include "ui/forms/config_form.h"
@@ -150,10 +150,7 @@ void MainWindow::build_menus() {
         QFileDialog::getSaveFileName(this, "Save the configuration (or sweep spec)", "commtune.json", "JSON (*.json)");
     if (path.isEmpty()) return;
     try {
-      QFile f(path);
-      if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        throw std::runtime_error("cannot write " + path.toStdString());
-      f.write(QByteArray::fromStdString(launch_->current_json().dump(2) + "\n"));
+      write_file_whole(path.toStdString(), launch_->current_json().dump(2) + "\n");
       report("Saved " + path);
     } catch (const std::exception& e) {
       report("Cannot save: " + QString::fromUtf8(e.what()), true);

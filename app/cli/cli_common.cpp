@@ -73,6 +73,7 @@ std::string output_file_problem(const std::string& path) {
   std::error_code ec;
   if (path.empty()) return "wants a file path, got ''";
   if (fs::is_directory(path, ec)) return path + " is a folder, not a file";
+  if (is_output_stream(path)) return "";  // /dev/null, /dev/stdout, a pipe: written to, not replaced
   const auto parent = fs::absolute(path, ec).parent_path();
   if (!fs::is_directory(parent, ec)) return "cannot write " + path + ": the folder " + parent.string() + " does not exist";
   if (::access(parent.c_str(), W_OK) != 0) return "cannot write " + path + ": the folder " + parent.string() + " is not writable";

@@ -202,12 +202,15 @@ std::unique_ptr<Dataset> make_tensor_dataset(const TensorFileOptions& o, const D
     data = load_npy_folder(o, budget);
   } else {
     const auto size = file_size(o.path, kField);
-    const auto magic = read_prefix(o.path, 6);
-    if (magic == std::string("\x93NUMPY", 6))
+    const auto magic = read_prefix(o.path, 9);
+    if (magic.rfind(std::string("\x93NUMPY", 6), 0) == 0)
       throw ConfigError(kField, o.path + " is one .npy file: put " + o.inputs + ".npy and " + o.targets +
                                     ".npy in a folder, and make data.path that folder");
-    // A pickle (protocol 2 to 5) first: the legacy torch.save format (PyTorch before 1.6) or a plain pickle.
-    if (magic.size() >= 2 && magic[0] == '\x80' && magic[1] >= 2 && magic[1] <= 5)
+    // A pickle (protocol 2 to 5) first: the legacy torch.save format (PyTorch
+    // before 1.6) or a plain pickle. A .safetensors file begins with its
+    // header's length, which may begin so too, and then its header's "{".
+    const bool safetensors = magic.size() == 9 && magic[8] == '{';
+    if (!safetensors && magic.size() >= 2 && magic[0] == '\x80' && magic[1] >= 2 && magic[1] <= 5)
       throw ConfigError(kField, o.path + " is a pickle (a legacy torch.save file, PyTorch's format before 1.6, or "
                                          "pickle.dump), which commtune does not read (unpickling runs code): save "
                                          "it with torch.save of PyTorch 1.6 or later, or as .safetensors");

@@ -47,8 +47,11 @@ std::unique_ptr<EventWriter> EventWriter::from_environment(const Hello& hello) {
     // Its folder too, as torchrun's --log_dir is made: every rank of a job names the same new folder.
     std::error_code ignored;
     std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ignored);
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw std::runtime_error("cannot write the event file " + file + ": " + std::strerror(errno));
+    // A live stream the importer follows, so written in place, but never through a symlink there.
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+      throw std::runtime_error("cannot write the event file " + file + ": " +
+                               (errno == ELOOP ? std::string("it is a symlink") : std::string(std::strerror(errno))));
     return std::make_unique<EventWriter>(fd, hello);
   }
   return nullptr;

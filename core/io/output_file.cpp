@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -93,34 +94,54 @@ class OutputFile::Buffer final : public std::streambuf {
   std::array<char, 1 << 16> bytes_;
 };
 
+bool is_output_stream(const std::filesystem::path& path) {
+  struct stat own {}, target {};
+  if (::lstat(path.c_str(), &own) != 0) return false;
+  const auto streams = [](const struct stat& s) { return S_ISCHR(s.st_mode) || S_ISFIFO(s.st_mode) || S_ISSOCK(s.st_mode); };
+  if (!S_ISLNK(own.st_mode)) return streams(own);
+  if (::stat(path.c_str(), &target) != 0) return false;
+  if (streams(target)) return true;
+  std::error_code ec;
+  const auto folder = std::filesystem::canonical(std::filesystem::absolute(path, ec).parent_path(), ec).string();
+  if (!ec && folder.rfind("/proc/", 0) == 0) return true;  // /dev/fd/1: a descriptor's entry in /proc
+  // Each hop of the link in turn: one through /proc (/dev/stdout -> /proc/self/fd/1) is an open file
+  // of this process, whatever it is; canonical() would see through it to that file's own path.
+  std::filesystem::path at = path;
+  for (int hop = 0; hop < 40; ++hop) {
+    if (!std::filesystem::is_symlink(at, ec)) return false;
+    auto next = std::filesystem::read_symlink(at, ec);
+    if (ec) return false;
+    at = next.is_absolute() ? next : at.parent_path() / next;
+    if (at.lexically_normal().string().rfind("/proc/", 0) == 0) return true;
+  }
+  return false;
+}
+
 OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
+  if (is_output_stream(path_)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+    if (fd_ < 0) throw std::runtime_error("cannot write " + path_.string() + ": " + reason(errno));
+    buffer_ = std::make_unique<Buffer>(fd_);
+    stream_ = std::make_unique<std::ostream>(buffer_.get());
+    return;
+  }
   struct stat existing {};
-  mode_t mode = 0644;
-  if (::stat(path_.c_str(), &existing) == 0) {
+  std::optional<mode_t> replaced_mode;  // a new file takes the umask's mode, as any other would
+  if (::lstat(path_.c_str(), &existing) == 0) {
     if (S_ISDIR(existing.st_mode)) throw std::runtime_error("cannot write " + path_.string() + ": it is a folder");
-    // A device or a pipe (/dev/null, /dev/stdout, a FIFO), named or linked
-    // to, is a stream, not a file to replace: written to as it is.
-    if (!S_ISREG(existing.st_mode)) {
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-      if (fd_ < 0) throw std::runtime_error("cannot write " + path_.string() + ": " + reason(errno));
-      buffer_ = std::make_unique<Buffer>(fd_);
-      stream_ = std::make_unique<std::ostream>(buffer_.get());
-      return;
-    }
-    struct stat link {};
-    if (::lstat(path_.c_str(), &link) == 0 && S_ISREG(link.st_mode)) mode = existing.st_mode & 07777;
+    if (S_ISREG(existing.st_mode)) replaced_mode = existing.st_mode & 07777;
   }
   static std::atomic<unsigned> counter{0};
   thread_local std::mt19937_64 names{std::random_device{}()};
   for (int attempt = 0; fd_ < 0; ++attempt) {
     temporary_ = path_.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
                  std::to_string(names() % 1000000);
-    fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ < 0 && (errno != EEXIST || attempt > 8))
       throw std::runtime_error("cannot write " + path_.string() + ": " + reason(errno));
   }
   slot_ = claim_slot(temporary_);
-  ::fchmod(fd_, mode);  // the mode it replaces, whatever the umask
+  if (replaced_mode) ::fchmod(fd_, *replaced_mode);  // the mode of the file it replaces, whatever the umask
   buffer_ = std::make_unique<Buffer>(fd_);
   stream_ = std::make_unique<std::ostream>(buffer_.get());
 }

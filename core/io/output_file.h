@@ -2,8 +2,9 @@
 // written whole or not at all: to a new name beside its destination, then
 // synced and renamed over it. A reader never sees half a file; a killed
 // writer, a full disk or an error leaves the destination as it was; a
-// symlink at the destination is replaced, never written through. A device
-// or a pipe there (/dev/null, /dev/stdout, a FIFO) is written to as a stream.
+// symlink at the destination is replaced, never written through. A
+// character device or a pipe there, or a link to one or into /proc
+// (/dev/null, /dev/stdout, a FIFO), is written to as a stream.
 #pragma once
 
 #include <filesystem>
@@ -17,8 +18,8 @@ class OutputFile {
  public:
   // Creates the temporary file beside `path` (O_EXCL | O_NOFOLLOW: a name of
   // its own whatever lies in the folder), with the mode of the regular file
-  // it will replace, if any. Throws std::runtime_error naming `path` when
-  // it cannot (a folder there, no folder, no permission).
+  // it will replace, else the umask's. Throws std::runtime_error naming
+  // `path` when it cannot (a folder there, no folder, no permission).
   explicit OutputFile(std::filesystem::path path);
   // Without commit(), the temporary file is removed and `path` untouched.
   ~OutputFile();
@@ -46,6 +47,12 @@ class OutputFile {
   std::unique_ptr<Buffer> buffer_;
   std::unique_ptr<std::ostream> stream_;
 };
+
+// Whether OutputFile writes to `path` as a stream rather than replacing it:
+// a character device or a pipe (/dev/null, a FIFO), or a link to one or
+// into /proc (/dev/stdout -> /proc/self/fd/1, whatever stdout is). Any other
+// link (to a file, a block device, nowhere) is replaced.
+bool is_output_stream(const std::filesystem::path& path);
 
 // `text` as the whole of the file at `path` (OutputFile).
 void write_file_whole(const std::filesystem::path& path, const std::string& text);

@@ -92,21 +92,23 @@ double seconds_between(steady::time_point a, steady::time_point b) {
 class BufferSync {
  public:
   explicit BufferSync(NamedTensors buffers) : buffers_(std::move(buffers)) {
-    for (const auto& [name, b] : buffers_) {
-      if (b.is_quantized() || b.is_sparse() || b.layout() != at::kStrided)
-        throw ConfigError("model", "buffer '" + name + "' is a " + std::string(c10::toString(b.scalar_type())) +
-                                       " tensor of layout " + c10::str(b.layout()) +
-                                       "; commtune broadcasts dense buffers only (DDP's broadcast_buffers)");
-      bytes_ += static_cast<std::int64_t>(b.nbytes());
-    }
+    for (const auto& [name, b] : buffers_) bytes_ += static_cast<std::int64_t>(b.nbytes());
   }
   void run(Communicator& comm) {
     if (bytes_ == 0 || comm.size() == 1) return;
+    if (!checked_) {  // with one rank nothing travels, and any buffer will do
+      for (const auto& [name, b] : buffers_)
+        if (b.is_quantized() || b.layout() != at::kStrided)
+          throw ConfigError("model", "buffer '" + name + "' is a " + std::string(c10::toString(b.scalar_type())) +
+                                         " tensor of layout " + c10::str(b.layout()) +
+                                         "; commtune broadcasts dense buffers only (DDP's broadcast_buffers)");
+      checked_ = true;
+    }
     auto packed = at::empty({bytes_}, at::TensorOptions().dtype(at::kByte).device(buffers_.front().second.device()));
     std::int64_t offset = 0;
     for (const auto& [name, b] : buffers_) {
       const auto n = static_cast<std::int64_t>(b.nbytes());
-      if (n > 0) packed.narrow(0, offset, n).copy_(bytes_of(b.contiguous()));
+      if (n > 0) packed.narrow(0, offset, n).copy_(bytes_of(b.resolve_conj().resolve_neg().contiguous()));
       offset += n;
     }
     Communicator::wait(comm.broadcast(packed, 0));
@@ -114,7 +116,8 @@ class BufferSync {
     for (auto& [name, b] : buffers_) {
       const auto n = static_cast<std::int64_t>(b.nbytes());
       if (n > 0) {
-        auto target = b.is_contiguous() ? b : at::empty_like(b, at::MemoryFormat::Contiguous);
+        const bool direct = b.is_contiguous() && !b.is_conj() && !b.is_neg();
+        auto target = direct ? b : at::empty(b.sizes(), b.options());
         bytes_of(target).copy_(packed.narrow(0, offset, n));
         if (!target.is_same(b)) b.copy_(target);
       }
@@ -128,6 +131,7 @@ class BufferSync {
 
   NamedTensors buffers_;
   std::int64_t bytes_ = 0;
+  bool checked_ = false;
 };
 
 // For the first debug.dump_grads_steps steps: each rank's gradients before

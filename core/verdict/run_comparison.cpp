@@ -153,7 +153,6 @@ RunComparison compare_runs(const db::Store& store, const std::vector<std::int64_
       c.no_loss_change = config && !baseline ? evidence.baseline_problem(*config) : "it has no baseline";
       continue;
     }
-    if (c.is_baseline) continue;
     const auto known = by_id.find(*c.baseline_run);
     const auto base_loss = known != by_id.end() ? known->second->digest.loss : named_loss;
     const auto& loss = c.digest.loss;

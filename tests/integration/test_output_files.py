@@ -77,6 +77,18 @@ class OutputFiles(unittest.TestCase):
         self.assertTrue(open(outputs["runs.csv"]).read().startswith("id,"))
         self.assertEqual(len(open(outputs["metrics.jsonl"]).read().splitlines()), 2 * 4)
 
+    def test_a_new_file_takes_the_umask_and_a_replaced_one_keeps_its_mode(self):
+        new, kept = os.path.join(self.d, "new.csv"), os.path.join(self.d, "kept.csv")
+        with open(kept, "w") as f:
+            f.write("before\n")
+        os.chmod(kept, 0o640)
+        for path in (new, kept):
+            subprocess.run([ct.CLI, "--db", self.db, "export", "runs", "-o", path], check=True,
+                           preexec_fn=lambda: os.umask(0o077))
+        self.assertEqual(stat.S_IMODE(os.stat(new).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(kept).st_mode), 0o640)
+        self.assertTrue(open(kept).read().startswith("id,"))
+
     def test_a_device_or_a_pipe_is_written_to_as_a_stream(self):
         """/dev/null and a FIFO are not files to replace: renaming over /dev/null would make it a file."""
         ct.cli("--db", os.path.join(self.d, "s.db"), "run", "--quiet", *SMALL, "--summary", os.devnull, "--metrics",
@@ -86,13 +98,21 @@ class OutputFiles(unittest.TestCase):
         fifo = os.path.join(self.d, "pipe")
         os.mkfifo(fifo)
         read = []
-        reader = threading.Thread(target=lambda: read.append(open(fifo).read()))
+        reader = threading.Thread(target=lambda: read.append(open(fifo).read()), daemon=True)
         reader.start()
         ct.cli("--db", self.db, "export", "runs", "--format", "json", "-o", fifo)
         reader.join(timeout=60)
         self.assertEqual(len(json.loads(read[0])), 1)
         self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode))
         self.assertEqual(self.leftovers(fifo), [])
+        # /dev/stdout is whatever stdout is, a file here: written to, the link left as it is.
+        for name in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+            redirected = os.path.join(self.d, "stdout.csv")
+            with open(redirected, "w") as out:
+                subprocess.run([ct.CLI, "--db", self.db, "export", "runs", "-o", name], stdout=out, check=True)
+            self.assertTrue(open(redirected).read().startswith("id,"), name)
+            self.assertTrue(os.path.islink("/dev/stdout"))
+        self.assertEqual(glob.glob("/dev/stdout.tmp*") + glob.glob("/dev/null.tmp*"), [])
 
     def test_an_export_ended_by_a_signal_halfway_leaves_the_previous_file(self):
         for sig in (signal.SIGTERM, signal.SIGINT):

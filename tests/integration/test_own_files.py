@@ -146,6 +146,16 @@ class OwnFiles(unittest.TestCase):
         for path in (legacy, plain):
             self.refused({"data.name": "tensors", "data.path": path}, "data.path", path, "is a pickle",
                          "torch.save of PyTorch 1.6 or later, or as .safetensors")
+        # A .safetensors header 640 bytes long: its length's first bytes, 80 02, begin a pickle too.
+        padded = os.path.join(self.dir, "padded.safetensors")
+        save_file({"x": x, "y": y}, padded)
+        raw = open(padded, "rb").read()
+        n = int.from_bytes(raw[:8], "little")
+        header = raw[8:8 + n].rstrip(b" ").ljust(640)
+        with open(padded, "wb") as f:
+            f.write((640).to_bytes(8, "little") + header + raw[8 + n:])
+        self.assertEqual(open(padded, "rb").read(2), b"\x80\x02")
+        self.run_on({"data.name": "tensors", "data.path": padded}, steps=2)
 
     def test_what_a_model_file_is_and_what_its_forward_raises_lead_its_error(self):
         x, y = user_models.labelled((64, 32), 5)
