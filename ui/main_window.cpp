@@ -9,10 +9,13 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
+#include <algorithm>
 
 #include "core/io/input_file.h"
 #include "core/io/output_file.h"
@@ -228,9 +231,34 @@ void MainWindow::changeEvent(QEvent* event) {
   QMainWindow::changeEvent(event);
 }
 
+void MainWindow::fit_into_screen() {
+  const auto* screen = QGuiApplication::screenAt(frameGeometry().center());
+  if (!screen) screen = this->screen();
+  if (!screen) return;
+  const QRect room = screen->availableGeometry();
+  const QSize frame = frameGeometry().size() - geometry().size();  // the window manager's title bar and borders
+  resize(size().boundedTo(room.size() - frame));
+  const QSize outer = size() + frame;
+  move(std::clamp(frameGeometry().x(), room.left(), std::max(room.left(), room.right() + 1 - outer.width())),
+       std::clamp(frameGeometry().y(), room.top(), std::max(room.top(), room.bottom() + 1 - outer.height())));
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  // The restored geometry, fitted again once the window manager has framed
+  // it; a size the program set since (a screenshot's) stays as it was set.
+  if (!restored_size_ || size() != *restored_size_) return;
+  restored_size_.reset();
+  fit_into_screen();
+  QTimer::singleShot(0, this, [this] { fit_into_screen(); });
+}
+
 void MainWindow::restore_settings() {
   QSettings s;
+  // Saved on another screen, or none saved: inside this one's available area, always (fit_into_screen).
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1360, 860);
+  fit_into_screen();
+  restored_size_ = size();
   restoreState(s.value("window/state").toByteArray());
   for (auto* splitter : findChildren<QSplitter*>())
     if (!splitter->objectName().isEmpty())

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QSize>
+
+#include <optional>
 #include <functional>
 
 #include "ui/theme.h"
@@ -42,9 +45,12 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* event) override;
   void changeEvent(QEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void build_menus();
+  // Brings the window inside the available area of the screen it opens on.
+  void fit_into_screen();
   void restore_settings();
   void save_settings() const;
   void report(const QString& message, bool error = false);
@@ -58,6 +64,7 @@ class MainWindow : public QMainWindow {
   AnalysisPage* analysis_;
   QActionGroup* themes_ = nullptr;
   ThemeChoice theme_ = ThemeChoice::System;
+  std::optional<QSize> restored_size_;  // what restore_settings left, until the first show fits it again
   bool restyling_ = false;
 };
 

@@ -179,9 +179,11 @@ std::string first_characters(const std::string& text, std::size_t count) {
 }  // namespace
 
 void Table::add(std::vector<std::string> row) {
-  for (auto& cell : row) {
+  for (std::size_t c = 0; c < row.size(); ++c) {
+    auto& cell = row[c];
     cell = printable(cell);
-    if (characters(cell) > kMaxCellChars) cell = first_characters(cell, kMaxCellChars - 3) + "...";
+    const bool last = c + 1 >= headers_.size();
+    if (!last && characters(cell) > kMaxCellChars) cell = first_characters(cell, kMaxCellChars - 3) + "...";
   }
   rows_.push_back(std::move(row));
 }

@@ -69,7 +69,8 @@ std::unique_ptr<db::Writer> open_writer(const std::string& path, const db::Write
 class Table {
  public:
   // A cell longer than this many characters is cut, ending in "...": one long
-  // run name must not pad every row of a listing.
+  // run name must not pad every row of a listing. The last column pads
+  // nothing, so it is kept whole (a reason, "excluded because ...").
   static constexpr std::size_t kMaxCellChars = 60;
 
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}

@@ -391,6 +391,8 @@ class EditedRows(unittest.TestCase):
         self.assertIn("the allreduce run with the same parameters outside the hook (run 1) probed another link",
                       fp16["excluded"])
         self.assertNotIn("no allreduce run", fp16["excluded"])
+        table = ct.cli("--db", self.path, "recommend", "1", "2", "--network", "100mbit", "--tolerance", "10").stdout
+        self.assertIn(fp16["excluded"], table)  # the reason whole, not cut at the table's width
         text = ct.cli("--db", self.path, "compare", "1", "2").stdout
         self.assertIn("vs base is - for run 2: the allreduce run with the same parameters outside the hook (run 1) "
                       "probed another link: 0.00", text)
