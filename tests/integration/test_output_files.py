@@ -10,6 +10,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -76,6 +77,22 @@ class OutputFiles(unittest.TestCase):
             self.assertEqual(self.leftovers(path), [], name)
         self.assertTrue(open(outputs["runs.csv"]).read().startswith("id,"))
         self.assertEqual(len(open(outputs["metrics.jsonl"]).read().splitlines()), 2 * 4)
+
+    def test_a_worker_never_writes_its_event_file_through_a_symlink(self):
+        target = os.path.join(self.d, "precious.txt")
+        with open(target, "w") as f:
+            f.write("keep me\n")
+        events = os.path.join(self.d, "events-0.ctev")
+        os.symlink(target, events)
+        with socket.socket() as s:  # a port nobody listens on, should the worker get as far as its rendezvous
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), COMMTUNE_EVENT_FILE=events)
+        proc = subprocess.run([ct.WORKER, *SMALL], env=env, capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"cannot write the event file {events}: it is a symlink", proc.stderr)
+        self.assertEqual(open(target).read(), "keep me\n")
 
     def test_a_new_file_takes_the_umask_and_a_replaced_one_keeps_its_mode(self):
         new, kept = os.path.join(self.d, "new.csv"), os.path.join(self.d, "kept.csv")

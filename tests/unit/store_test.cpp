@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -29,8 +30,8 @@ class StoreTest : public ::testing::Test {
 };
 
 // Queues rank 0's steps 0..count-1 of a run.
-void queue_steps(Writer& writer, std::int64_t run_id, int count) {
-  for (int step = 0; step < count; ++step) {
+void queue_steps(Writer& writer, std::int64_t run_id, int count, int first_step = 0) {
+  for (int step = first_step; step < first_step + count; ++step) {
     StepRow row;
     row.run_id = run_id;
     row.step = step;
@@ -427,27 +428,41 @@ TEST_F(StoreTest, ReadersWorkBesideTheWriter) {
   const auto path = file("runs.db");
   Writer writer(path, WriterOptions{std::chrono::milliseconds(5)});
   const auto run_id = writer.call([](Store& s) { return s.create_run(sample_run()); }).get();
+  constexpr int kFirst = 1000;
+  constexpr int kTotal = 200000;
   std::atomic<bool> done{false};
+  std::atomic<std::int64_t> last_seen{-1};
   std::vector<std::int64_t> seen;
   std::string reader_error;
   std::thread reader([&] {
     try {
       Store store(path, Store::Access::ReadOnly);
-      while (!done.load()) seen.push_back(store.count_steps(run_id));
+      while (!done.load()) {
+        seen.push_back(store.count_steps(run_id));
+        last_seen = seen.back();
+      }
       seen.push_back(store.count_steps(run_id));
     } catch (const std::exception& e) {
       reader_error = e.what();
+      last_seen = kTotal;
     }
   });
-  queue_steps(writer, run_id, 200000);
+  // The writer goes on only once the reader has read its first commit, so the reader sees the
+  // writer in progress however the threads are scheduled on a loaded machine.
+  queue_steps(writer, run_id, kFirst);
+  writer.flush();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (last_seen.load() < kFirst && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  queue_steps(writer, run_id, kTotal - kFirst, kFirst);
   writer.flush();
   done = true;
   reader.join();
   EXPECT_EQ(reader_error, "");
   ASSERT_FALSE(seen.empty());
-  EXPECT_EQ(seen.back(), 200000);
+  EXPECT_EQ(seen.back(), kTotal);
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));  // each read sees a committed prefix
-  EXPECT_GT(std::count_if(seen.begin(), seen.end(), [](auto n) { return n > 0 && n < 200000; }), 0)
+  EXPECT_GT(std::count_if(seen.begin(), seen.end(), [](auto n) { return n > 0 && n < kTotal; }), 0)
       << "the reader never saw the writer in progress";
 }
 
