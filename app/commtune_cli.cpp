@@ -8,8 +8,8 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/heap_tuning.h"
-#include "core/config/run_config.h"
-#include "core/version.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/version.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "app/heap_tuning.h"
-#include "core/version.h"
+#include "core/tuner/version.h"
 #include "db/store.h"
 #include "ui/main_window.h"
 #include "ui/screenshot_tour.h"

@@ -7,13 +7,17 @@
 #include <cstdio>
 #include <iostream>
 
-#include "core/config/run_config.h"
-#include "core/events/event_writer.h"
-#include "core/io/output_file.h"
-#include "core/launch/launcher.h"
-#include "core/launch/worker_zygote.h"
-#include "core/train/trainer.h"
-#include "core/version.h"
+#include "core/tuner/config/run_config.h"
+#include "core/engine/describe.h"
+#include "core/engine/export/powersgd_export.h"
+#include "core/tuner/export/powersgd_export.h"
+#include "core/tuner/events/event_writer.h"
+#include "core/tuner/io/input_file.h"
+#include "core/tuner/io/output_file.h"
+#include "core/tuner/launch/launcher.h"
+#include "core/tuner/launch/worker_zygote.h"
+#include "core/engine/train/trainer.h"
+#include "core/tuner/version.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -70,7 +74,33 @@ int run_worker(int argc, char** argv) {
   app.add_option("--config", config_path, "run configuration (JSON)");
   app.add_option("--set", overrides, "override a parameter: path=value (repeatable)");
   app.set_version_flag("--version", commtune::version_text());
+  bool describe = false;
+  std::string check_path, export_path;
+  app.add_flag("--describe", describe, "print the engine's components and their parameters (JSON) for the tuner");
+  app.add_option("--check", check_path, "answer the tuner's check of components and models asked in this JSON file (JSON)");
+  app.add_option(commtune::kExportPowerSgdFlag, export_path,
+                 "write the PowerSGD export asked in this JSON file ({config, checkpoint, out}); prints the files");
   CLI11_PARSE(app, argc, argv);
+  // The tuner's requests (core/tuner/launch/worker_call.h): an answer in JSON on stdout, or a reason on stderr.
+  if (describe || !check_path.empty() || !export_path.empty()) {
+    try {
+      nlohmann::json answer;
+      if (describe) {
+        answer = commtune::describe_engine();
+      } else if (!check_path.empty()) {
+        answer = commtune::check_for_the_tuner(commtune::read_json_file(check_path));
+      } else {
+        const auto request = commtune::read_json_file(export_path);
+        answer = commtune::write_powersgd_export(request.at("config"), request.at("checkpoint").get<std::string>(),
+                                                 request.at("out").get<std::string>());
+      }
+      std::printf("%s\n", answer.dump().c_str());
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+  }
 
   ::signal(SIGPIPE, SIG_IGN);  // a vanished launcher must not kill training mid-write
   std::unique_ptr<commtune::events::EventWriter> events;
@@ -96,7 +126,7 @@ int run_worker(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The launcher's zygote: ranks forked from here skip loading libtorch (core/launch/worker_zygote.h).
+  // The launcher's zygote: ranks forked from here skip loading libtorch (core/tuner/launch/worker_zygote.h).
   if (argc >= 2 && std::string_view(argv[1]) == "--zygote") return commtune::serve_as_zygote(3, run_worker);
   return run_worker(argc, argv);
 }

@@ -1,4 +1,4 @@
-// The Analysis page's figures for a stored sweep (core/verdict/
+// The Analysis page's figures for a stored sweep (core/tuner/verdict/
 // sweep_analysis.h: every run's loss and predicted step time, parameter
 // importance, and the recommendation on every preset network), computed as
 // the page computes them before it draws; beside it, in the same run, the
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "app/heap_tuning.h"
-#include "core/verdict/sweep_analysis.h"
+#include "core/tuner/verdict/sweep_analysis.h"
 #include "db/store.h"
 
 int main(int argc, char** argv) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench/bench_timing.h"
-#include "core/compress/compressor.h"
+#include "core/engine/compress/compressor.h"
 #include "kernels/compress.h"
 #include "kernels/cpu/dispatch.h"
 

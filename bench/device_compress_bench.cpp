@@ -1,4 +1,4 @@
-// The compressed hook's device path (core/compress/device_compressor.h):
+// The compressed hook's device path (core/engine/compress/device_compressor.h):
 // compress + decode one payload (encode + decode, as a rank does per bucket
 // and peer) on the bucket's device, as bandwidth (the bucket's bytes / the
 // time of both) over the same device's copy of the bucket, measured in the
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "bench/bench_timing.h"
-#include "core/compress/compressor.h"
-#include "core/compress/device_compressor.h"
+#include "core/engine/compress/compressor.h"
+#include "core/engine/compress/device_compressor.h"
 
 using namespace commtune;
 

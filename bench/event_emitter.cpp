@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "core/events/event_writer.h"
+#include "core/tuner/events/event_writer.h"
 
 using namespace commtune::events;
 

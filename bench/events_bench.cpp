@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "bench/bench_timing.h"
-#include "core/events/event_codec.h"
-#include "core/events/event_writer.h"
+#include "core/tuner/events/event_codec.h"
+#include "core/tuner/events/event_writer.h"
 
 using namespace commtune::events;
 

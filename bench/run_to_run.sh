@@ -2,7 +2,7 @@
 # How much a run's time outside compute (its collectives, waiting for a
 # peer, the hook's work) differs from one run of a configuration to the
 # next on this machine: the spread single-run intervals assume
-# (RunToRun::kAssumedLogSd in core/verdict/evidence.h). Runs each of two
+# (RunToRun::kAssumedLogSd in core/tuner/verdict/evidence.h). Runs each of two
 # 2-rank configurations (allreduce, fp16) REPEATS times into a scratch
 # store and prints each run's figure and the spread commtune measures.
 # Run it beside `stress-ng --cpu 2` for a loaded machine's spread.

@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <string>
 
-#include "core/config/run_config.h"
-#include "core/launch/launcher.h"
-#include "core/store/run_recorder.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/launch/launcher.h"
+#include "core/tuner/store/run_recorder.h"
 #include "db/sqlite.h"
 #include "db/store.h"
 #include "db/writer.h"

@@ -1,5 +1,5 @@
 """What it costs to start a trial: a sweep of short trials whose ranks are
-forked from the launcher's zygote (core/launch/worker_zygote.h) against the
+forked from the launcher's zygote (core/tuner/launch/worker_zygote.h) against the
 same sweep with every rank exec'd (COMMTUNE_WORKER_ZYGOTE=0), interleaved
 in one run. Prints wall and CPU seconds per trial (the sweep and all its
 processes), the ratio zygote / exec, and each round's ratio (its spread).

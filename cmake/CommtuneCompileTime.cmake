@@ -13,15 +13,15 @@ if(COMMTUNE_UNITY_BUILD)
 endif()
 
 # An executable is not relinked when only a shared library it links changed
-# (libcommtune_core.so after an edit in core/): it loads the new one at start.
+# (libcommtune_engine.so after an edit in core/engine/): it loads the new one at start.
 set(CMAKE_LINK_DEPENDS_NO_SHARED ON)
 
 # Precompiled headers. ATen's headers (and Qt's, and nlohmann's json) are
 # most of what a translation unit costs to compile here: 17.7 s for
-# core/hooks/powersgd.cpp, 7.8 s with them precompiled (measured on 2 cores,
+# core/engine/hooks/powersgd.cpp, 7.8 s with them precompiled (measured on 2 cores,
 # GCC 12). A precompiled header is only used by compiles with the same code
 # model, so the library (-fPIC) and the executables (-fPIE) each build one:
-# commtune_core and commtune-cli own theirs, the other torch targets reuse
+# commtune_engine and commtune-worker own theirs, the other torch targets reuse
 # the one of their kind; the desktop app's library has one with Qt's.
 #
 # COMMTUNE_PCH=OFF COMMTUNE_UNITY_BUILD=OFF builds without either (to check

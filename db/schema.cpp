@@ -114,7 +114,7 @@ ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
 )sql";
 
 // Version 4: a run's digest, the figures every listing and comparison shows
-// (core/store/run_metrics.h), written as JSON when the run ends and cleared
+// (core/tuner/store/run_metrics.h), written as JSON when the run ends and cleared
 // when it starts again, so that reading a sweep does not read every step.
 // Runs that ended before have none: their figures come from their steps.
 constexpr const char* kVersion4 = R"sql(

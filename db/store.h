@@ -70,7 +70,7 @@ struct RunRecord {
   nlohmann::json summary;  // null until the run ends, and unless read `with_summary`
   std::string tags;        // the user's, comma-separated
   std::string notes;
-  // The figures stored when the run last ended (core/store/run_metrics.h's
+  // The figures stored when the run last ended (core/tuner/store/run_metrics.h's
   // RunDigest as JSON); null while it runs, before it ended once, when the
   // stored text is no JSON, or when read without it (RunFilter::with_digest).
   nlohmann::json digest;
@@ -85,7 +85,7 @@ struct RunEnd {
   double wall_s = 0;  // of the whole run, all launches together
   nlohmann::json summary;
   nlohmann::json digest;  // the run's figures from its stored steps (RunRecord::digest); null: none
-  // Its steady steps' profile, encoded (core/netmodel/run_samples.h): what
+  // Its steady steps' profile, encoded (core/tuner/netmodel/run_samples.h): what
   // predictions read instead of its steps. Empty: none.
   std::string samples;
 };

@@ -1,7 +1,7 @@
 // Gradient compressors' kernels, BytePS-style (docs/compressors.md has the
 // wire formats). Raw pointers and sizes: core/compress wraps them. The
 // entropy coding is CPU only; the element-wise parts have CUDA twins (below),
-// which the compressed hook's device path (core/compress/device_compressor)
+// which the compressed hook's device path (core/engine/compress/device_compressor)
 // runs on a GPU bucket.
 #pragma once
 

@@ -18,8 +18,8 @@
 // which, before any of its code runs. docs/plugins.md has the details.
 #pragma once
 
-#include "core/catalog.h"
-#include "core/plugins/plugin_abi.h"
+#include "core/engine/catalog.h"
+#include "core/engine/plugins/plugin_abi.h"
 
 #define COMMTUNE_PLUGIN(NAME, REGISTER)                                                                 \
   extern "C" __attribute__((visibility("default"))) const char* commtune_plugin_build() {             \

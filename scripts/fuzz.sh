@@ -12,7 +12,7 @@ seconds=${1:-60}
 keep=${2:-}
 main_build=${COMMTUNE_BUILD_DIR:-$root/build}
 fuzz_build=${COMMTUNE_FUZZ_BUILD_DIR:-$main_build/fuzz}
-[[ -f "$main_build/core/libcommtune_core.so" ]] || "$root/scripts/build.sh"
+[[ -f "$main_build/core/engine/libcommtune_engine.so" ]] || "$root/scripts/build.sh"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if [[ ! -f "$fuzz_build/CMakeCache.txt" ]]; then

@@ -16,7 +16,7 @@ mkdir -p "$dest" "$root/.gpu-deps/lib"
 cp -r /usr/include/nlohmann /usr/include/CLI /usr/include/gloo "$dest/"
 cp /usr/include/zlib.h /usr/include/zconf.h /usr/include/sqlite3.h "$dest/"
 # Debian's libsqlite3.a is not position-independent, so it cannot go into
-# libcommtune_core.so: the shared library instead, under the name the linker
+# libcommtune_tuner.so: the shared library instead, under the name the linker
 # looks for (its soname, libsqlite3.so.0, is what the programs then load,
 # from this folder: CMake puts it in their run path).
 cp -L "/usr/lib/$(gcc -dumpmachine)/libsqlite3.so.0" "$root/.gpu-deps/lib/"
@@ -27,7 +27,7 @@ build=$root/build-gpu
 if [[ -x "$build/app/commtune-cli" ]]; then
   prebuilt=$root/.gpu-deps/prebuilt
   mkdir -p "$prebuilt/lib"
-  (cd "$build" && cp --parents app/commtune-cli app/commtune-worker core/libcommtune_core.so tests/gpu/gpu_kernel_check \
+  (cd "$build" && cp --parents app/commtune-cli app/commtune-worker core/tuner/libcommtune_tuner.so core/engine/libcommtune_engine.so tests/gpu/gpu_kernel_check \
     bench/device_compress_bench $(find plugins -name '*.so') "$prebuilt/")
   cp -L "/usr/lib/$(gcc -dumpmachine)/libsqlite3.so.0" "$prebuilt/lib/"
 fi

@@ -2,10 +2,10 @@
 
 #include <filesystem>
 
-#include "core/config/run_config.h"
-#include "core/launch/job.h"
-#include "core/sweep/sweep_runner.h"
-#include "core/sweep/sweep_spec.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/launch/job.h"
+#include "core/tuner/sweep/sweep_runner.h"
+#include "core/tuner/sweep/sweep_spec.h"
 #include "db/writer.h"
 
 namespace commtune::ui {
@@ -135,7 +135,7 @@ std::pair<QString, bool> EngineSession::run_stored_sweep(db::Writer& store, std:
     out.push_back(std::make_unique<LiveFeed>(e.run_id, queue_));
     return out;
   };
-  // Stop all in another window asks for the whole sweep (core/store/stop_requests.h).
+  // Stop all in another window asks for the whole sweep (core/tuner/store/stop_requests.h).
   stop_requests_.watch_sweep(sweep_id, &stop_all_);
   const auto outcome = [&] {
     try {

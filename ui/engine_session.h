@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/store/stop_requests.h"
+#include "core/tuner/store/stop_requests.h"
 #include "ui/live/live_feed.h"
 
 namespace commtune::db {

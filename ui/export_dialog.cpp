@@ -22,11 +22,11 @@
 #include <QVBoxLayout>
 #include "ui/plot/qcustomplot.h"
 
-#include "core/export/launch_scripts.h"
-#include "core/export/production_export.h"
-#include "core/export/run_source.h"
-#include "core/io/output_file.h"
-#include "core/store/run_label.h"
+#include "core/tuner/export/launch_scripts.h"
+#include "core/tuner/export/production_export.h"
+#include "core/tuner/export/run_source.h"
+#include "core/tuner/io/output_file.h"
+#include "core/tuner/store/run_label.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/plot/run_plots.h"
@@ -34,7 +34,7 @@
 namespace commtune::ui {
 
 bool save_plot(QCustomPlot* plot, const QString& path, const QString& format) {
-  // Drawn into memory, then written whole (core/io/output_file.h): a symlink
+  // Drawn into memory, then written whole (core/tuner/io/output_file.h): a symlink
   // at `path` is replaced, never written through.
   const int w = std::max(plot->width(), 640), h = std::max(plot->height(), 400);
   QBuffer bytes;

@@ -17,9 +17,9 @@
 #include <QTimer>
 #include <algorithm>
 
-#include "core/io/input_file.h"
-#include "core/io/output_file.h"
-#include "core/version.h"
+#include "core/tuner/io/input_file.h"
+#include "core/tuner/io/output_file.h"
+#include "core/tuner/version.h"
 #include "ui/engine_session.h"
 #include "ui/forms/config_form.h"
 #include "ui/forms/sweep_editor.h"

@@ -10,9 +10,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "core/config/run_config.h"
-#include "core/io/output_file.h"
-#include "core/store/run_label.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/io/output_file.h"
+#include "core/tuner/store/run_label.h"
 #include "db/parallel.h"
 
 namespace commtune::cli {

@@ -15,8 +15,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/launch/launcher.h"
-#include "core/store/run_metrics.h"
+#include "core/tuner/launch/launcher.h"
+#include "core/tuner/store/run_metrics.h"
 #include "db/store.h"
 #include "db/writer.h"
 

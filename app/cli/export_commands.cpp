@@ -10,15 +10,15 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "core/config/run_config.h"
-#include "core/export/export_files.h"
-#include "core/export/launch_scripts.h"
-#include "core/export/powersgd_export.h"
-#include "core/export/production_export.h"
-#include "core/export/run_source.h"
-#include "core/io/input_file.h"
-#include "core/io/output_file.h"
-#include "core/store/run_query.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/export/export_files.h"
+#include "core/tuner/export/launch_scripts.h"
+#include "core/tuner/export/powersgd_export.h"
+#include "core/tuner/export/production_export.h"
+#include "core/tuner/export/run_source.h"
+#include "core/tuner/io/input_file.h"
+#include "core/tuner/io/output_file.h"
+#include "core/tuner/store/run_query.h"
 
 namespace commtune::cli {
 namespace {

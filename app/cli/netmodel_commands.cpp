@@ -6,12 +6,12 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "core/export/production_export.h"
-#include "core/netmodel/cost_model.h"
-#include "core/verdict/recommend.h"
-#include "core/verdict/slowmo_advice.h"
-#include "core/store/run_metrics.h"
-#include "core/verdict/evidence.h"
+#include "core/tuner/export/production_export.h"
+#include "core/tuner/netmodel/cost_model.h"
+#include "core/tuner/verdict/recommend.h"
+#include "core/tuner/verdict/slowmo_advice.h"
+#include "core/tuner/store/run_metrics.h"
+#include "core/tuner/verdict/evidence.h"
 
 namespace commtune::cli {
 namespace {

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "app/cli/commands.h"
-#include "core/config/run_config.h"
+#include "core/tuner/config/run_config.h"
 
 namespace commtune::cli {
 namespace {

@@ -4,26 +4,27 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "core/plugins/plugin_loader.h"
+#include "core/tuner/config/components.h"
 
 namespace commtune::cli {
 namespace {
 
 int plugins_command(bool as_json) {
-  const auto& records = loaded_plugins();
+  const auto& engine = components();
+  const auto& records = engine.plugins;
   if (as_json) {
     auto list = nlohmann::json::array();
     for (const auto& r : records)
       list.push_back(
           {{"path", r.path}, {"name", r.name}, {"loaded", r.loaded}, {"reason", r.reason}, {"added", r.added}});
-    std::cout << nlohmann::json{{"folders", plugin_folders()}, {"sdk", plugin_build_string()}, {"plugins", list}}.dump(
+    std::cout << nlohmann::json{{"folders", engine.plugin_folders}, {"sdk", engine.plugin_sdk}, {"plugins", list}}.dump(
                      2)
               << "\n";
     return kExitOk;
   }
   std::cout << "plugin folders (COMMTUNE_PLUGIN_PATH overrides them):\n";
-  for (const auto& folder : plugin_folders()) std::cout << "  " << folder << "\n";
-  std::cout << "plugin SDK: " << plugin_build_string() << "\n";
+  for (const auto& folder : engine.plugin_folders) std::cout << "  " << folder << "\n";
+  std::cout << "plugin SDK: " << engine.plugin_sdk << "\n";
   if (records.empty()) std::cout << "no plugins found\n";
   for (const auto& r : records) {
     std::cout << (r.loaded ? "loaded   " : "refused  ") << r.path;

@@ -10,14 +10,14 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "core/config/run_config.h"
-#include "core/hooks/hook_activity.h"
-#include "core/launch/event_files.h"
-#include "core/io/output_file.h"
-#include "core/launch/job.h"
-#include "core/launch/run_report.h"
-#include "core/store/run_recorder.h"
-#include "core/store/stop_requests.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/config/hook_activity.h"
+#include "core/tuner/launch/event_files.h"
+#include "core/tuner/io/output_file.h"
+#include "core/tuner/launch/job.h"
+#include "core/tuner/launch/run_report.h"
+#include "core/tuner/store/run_recorder.h"
+#include "core/tuner/store/stop_requests.h"
 
 namespace commtune::cli {
 namespace {

@@ -8,11 +8,11 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "core/config/run_config.h"
-#include "core/store/run_label.h"
-#include "core/store/run_metrics.h"
-#include "core/store/run_query.h"
-#include "core/verdict/run_comparison.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/store/run_label.h"
+#include "core/tuner/store/run_metrics.h"
+#include "core/tuner/store/run_query.h"
+#include "core/tuner/verdict/run_comparison.h"
 
 namespace commtune::cli {
 namespace {

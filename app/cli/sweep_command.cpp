@@ -10,10 +10,10 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "core/config/run_config.h"
-#include "core/io/input_file.h"
-#include "core/store/stop_requests.h"
-#include "core/sweep/sweep_runner.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/io/input_file.h"
+#include "core/tuner/store/stop_requests.h"
+#include "core/tuner/sweep/sweep_runner.h"
 
 namespace commtune::cli {
 namespace {

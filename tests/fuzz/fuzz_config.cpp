@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config/run_config.h"
-#include "core/sweep/sweep_spec.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/sweep/sweep_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/data/file_reader.h"
-#include "core/data/tensor_files.h"
-#include "core/io/zip_directory.h"
+#include "core/engine/data/file_reader.h"
+#include "core/engine/data/tensor_files.h"
+#include "core/tuner/io/zip_directory.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "core/launch/event_files.h"
-#include "core/launch/run_report.h"
+#include "core/tuner/launch/event_files.h"
+#include "core/tuner/launch/run_report.h"
 #include "tests/fuzz/event_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

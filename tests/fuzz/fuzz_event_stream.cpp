@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/events/event_codec.h"
+#include "core/tuner/events/event_codec.h"
 #include "tests/fuzz/event_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/netmodel/run_samples.h"
+#include "core/tuner/netmodel/run_samples.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

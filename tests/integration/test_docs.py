@@ -45,7 +45,7 @@ class Docs(unittest.TestCase):
         # Every file of core/verdict is on the map: that is where the answers the CLI and the app share live.
         for name in os.listdir(os.path.join(ct.REPO, "core", "verdict")):
             if name.endswith(".h"):
-                self.assertIn("core/verdict/" + name, paths)
+                self.assertIn("core/tuner/verdict/" + name, paths)
 
 
 if __name__ == "__main__":

@@ -216,7 +216,7 @@ class Launching(unittest.TestCase):
             self.assertAlmostEqual(summary["traffic"]["compression_ratio"], 2.0, delta=1e-5)
 
     def test_ranks_forked_from_the_zygote_are_what_exec_would_start(self):
-        """Local ranks are forked from a worker that has loaded libtorch (core/launch/worker_zygote.h): each
+        """Local ranks are forked from a worker that has loaded libtorch (core/tuner/launch/worker_zygote.h): each
         looks and trains as an exec'd one, and nothing is left when the launcher goes."""
         with tempfile.TemporaryDirectory() as d:
             proc, metrics, _ = ct.start_commtune(d, {"steps": 100000, "model.hidden": 64})

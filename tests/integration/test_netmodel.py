@@ -47,7 +47,7 @@ def find_key(node, key):
 
 
 class OneFigureEverywhere(unittest.TestCase):
-    """ms/step, last loss and tail loss are defined once (core/store/run_metrics.h):
+    """ms/step, last loss and tail loss are defined once (core/tuner/store/run_metrics.h):
     the sweep's line, show, compare, predict, list and the run summary agree."""
 
     def setUp(self):

@@ -1,4 +1,4 @@
-"""Every file commtune writes is written whole or not at all (core/io/output_file.h): through a
+"""Every file commtune writes is written whole or not at all (core/tuner/io/output_file.h): through a
 temporary name beside it, renamed when whole. A symlink at the destination is replaced, never
 written through (a device or a pipe there is written to as a stream); a writer ended by SIGTERM or
 SIGINT halfway, or one that runs out of room,

@@ -33,7 +33,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
 
-# --- models (names and arithmetic as in core/models/*.cpp) -----------------
+# --- models (names and arithmetic as in core/engine/models/*.cpp) -----------------
 
 class MLP(nn.Module):
     def __init__(self, inputs, hidden, layers, outputs):
@@ -123,7 +123,7 @@ def make_model(cfg, spec):
     raise ValueError(f"no reference for model {name}")
 
 
-# --- data (the same generator calls as core/data/*.cpp) --------------------
+# --- data (the same generator calls as core/engine/data/*.cpp) --------------------
 
 def make_dataset(cfg, seed):
     """Returns (inputs, targets, spec)."""

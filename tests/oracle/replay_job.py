@@ -77,7 +77,7 @@ def main():
         with open(args.out, "w") as f:
             json.dump(everyone, f)
     dist.barrier()
-    os._exit(0)  # no teardown: Gloo's can abort after DDP's Python hooks ran (core/export/export_files.cpp)
+    os._exit(0)  # no teardown: Gloo's can abort after DDP's Python hooks ran (core/tuner/export/export_files.cpp)
 
 
 if __name__ == "__main__":

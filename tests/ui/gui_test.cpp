@@ -41,10 +41,10 @@
 #include <set>
 #include <tuple>
 
-#include "core/launch/run_end.h"
-#include "core/netmodel/network.h"
-#include "core/store/run_metrics.h"
-#include "core/verdict/sweep_figures.h"
+#include "core/tuner/launch/run_end.h"
+#include "core/tuner/netmodel/network.h"
+#include "core/tuner/store/run_metrics.h"
+#include "core/tuner/verdict/sweep_figures.h"
 #include "db/store.h"
 #include "ui/engine_session.h"
 #include "ui/export_dialog.h"
@@ -1248,7 +1248,7 @@ class GuiTest : public QObject {
   }
 
   // Issue 45 item 11: a best-so-far plot, the tail loss's empirical distribution, the sign of each parameter's
-  // effect beside its importance and the baseline on the slices, each drawn from core/verdict/sweep_figures.h.
+  // effect beside its importance and the baseline on the slices, each drawn from core/tuner/verdict/sweep_figures.h.
   void the_sweeps_history_distribution_signs_and_baselines_are_drawn_from_core() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "core/ddp/reducer.h"
-#include "core/models/bucket_linear.h"
+#include "core/engine/ddp/reducer.h"
+#include "core/engine/models/bucket_linear.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/compress/compressor.h"
+#include "core/engine/compress/compressor.h"
 #include "kernels/compress.h"
 #include "kernels/cpu/dispatch.h"
 

@@ -5,8 +5,8 @@
 // change is checked as before.
 #include <gtest/gtest.h>
 
-#include "core/config/run_config.h"
-#include "core/io/build_id.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/io/build_id.h"
 #include "db/store.h"
 #include "tests/support/temp_dir.h"
 

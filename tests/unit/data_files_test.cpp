@@ -1,7 +1,7 @@
 // The MNIST and CIFAR-10 readers on small files written in those formats.
 #include <gtest/gtest.h>
 
-#include "core/data/file_reader.h"
+#include "core/engine/data/file_reader.h"
 
 #include <ATen/ATen.h>
 #include <zlib.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/catalog.h"
+#include "core/engine/catalog.h"
 
 namespace fs = std::filesystem;
 

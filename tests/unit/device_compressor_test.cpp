@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "core/compress/compressor.h"
-#include "core/compress/device_compressor.h"
+#include "core/engine/compress/compressor.h"
+#include "core/engine/compress/device_compressor.h"
 #include "kernels/compress.h"
 #include "kernels/cpu/dispatch.h"
 

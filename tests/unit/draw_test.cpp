@@ -1,9 +1,9 @@
-// The random streams verdicts and plans are drawn from (core/sweep/draw.h).
+// The random streams verdicts and plans are drawn from (core/tuner/sweep/draw.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "core/sweep/draw.h"
+#include "core/tuner/sweep/draw.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // libtorch's and the TorchScript interpreter's errors as the one line a user reads.
 #include <gtest/gtest.h>
 
-#include "core/io/error_text.h"
+#include "core/tuner/io/error_text.h"
 
 using commtune::one_line_error;
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/events/event_codec.h"
+#include "core/tuner/events/event_codec.h"
 
 using namespace commtune::events;
 

@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "core/ddp/flat_parameters.h"
+#include "core/engine/ddp/flat_parameters.h"
 
 namespace {
 

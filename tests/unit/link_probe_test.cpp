@@ -1,11 +1,11 @@
-// Whether two runs probed one link (core/netmodel/network.h, same_link): the
+// Whether two runs probed one link (core/tuner/netmodel/network.h, same_link): the
 // probes below are ones this machine's runs stored (2 ranks, loopback, one
 // quiet and two beside two busy programs), in milliseconds.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "core/netmodel/run_samples.h"
+#include "core/tuner/netmodel/run_samples.h"
 
 namespace commtune {
 namespace {

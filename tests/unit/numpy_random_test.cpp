@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/hooks/numpy_random.h"
+#include "core/engine/hooks/numpy_random.h"
 #include "tests/support/python_oracle.h"
 
 namespace {

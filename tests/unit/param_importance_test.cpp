@@ -11,9 +11,9 @@
 #include <set>
 #include <string>
 
-#include "core/sweep/draw.h"
-#include "core/sweep/param_importance.h"
-#include "core/verdict/sweep_analysis.h"
+#include "core/tuner/sweep/draw.h"
+#include "core/tuner/sweep/param_importance.h"
+#include "core/tuner/verdict/sweep_analysis.h"
 
 using commtune::Importance;
 using commtune::ImportanceResult;

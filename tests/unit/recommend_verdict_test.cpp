@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/verdict/recommend.h"
+#include "core/tuner/verdict/recommend.h"
 
 using commtune::Candidate;
 using commtune::RecommendOptions;

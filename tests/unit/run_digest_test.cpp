@@ -1,13 +1,13 @@
-// A run's digest (core/store/run_metrics.h): stored when the run ends, read
+// A run's digest (core/tuner/store/run_metrics.h): stored when the run ends, read
 // instead of its steps while it holds, and never trusted once the run runs
 // again or the stored text is not a digest.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/launch/run_end.h"
-#include "core/netmodel/run_samples.h"
-#include "core/store/run_metrics.h"
+#include "core/tuner/launch/run_end.h"
+#include "core/tuner/netmodel/run_samples.h"
+#include "core/tuner/store/run_metrics.h"
 #include "db/store.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,8 +1,8 @@
-// The run query language (core/store/run_query.h) that `list --search` and
+// The run query language (core/tuner/store/run_query.h) that `list --search` and
 // the Runs page share.
 #include <gtest/gtest.h>
 
-#include "core/store/run_query.h"
+#include "core/tuner/store/run_query.h"
 
 namespace commtune {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/netmodel/run_samples.h"
+#include "core/tuner/netmodel/run_samples.h"
 
 namespace commtune {
 namespace {

@@ -1,4 +1,4 @@
-// The run-to-run spread behind single-run intervals (core/verdict/evidence.h):
+// The run-to-run spread behind single-run intervals (core/tuner/verdict/evidence.h):
 // measured from configurations run more than once, blended with the assumed
 // spread so that one repeated pair cannot make it vanish, and the assumed one
 // alone when nothing ran twice. Before it, two single runs on a loaded machine
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/verdict/evidence.h"
+#include "core/tuner/verdict/evidence.h"
 
 using commtune::RunToRun;
 

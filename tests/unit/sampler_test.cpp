@@ -4,8 +4,8 @@
 
 #include <ATen/ATen.h>
 
-#include "core/data/data_loader.h"
-#include "core/ddp/flat_parameters.h"
+#include "core/engine/data/data_loader.h"
+#include "core/engine/ddp/flat_parameters.h"
 #include "tests/support/python_oracle.h"
 
 namespace {

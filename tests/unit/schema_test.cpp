@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/config/run_config.h"
+#include "core/tuner/config/run_config.h"
 
 using commtune::ConfigError;
 using commtune::RunConfig;

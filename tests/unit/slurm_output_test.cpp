@@ -1,4 +1,4 @@
-// Why a SLURM job ended, from its output file (core/launch/slurm_job.h).
+// Why a SLURM job ended, from its output file (core/tuner/launch/slurm_job.h).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/launch/slurm_job.h"
+#include "core/tuner/launch/slurm_job.h"
 
 namespace commtune {
 namespace {

@@ -1,11 +1,11 @@
-// Stop requests between processes (core/store/stop_requests.h).
+// Stop requests between processes (core/tuner/store/stop_requests.h).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
-#include "core/store/stop_requests.h"
+#include "core/tuner/store/stop_requests.h"
 #include "db/store.h"
 
 #include <csignal>

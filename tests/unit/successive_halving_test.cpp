@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "core/sweep/successive_halving.h"
+#include "core/tuner/sweep/successive_halving.h"
 
 using commtune::SuccessiveHalving;
 

@@ -1,11 +1,11 @@
-// Figures of an analysed sweep (core/verdict/sweep_figures.h) that the
+// Figures of an analysed sweep (core/tuner/verdict/sweep_figures.h) that the
 // Analysis page draws: optimization history, empirical distribution, the
 // sign of each parameter's effect, the baseline of a slice.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/verdict/sweep_figures.h"
+#include "core/tuner/verdict/sweep_figures.h"
 
 namespace commtune {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/data/tensor_files.h"
-#include "core/schema/param_schema.h"
+#include "core/engine/data/tensor_files.h"
+#include "core/tuner/schema/param_schema.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <functional>
 #include <numeric>
 
-#include "core/sweep/draw.h"
-#include "core/sweep/tpe_sampler.h"
+#include "core/tuner/sweep/draw.h"
+#include "core/tuner/sweep/tpe_sampler.h"
 
 using namespace commtune;
 

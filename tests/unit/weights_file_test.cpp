@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "core/models/weights_file.h"
-#include "core/schema/param_schema.h"
+#include "core/engine/models/weights_file.h"
+#include "core/tuner/schema/param_schema.h"
 #include "tests/support/python_oracle.h"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <QLabel>
 #include <QVBoxLayout>
 
-#include "core/config/run_config.h"
-#include "core/launch/job.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/launch/job.h"
 #include "ui/forms/param_field.h"
 
 namespace commtune::ui {

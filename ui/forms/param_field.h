@@ -13,7 +13,7 @@
 #include <QWidget>
 #include <nlohmann/json.hpp>
 
-#include "core/schema/param_schema.h"
+#include "core/tuner/schema/param_schema.h"
 
 class QCheckBox;
 class QComboBox;

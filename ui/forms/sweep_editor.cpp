@@ -13,8 +13,8 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include "core/config/run_config.h"
-#include "core/sweep/sweep_spec.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/sweep/sweep_spec.h"
 #include "ui/forms/config_form.h"
 #include "ui/forms/param_field.h"
 

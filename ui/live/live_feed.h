@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/launch/launcher.h"
+#include "core/tuner/launch/launcher.h"
 #include "db/store.h"
 
 namespace commtune::ui {

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/verdict/sweep_analysis.h"
+#include "core/tuner/verdict/sweep_analysis.h"
 #include "ui/plot/plot_readout.h"
 
 class QComboBox;

@@ -14,8 +14,8 @@
 #include <cmath>
 #include <set>
 
-#include "core/store/run_label.h"
-#include "core/store/stop_requests.h"
+#include "core/tuner/store/run_label.h"
+#include "core/tuner/store/stop_requests.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/plot/run_plots.h"
@@ -117,7 +117,7 @@ DashboardPage::Found found_run(const db::Store& store, const db::RunRecord& run)
     start.sweep_id = *run.sweep_id;
     start.trial = run.trial.value_or(0);
     // A sweep stores every trial it plans, baselines and seeds included, when
-    // it is created (core/sweep/sweep_runner.h): what is stored is its size.
+    // it is created (core/tuner/sweep/sweep_runner.h): what is stored is its size.
     // The axes' count leaves the baselines out ("14 of 12 trials ended").
     db::RunFilter trials;
     trials.sweep_id = run.sweep_id;

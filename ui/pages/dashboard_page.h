@@ -6,7 +6,7 @@
 // process records (a CLI run or sweep, an imported multi-node job) show up
 // by themselves: the store is looked at every second for running runs of
 // other live processes, and each is followed from the store, read twice a
-// second. Their Stop files a stop request (core/store/stop_requests.h) that
+// second. Their Stop files a stop request (core/tuner/store/stop_requests.h) that
 // the recording process takes: the run stops, a sweep goes on.
 #pragma once
 

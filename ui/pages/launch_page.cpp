@@ -9,9 +9,9 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
-#include "core/config/run_config.h"
-#include "core/hooks/hook_activity.h"
-#include "core/schema/param_schema.h"
+#include "core/tuner/config/run_config.h"
+#include "core/tuner/config/hook_activity.h"
+#include "core/tuner/schema/param_schema.h"
 #include "ui/forms/config_form.h"
 #include "ui/forms/sweep_editor.h"
 

@@ -18,11 +18,11 @@
 #include <algorithm>
 #include <map>
 
-#include "core/store/run_label.h"
-#include "core/store/run_metrics.h"
-#include "core/store/run_query.h"
-#include "core/sweep/sweep_spec.h"
-#include "core/verdict/run_comparison.h"
+#include "core/tuner/store/run_label.h"
+#include "core/tuner/store/run_metrics.h"
+#include "core/tuner/store/run_query.h"
+#include "core/tuner/sweep/sweep_spec.h"
+#include "core/tuner/verdict/run_comparison.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/export_dialog.h"

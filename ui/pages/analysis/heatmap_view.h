@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/verdict/sweep_analysis.h"
+#include "core/tuner/verdict/sweep_analysis.h"
 #include "ui/plot/plot_readout.h"
 
 class QCustomPlot;

@@ -1,5 +1,5 @@
 // The Analysis page's optimization history and the tail loss's empirical
-// distribution (core/verdict/sweep_figures.h), as optuna-dashboard draws
+// distribution (core/tuner/verdict/sweep_figures.h), as optuna-dashboard draws
 // them: each trial's tail loss in the order the trials ran with the best so
 // far as a step line, and the share of trials at or below each loss; the
 // allreduce baseline marked on both. What a point under the pointer reads.
@@ -8,7 +8,7 @@
 #include <QString>
 #include <optional>
 
-#include "core/verdict/sweep_figures.h"
+#include "core/tuner/verdict/sweep_figures.h"
 #include "ui/plot/plot_readout.h"
 
 class QCustomPlot;

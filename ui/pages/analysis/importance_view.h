@@ -1,7 +1,7 @@
 // The Analysis page's importance bars: each swept parameter's share of the
-// tail loss's variance (core/sweep/param_importance.h), interactions and
+// tail loss's variance (core/tuner/sweep/param_importance.h), interactions and
 // noise, with the decomposition named under them and beside each parameter
-// the sign of its effect (core/verdict/sweep_figures.h: + the loss rises with
+// the sign of its effect (core/tuner/verdict/sweep_figures.h: + the loss rises with
 // it, − it falls); and what a bar reads.
 #pragma once
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/verdict/sweep_analysis.h"
-#include "core/verdict/sweep_figures.h"
+#include "core/tuner/verdict/sweep_analysis.h"
+#include "core/tuner/verdict/sweep_figures.h"
 #include "ui/plot/plot_readout.h"
 
 class QCustomPlot;

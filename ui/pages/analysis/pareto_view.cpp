@@ -12,7 +12,7 @@
 #include "ui/plot/qcustomplot.h"
 #include "ui/plot/plot_style.h"
 #include "ui/theme.h"
-#include "core/verdict/pareto.h"
+#include "core/tuner/verdict/pareto.h"
 
 namespace commtune::ui {
 
@@ -25,7 +25,7 @@ void ParetoView::draw(const SweepAnalysis& data, bool by_time, const QString& li
                                    : QString("MB on the wire per step per rank"));
   const Theme t = current_theme();
   // One point per configuration: its seeds' mean loss, their spread as an
-  // error bar; the order and the front are core/verdict/pareto.h's, as
+  // error bar; the order and the front are core/tuner/verdict/pareto.h's, as
   // `compare` lists them.
   std::map<std::int64_t, const AnalysedRun*> by_configuration;
   std::vector<TradeOff> candidates;

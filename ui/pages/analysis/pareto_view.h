@@ -1,6 +1,6 @@
 // The Analysis page's Pareto plot: one point per configuration (its seeds'
 // mean loss, their spread as an error bar) against bytes on the wire or the
-// predicted step time, the front that core/verdict/pareto.h marks (as
+// predicted step time, the front that core/tuner/verdict/pareto.h marks (as
 // `compare` lists it) drawn as a step line, labels on the front and the
 // baseline kept apart, and what a point under the pointer reads.
 #pragma once
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/verdict/sweep_analysis.h"
+#include "core/tuner/verdict/sweep_analysis.h"
 #include "ui/plot/plot_readout.h"
 
 class QCustomPlot;

@@ -1,4 +1,4 @@
-// The Analysis page's scatter-plot matrix (core/verdict/sweep_figures.h): a
+// The Analysis page's scatter-plot matrix (core/tuner/verdict/sweep_figures.h): a
 // column per swept parameter, a row per result (tail loss, ms per step), a
 // point per trial in each panel, the parameters' axes shared down their
 // column; and what a point under the pointer reads (a click opens its run).
@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/verdict/sweep_figures.h"
+#include "core/tuner/verdict/sweep_figures.h"
 #include "ui/plot/plot_readout.h"
 
 class QCustomPlot;

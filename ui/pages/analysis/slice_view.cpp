@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/verdict/sweep_figures.h"
+#include "core/tuner/verdict/sweep_figures.h"
 #include "ui/forms/param_field.h"
 #include "ui/plot/qcustomplot.h"
 #include "ui/plot/plot_style.h"

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/store/run_query.h"
+#include "core/tuner/store/run_query.h"
 
 namespace commtune::ui {
 

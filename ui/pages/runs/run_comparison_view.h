@@ -1,4 +1,4 @@
-// The Runs page's comparison of the opened runs, core/verdict/
+// The Runs page's comparison of the opened runs, core/tuner/verdict/
 // run_comparison.h's as `commtune-cli compare` prints it: the parameters in
 // a row each and the runs in a column each, those that differ first and in
 // bold (or only those), and a metrics table with a row per run (its tail
@@ -6,7 +6,7 @@
 // compression ratio; a baseline's id is starred).
 #pragma once
 
-#include "core/verdict/run_comparison.h"
+#include "core/tuner/verdict/run_comparison.h"
 
 class QTableWidget;
 

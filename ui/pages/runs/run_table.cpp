@@ -116,7 +116,7 @@ QList<QStandardItem*> row_items(const RunRow& row, const QStringList& swept) {
 
 }  // namespace
 
-// The query language of core/store/run_query.h over the model's rows: a
+// The query language of core/tuner/store/run_query.h over the model's rows: a
 // QueryRow per source row, kept beside the model in the same order.
 class RunFilter final : public QSortFilterProxyModel {
  public:

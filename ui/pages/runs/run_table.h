@@ -1,7 +1,7 @@
 // The Runs page's table, a tuner's: every stored run with its tail loss, ms
 // and MB per step, compression ratio, tags and every swept parameter as
 // columns, sorted by any column (numbers as numbers) and filtered by status
-// and by core/store/run_query.h's conditions (`hook.matrix_approximation_rank
+// and by core/tuner/store/run_query.h's conditions (`hook.matrix_approximation_rank
 // = 2, tail_loss < 2.1`), the query `commtune-cli list --search` takes. The
 // column chooser (right-click a header) hides columns by their header and
 // remembers them; a view is a named set of hidden columns.
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/store/run_metrics.h"
-#include "core/store/run_query.h"
+#include "core/tuner/store/run_metrics.h"
+#include "core/tuner/store/run_query.h"
 #include "db/store.h"
 
 class QPoint;

@@ -1,0 +1,52 @@
+// The plain sections of a run's configuration that the engine reads as typed
+// options: `ddp` (the reducer), `network` (link emulation) and `checkpoint`.
+// Declared here, outside the engine, so the tuner validates them with the same
+// schema the worker trains with.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/tuner/netmodel/network.h"
+#include "core/tuner/schema/param_schema.h"
+
+namespace commtune {
+
+struct ReducerOptions {
+  static constexpr double kDefaultBucketCapMb = 25;
+  double bucket_cap_mb = kDefaultBucketCapMb;
+  double first_bucket_cap_mb = 0;  // 0: as DDP (first_bucket_cap)
+  bool rebuild_buckets = true;
+  bool capture_local_gradients = false;  // keep a copy of each step's pre-reduction gradients
+
+  static Schema<ReducerOptions> schema();
+  // The first bucket's cap in MiB: first_bucket_cap_mb when set, else the
+  // one DistributedDataParallel(bucket_cap_mb=...) takes in PyTorch 2.x: its
+  // own 1 MiB (dist._DEFAULT_FIRST_BUCKET_BYTES) only when bucket_cap_mb is
+  // left at its default, else bucket_cap_mb. (1.13 kept 1 MiB whatever
+  // bucket_cap_mb was.) RunConfig::parse stores it, so a run's config says it.
+  double first_bucket_cap() const;
+};
+
+// The `network` section of a run's configuration.
+struct NetworkOptions {
+  std::string emulate = "none";
+  double bandwidth_gbit_s = 1;
+  double latency_us = 50;
+  std::int64_t ranks_per_node = 1;
+
+  static Schema<NetworkOptions> schema();
+  // The cluster the run's ranks stand for, or nullopt without emulation.
+  // Throws ConfigError when ranks_per_node does not divide the world size.
+  std::optional<net::Cluster> emulated_cluster(int world_size) const;
+};
+
+struct CheckpointOptions {
+  std::string dir;
+  std::int64_t every = 0;
+  std::string resume;
+  static Schema<CheckpointOptions> schema();
+};
+
+}  // namespace commtune
