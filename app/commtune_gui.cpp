@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
   parser.addOption(
       {"screenshots", "Run the sweep in <spec>, save a screenshot of each main view into <dir>, quit.", "dir"});
   parser.addOption({"spec", "The sweep spec the screenshots run.", "spec"});
+  parser.addOption({"quit-when-shown", "Quit once the window has been shown and its first events handled "
+                                       "(how bench/tuner_start_bench.py times the first window)."});
   parser.process(app);
 
   QString store;
@@ -92,5 +94,6 @@ int main(int argc, char** argv) {
     commtune::ui::take_screenshots(window, parser.value("spec"), parser.value("screenshots"),
                                    [](int code) { QApplication::exit(code); });
   }
+  if (parser.isSet("quit-when-shown")) QTimer::singleShot(0, &app, [] { QApplication::quit(); });
   return app.exec();
 }

@@ -1,10 +1,15 @@
 #include "core/tuner/export/export_files.h"
 
+#include "core/tuner/config/engine_check.h"
 #include "core/tuner/config/run_config.h"
 
 namespace commtune {
 
-nlohmann::json validated_config(const nlohmann::json& raw) { return RunConfig::parse(raw).to_json(); }
+nlohmann::json validated_config(const nlohmann::json& raw) {
+  const auto config = RunConfig::parse(raw);
+  check_in_the_engine(config);  // what the components check in code holds too: a generated file holds only such values
+  return config.to_json();
+}
 
 std::string check_command(const std::string& file) {
   return "python3 -m torch.distributed.run --standalone --nproc_per_node 2 " + file;
