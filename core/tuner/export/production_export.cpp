@@ -6,7 +6,7 @@
 #include "core/tuner/export/byteps_torch_hook.h"
 #include "core/tuner/export/export_files.h"
 #include "core/tuner/export/powersgd_export.h"
-#include "core/engine/hooks/local_sgd.h"
+#include "core/tuner/config/world_groups.h"
 #include "core/tuner/schema/param_schema.h"
 
 namespace commtune {
