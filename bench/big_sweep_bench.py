@@ -2,8 +2,8 @@
 stored sweep of 10^5 trials, each beside a reference measured in the same run.
 
 - Planning: `sweep --plan` of a grid, its peak resident memory less that of
-  `commtune-cli --version` (the process before it plans: libtorch's mapped
-  libraries). Goal: 10^6 trials under 200 MB.
+  `commtune-cli --version` (the process before it plans). Goal: 10^6 trials
+  under 200 MB.
 - A stored sweep: a real 4-trial sweep (an allreduce baseline and PowerSGD
   ranks 1, 2, 4; 2 ranks, 8 steps) copied into N trials, each copy at its own
   learning rate (its baseline with it), rows and all, and stamped as its

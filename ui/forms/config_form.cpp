@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QVBoxLayout>
 
+#include "core/tuner/config/engine_check.h"
 #include "core/tuner/config/run_config.h"
 #include "core/tuner/launch/job.h"
 #include "ui/forms/param_field.h"
@@ -183,7 +184,9 @@ void ConfigForm::revalidate() {
     problem = path + ": " + message;
   } else {
     try {
-      job_world_size(RunConfig::parse(raw_));
+      const auto parsed = RunConfig::parse(raw_);
+      job_world_size(parsed);
+      check_in_the_engine(parsed);  // what components check in code (the engine answers once per section)
     } catch (const ConfigError& e) {
       problem = QString::fromUtf8(e.what());
       config_error_field_ = QString::fromStdString(e.field());
