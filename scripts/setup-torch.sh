@@ -8,7 +8,7 @@
 # installed without pip's cache; of the wheel's CUDA libraries
 # (scripts/torch-cuda-libraries.txt) only those this machine lacks. With the
 # CUDA 13 toolkit installed (cuBLAS, cuDNN, NCCL, ...), that is cuSPARSELt,
-# NVSHMEM and cuFile: 0.78 GB downloaded, 1.7 GB on disk (README, "Two
+# NVSHMEM and cuFile: 0.78 GB downloaded, 1.7 GB on disk (docs/install.md, "The two
 # commands", has the measurements). Without the toolkit pip brings every one.
 #
 # Does nothing when the environment was made from the same two files.

@@ -44,7 +44,7 @@ class WithoutDisplay(unittest.TestCase):
 
 class Screenshots(unittest.TestCase):
     def test_the_script_captures_each_main_view_under_xvfb(self):
-        """The README's pictures come from docs/screenshots/sweep.json (30 trials and 2 baselines); the script is checked
+        """The pictures of the README and docs/app.md come from docs/screenshots/sweep.json (30 trials and 2 baselines); the script is checked
         here with a sweep of the same kind and 5 short trials."""
         with tempfile.TemporaryDirectory() as d:
             spec = os.path.join(d, "sweep.json")

@@ -1,5 +1,5 @@
 """A PyTorch DDP job as a user writes it, replaying a commtune run of a TorchScript model on a
-folder of x.npy and y.npy (README, "Replaying a run in plain PyTorch"): a DataLoader over a
+folder of x.npy and y.npy (docs/exactness.md, "Replaying a run in plain PyTorch"): a DataLoader over a
 DistributedSampler, SGD, cross-entropy, under torchrun. It prints nothing; rank 0 writes every
 rank's losses to --out as JSON.
 

@@ -4,7 +4,7 @@ included: the same model, initial weights, data, seeds and steps; users'
 own TorchScript files and tensor files too.
 
 Stated tolerance: none. Every rank's loss at every step and the final
-parameters are bit-identical to PyTorch's, as the README says: both sides
+parameters are bit-identical to PyTorch's, as docs/exactness.md says: both sides
 run the same libtorch and MKL with the same threads, MKL in its
 reproducible mode (MKL_CBWR=AUTO, which commtune's workers and the
 reference set). Any difference in what is communicated, in what order it is
@@ -227,7 +227,7 @@ class DdpOracle(unittest.TestCase):
 
 class ReplayedInPyTorch(unittest.TestCase):
     """A run replayed by a PyTorch job as a user writes it (tests/oracle/replay_job.py: a DataLoader over a
-    DistributedSampler, under torchrun), as README's "Replaying a run in plain PyTorch" says to."""
+    DistributedSampler, under torchrun), as docs/exactness.md's "Replaying a run in plain PyTorch" says to."""
     JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_job.py")
 
     def files(self, d, module, x, y):

@@ -5,7 +5,7 @@ independent float64 implementation in powersgd_reference.py.
 
 Stated tolerances. Against PyTorch: none; every loss and every reduced
 gradient is bit-identical at every step (same libtorch, MKL and threads on
-both sides, MKL in its reproducible mode, as the README says). Against
+both sides, MKL in its reproducible mode, as docs/exactness.md says). Against
 the float64 reference, every step starts from commtune's state before it,
 and the step's reduced gradients, every rank's new error and the new Q must
 match within 1e-5 (float32 buckets) or 1e-3 (half-precision buckets) in
