@@ -43,6 +43,13 @@ class Package(unittest.TestCase):
             self.assertIn("succeeded: 5/5", run.stderr)
             self.assertTrue(os.path.exists(os.path.join(root, "usr", "include", "commtune", "plugins",
                                                         "commtune_plugin.h")))
+            # The users' Python package, where Debian's python3 looks, imports and is a no-op outside a trial;
+            # the README's topic pages beside it.
+            site = os.path.join(root, "usr", "lib", "python3", "dist-packages")
+            probe = subprocess.run([ct.ORACLE_PYTHON, "-c", "import commtune; print(commtune.__file__, commtune.in_trial())"],
+                                   capture_output=True, text=True, env=dict(env, PYTHONPATH=site), check=True).stdout
+            self.assertEqual(probe.split(), [os.path.join(site, "commtune", "__init__.py"), "False"])
+            self.assertTrue(os.path.exists(os.path.join(root, "usr", "share", "doc", "commtune", "docs", "install.md")))
             check_desktop_integration(self, os.path.join(root, "usr"), env)
 
     def test_cmake_install_to_a_prefix(self):

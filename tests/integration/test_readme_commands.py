@@ -1,6 +1,6 @@
 """Every shell command the README and docs/*.md show, run as written, in order,
 one document at a time, each in a clean folder laid out like the repository's
-root (build/, scripts/, tests/ linked in), with a fresh run store and
+root (build/, scripts/, tests/, python/ linked in), with a fresh run store and
 the reference PyTorch's environment active (`python3` is its Python). Two strings are substituted, those a user
 replaces with their own cluster's: /shared (a folder every node sees) becomes
 a temporary folder, node0:29400 (a node's address) a free loopback port.
@@ -65,7 +65,7 @@ class ReadmeCommands(unittest.TestCase):
     def run_document(self, text, root):
         """Runs the document's commands in `root`, in order; returns the store's path."""
         commands = documented_commands(text)
-        for name in ("scripts", "tests"):
+        for name in ("scripts", "tests", "python"):
             os.symlink(os.path.join(ct.REPO, name), os.path.join(root, name))
         json_blocks = re.findall(r"^```json\n(.*?)^```", text, re.M | re.S)
         for spec in sorted({m for c in commands for m in re.findall(r"--spec (\S+)", c)}):

@@ -1,0 +1,118 @@
+"""The users' Python package (python/commtune): a DDP script's two lines, under a real torchrun of the
+reference PyTorch on Gloo. Outside a trial they change nothing; inside one the hook is PyTorch's own,
+registered as the trial's configuration says, so the losses equal the same script registering it by
+hand, bit for bit; the ranks' event files are the worker's format, which `commtune-cli summarize` and
+`import` read; a setting the hook does not take, and a non-finite loss, end the trial saying so."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import commtune_testing as ct  # noqa: E402
+
+SCRIPT = os.path.join(ct.REPO, "tests", "script_trials", "train_ddp.py")
+PACKAGE = os.path.join(ct.REPO, "python")
+
+
+def torchrun(folder, *script_args, trial=None, expect_ok=True):
+    """Runs the script on 2 ranks; returns (each rank's losses, the output). trial: the configuration."""
+    env = dict(os.environ, PYTHONPATH=PACKAGE, OMP_NUM_THREADS="1")
+    env.pop("COMMTUNE_TRIAL_CONFIG", None)
+    if trial is not None:
+        path = os.path.join(folder, "trial.json")
+        with open(path, "w") as f:
+            json.dump(trial, f)
+        env.update(COMMTUNE_TRIAL_CONFIG=path, COMMTUNE_EVENT_FILE=os.path.join(folder, "events-{rank}.ctev"))
+    proc = subprocess.run([ct.ORACLE_PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           SCRIPT, *script_args], env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    if expect_ok and proc.returncode != 0:
+        raise AssertionError(out[-4000:])
+    losses = {}
+    for line in re.findall(r'\{"rank": \d+, "losses": \[[^\]]*\]\}', proc.stdout):
+        row = json.loads(line)
+        losses[row["rank"]] = row["losses"]
+    return losses, proc.returncode, out
+
+
+class ScriptTrials(unittest.TestCase):
+    def test_outside_a_trial_the_two_lines_change_nothing(self):
+        with tempfile.TemporaryDirectory() as folder:
+            attached, _, _ = torchrun(folder)
+            plain, _, _ = torchrun(folder, "--plain")
+            self.assertEqual(attached, plain)
+            self.assertEqual(len(attached[0]), 12)
+            self.assertEqual(os.listdir(folder), [])  # nothing written outside a trial
+
+    def test_a_trial_registers_pytorchs_hook_and_its_events_are_the_workers_format(self):
+        for hook, direct in ((dict(name="powersgd", matrix_approximation_rank=2, start_powerSGD_iter=2), "powersgd"),
+                             (dict(name="fp16_compress"), "fp16_compress")):
+            with self.subTest(hook=hook["name"]), tempfile.TemporaryDirectory() as folder:
+                trial, _, _ = torchrun(folder, trial={"hook": hook})
+                by_hand, _, _ = torchrun(folder, "--direct", direct)
+                self.assertEqual(trial, by_hand)  # bit for bit: PyTorch's hook with the trial's settings
+                events = [os.path.join(folder, f"events-{r}.ctev") for r in (0, 1)]
+                metrics = os.path.join(folder, "steps.jsonl")
+                summary = json.loads(ct.cli("summarize", *events, "--metrics", metrics).stdout)
+                self.assertEqual(summary["launcher"]["status"], "succeeded")
+                self.assertEqual(summary["config"]["hook"], hook)
+                with open(metrics) as f:
+                    rows = [json.loads(line) for line in f]
+                self.assertEqual(sorted((r["rank"], r["step"], r["loss"]) for r in rows),
+                                 sorted((rank, step, loss) for rank, losses in trial.items()
+                                        for step, loss in enumerate(losses)))
+                for r in rows:
+                    phases = sum(r[f"time_{k}_s"] for k in ("data", "forward", "backward", "comm_wait", "optimizer"))
+                    self.assertAlmostEqual(phases, r["time_step_s"], delta=1e-9)
+                    self.assertGreater(r["wire_bytes"], 0)
+                # Once compressing, a step sends less than a float32 allreduce: PowerSGD rank 2 of
+                # 64x64 and 64x32 layers, fp16 half of it.
+                late = [r for r in rows if r["step"] >= 3]
+                ratio = late[0]["uncompressed_bytes"] / late[0]["wire_bytes"]
+                self.assertGreater(ratio, 4.0 if hook["name"] == "powersgd" else 1.9)
+                # The store takes the job as it takes a worker's.
+                store = os.path.join(folder, "runs.db")
+                ct.cli("import", *events, "--db", store, "--name", "script")
+                listed = ct.cli_json("list", "--db", store)
+                self.assertEqual([(r["name"], r["status"], r["world_size"]) for r in listed],
+                                 [("script", "succeeded", 2)])
+
+    def test_the_package_installs_with_pip_and_is_a_no_op_outside_a_trial(self):
+        import shutil
+        with tempfile.TemporaryDirectory() as folder:
+            source = shutil.copytree(PACKAGE, os.path.join(folder, "source"))  # pip builds in the tree it is given
+            target = os.path.join(folder, "site")
+            subprocess.run([ct.ORACLE_PYTHON, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps",
+                            "--no-index", "--target", target, source], check=True, capture_output=True, timeout=300)
+            env = dict(os.environ, PYTHONPATH=target)
+            env.pop("COMMTUNE_TRIAL_CONFIG", None)
+            out = subprocess.run([ct.ORACLE_PYTHON, "-c", "import commtune, torch; m = torch.nn.Linear(2, 2); "
+                                  "print(commtune.__file__, commtune.attach(m) is m, commtune.log(1.0), commtune.in_trial())"],
+                                 env=env, capture_output=True, text=True, check=True).stdout.split()
+            self.assertEqual(out[0], os.path.join(target, "commtune", "__init__.py"))
+            self.assertEqual(out[1:], ["True", "None", "False"])
+
+    def test_a_setting_the_hook_does_not_take_is_refused_naming_it(self):
+        with tempfile.TemporaryDirectory() as folder:
+            _, code, out = torchrun(folder, trial={"hook": {"name": "fp16_compress", "matrix_approximation_rank": 2}},
+                                    expect_ok=False)
+            self.assertNotEqual(code, 0)
+            self.assertIn("hook.matrix_approximation_rank: fp16_compress does not take this setting", out)
+            summary = ct.cli("summarize", *[os.path.join(folder, f"events-{r}.ctev") for r in (0, 1)], check=False)
+            self.assertIn("does not take this setting", summary.stdout + summary.stderr)
+
+    def test_a_non_finite_loss_ends_the_trial_as_diverged(self):
+        with tempfile.TemporaryDirectory() as folder:
+            _, code, out = torchrun(folder, "--lr", "1e30", trial={"hook": {"name": "allreduce"}}, expect_ok=False)
+            self.assertNotEqual(code, 0)
+            self.assertIn("Diverged", out)
+            summary = ct.cli("summarize", *[os.path.join(folder, f"events-{r}.ctev") for r in (0, 1)], check=False)
+            self.assertEqual(json.loads(summary.stdout)["launcher"]["status"], "diverged", summary.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,58 @@
+"""A user's own DDP training script, as one writes it for torchrun, with commtune's two lines.
+Prints each rank's losses as JSON on its last line. --direct HOOK registers PyTorch's hook by hand
+instead of commtune.attach (the reference a trial must equal); --plain leaves commtune out."""
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=12)
+parser.add_argument("--lr", type=float, default=0.05)
+parser.add_argument("--direct", choices=["powersgd", "fp16_compress"])
+parser.add_argument("--rank-r", type=int, default=2)
+parser.add_argument("--start-iter", type=int, default=2)
+parser.add_argument("--plain", action="store_true")
+args = parser.parse_args()
+
+if not args.plain:
+    import commtune
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                            torch.nn.Linear(64, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+ddp = DistributedDataParallel(model)
+if args.direct == "powersgd":
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=args.rank_r,
+                                        start_powerSGD_iter=args.start_iter)
+    ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+elif args.direct == "fp16_compress":
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+elif not args.plain:
+    ddp = commtune.attach(ddp, optimizer)
+
+generator = torch.Generator().manual_seed(1 + dist.get_rank())
+losses = []
+for step in range(args.steps):
+    x = torch.randn(16, 32, generator=generator)
+    y = torch.randint(0, 4, (16,), generator=generator)
+    optimizer.zero_grad()
+    loss = torch.nn.functional.cross_entropy(ddp(x), y)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+    if not args.plain and not args.direct:
+        commtune.log(loss)
+sys.stdout.write(json.dumps({"rank": dist.get_rank(), "losses": losses}) + "\n")  # one write: ranks share stdout
+sys.stdout.flush()
+dist.barrier()
+dist.destroy_process_group()
