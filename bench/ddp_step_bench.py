@@ -97,7 +97,7 @@ MATRIX_HOOKS = {"allreduce": {"hook.name": "allreduce"}, "none (built-in)": {"ho
 MATRIX_GOALS = {"allreduce": 0.8, "none (built-in)": 0.8, "powersgd r1": 0.7, "powersgd r4": 0.7}
 
 
-# --gpu: the GPU speed check (issue 43, scripts/gpu-check.sh): one rank on the GPU (NCCL), MLPs of 10.5M and
+# --gpu: the GPU speed check (scripts/gpu-check.sh): one rank on the GPU (NCCL), MLPs of 10.5M and
 # 101M parameters (4096, six layers of 4096), DDP's default buckets, hooks allreduce, fp16 and PowerSGD rank 4;
 # no goal yet, the ratio is the finding.
 GPU_SIZES = {"10M": MATRIX_SIZES["10M"] | {"steps": 200},

@@ -146,9 +146,10 @@ class BadInput(unittest.TestCase):
         self.refused(["sweep", "--spec", spec, "--plan"], "max_trials", timeout=20)
 
     def test_seeds_beyond_the_largest_seed_are_refused_before_anything_is_stored(self):
-        """seed 2^53 with --seeds 3 used to pass --plan, store three trials the sweep then could not parse, and
-        leave a sweep that could not be resumed; 2^53 + 1 passed a range ending at 2^53 when compared as a
-        double."""
+        """seed 2^53 with --seeds 3 (seeds past 2^53) is refused, by --plan and by the sweep, before any trial
+        is stored: trials the sweep could not parse would leave a sweep that could not be resumed. 2^53 + 1 is
+        refused as out of range, for a TPE sweep's --seed and a run's seed, though as a double it would pass
+        a range ending at 2^53."""
         top = 1 << 53
         for plan in (["--plan"], []):
             self.refused(["sweep", "--set", f"seed={top}", "--seeds", "3", "--axis", "optimizer.lr=0.1", *plan],

@@ -58,7 +58,7 @@ class Screenshots(unittest.TestCase):
                                  text=True, timeout=600, env=dict(os.environ, COMMTUNE_BUILD_DIR=ct.BUILD))
             self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
             views = ("launch", "dashboard", "runs", "analysis", "slices", "parallel", "importance", "history", "scatter")
-            # A 1080p screen and a laptop's, each in both themes (issue 45).
+            # A 1080p screen and a laptop's, each in both themes.
             for size, suffix in (((1920, 1080), ""), ((1366, 768), "-1366")):
                 for view in views:
                     for theme in ("", "-dark"):

@@ -208,7 +208,7 @@ class OwnFiles(unittest.TestCase):
     def test_zip_bombs_are_refused_from_their_directory_before_anything_is_inflated(self):
         """A 2 MB model or data file whose deflated entry inflates to 256 MiB (PyTorch compresses only small
         code entries; tensors are stored raw) is refused from its zip directory in one line naming the entry.
-        Such a file used to be inflated whole by every rank: 4.3 GB and std::bad_alloc for a 2 GiB entry."""
+        Inflated whole by every rank, such a file would cost 4.3 GB and std::bad_alloc for a 2 GiB entry."""
         model = user_models.save_scripted(user_models.Mlp(), os.path.join(self.dir, "mlp.pt"))
         x, y = user_models.labelled((64, 32), 5)
         data = user_models.write_tensors("torch", os.path.join(self.dir, "d.pt"), x, y)

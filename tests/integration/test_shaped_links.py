@@ -101,8 +101,8 @@ class ShapedLinks(unittest.TestCase):
         self.assertGreater(allreduce["measured_ms"], 5 * allreduce["unshaped_ms"], report)
 
     def test_runs_measured_on_different_links_are_not_replicates(self):
-        # Issue 45: `predict` pooled an unshaped run and the same configuration behind a shaper into one row,
-        # as if they were repeats. Each run probes its link as it starts; their probes differ many times over.
+        # `predict` must not pool an unshaped run and the same configuration behind a shaper into one row, as
+        # if they were repeats. Each run probes its link as it starts; their probes differ many times over.
         why = shaped_links.unavailable()
         if why:
             self.skipTest(why)

@@ -230,7 +230,7 @@ class BadFiles(unittest.TestCase):
         """A store on a read-only share (here: a folder this user cannot write; as root, whom permissions do
         not stop, the commands run as `nobody`): every command that reads answers as it does elsewhere, and
         one that writes says why it cannot, naming the folder. SQLite's WAL mode wants to create a file
-        beside the store even to read it: that used to fail every command with "unable to open database"."""
+        beside the store even to read it, which must not fail every command with "unable to open database"."""
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o755)
             folder = os.path.join(d, "share")

@@ -104,7 +104,7 @@ class Sweeps(unittest.TestCase):
 
     def test_each_trial_counts_its_wall_time_from_its_own_start(self):
         # The dashboard's "relative time" axis lines trials up: a later trial's clock does not go on from the
-        # sweep's start (its curve was drawn further right, by the time the trials before it took).
+        # sweep's start (its curve would be drawn further right, by the time the trials before it took).
         ct.cli("sweep", *SMALL, "--no-baseline", "--set", "steps=6", "--axis", "optimizer.lr=0.01,0.1,0.5")
         runs = sorted(ct.cli_json("list"), key=lambda r: r["started_at"])
         self.assertEqual(len(runs), 3)
@@ -240,8 +240,8 @@ class Sweeps(unittest.TestCase):
                 self.assertEqual((len(stored), rows), (2 * 80, 2 * 80), f"run {run_id}")
 
     def test_stop_sweep_ends_a_sweep_from_another_terminal(self):
-        # What the desktop app's Stop all files for a sweep another window runs (issue 45): that window stopped
-        # only its running trials, and the sweep went on with the next.
+        # What the desktop app's Stop all files for a sweep another window runs: the sweep ends, cancelled, and
+        # does not go on with its next trial once the running ones stop.
         with tempfile.TemporaryDirectory() as work:
             args = [ct.CLI, "sweep", *SMALL, "--set", "steps=1000000", "--no-baseline", "--work-dir", work,
                     "--axis", "optimizer.lr=0.01,0.02"]
@@ -266,7 +266,7 @@ class Sweeps(unittest.TestCase):
 
     def test_two_resumes_at_once_run_the_sweep_once(self):
         """Two `sweep --resume` started at the same instant: one runs the rest of the sweep, the other is
-        refused before it runs anything (both used to run the same trials into the same rows)."""
+        refused before it runs anything, so no two run the same trials into the same rows."""
         with tempfile.TemporaryDirectory() as work:
             args = [ct.CLI, "sweep", *SMALL, "--set", "steps=30", "--no-baseline", "--work-dir", work,
                     "--axis", "optimizer.lr=0.01,0.02,0.03"]
@@ -293,7 +293,7 @@ class Sweeps(unittest.TestCase):
     def test_a_trial_stopped_as_it_ended_is_finished_by_a_resume(self):
         # A stop that comes as a trial takes its last step leaves the trial with every step stored and no end:
         # cancelled, as a stopped sweep's trials are (seen in CI on a SLURM sweep). A resume runs its last steps
-        # again from a checkpoint before them, and it ends; it was left cancelled, the sweep said succeeded.
+        # again from a checkpoint before them, and it ends, not left cancelled under a sweep that says succeeded.
         with tempfile.TemporaryDirectory() as work:
             ct.cli("sweep", *SMALL, "--set", "steps=40", "--no-baseline", "--checkpoint-every", "10",
                    "--work-dir", work, "--axis", "optimizer.lr=0.01,0.02")

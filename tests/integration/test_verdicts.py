@@ -5,8 +5,8 @@ actually acted; a sweep whose hooks would never act is refused before it
 runs; seeds replicate trials and losses are judged against their spread;
 TPE never spends a trial on a configuration already run.
 
-Each test reproduces what a user met before (issue 31) and fails on the code
-that had it."""
+Each test reproduces a case a user can meet and fails on code that gives
+the wrong verdict there."""
 import os
 import subprocess
 import sys
@@ -97,8 +97,9 @@ class NoiseIsNotASpeedup(unittest.TestCase):
 
 
     def test_a_verdict_gives_the_reason_its_interval_shows(self):
-        # Issue 45: "keep allreduce: no measurable difference ... 0.71x (95%: 0.58-0.88), an interval that holds
-        # 1.0". PowerSGD's rank 8 on a two-GPU NVLink node costs far more compute than the allreduce it saves.
+        # Not "keep allreduce: no measurable difference ... 0.71x (95%: 0.58-0.88), an interval that holds 1.0"
+        # for an interval wholly below 1.0. PowerSGD's rank 8 on a two-GPU NVLink node costs far more compute
+        # than the allreduce it saves.
         baseline, _ = stored_run("--set", "steps=40")
         powersgd, _ = stored_run("--set", "steps=40", "--set", "hook.name=powersgd",
                                  "--set", "hook.matrix_approximation_rank=8", "--set", "hook.start_powerSGD_iter=2")
@@ -125,8 +126,8 @@ class FairBaselines(unittest.TestCase):
         ct.fresh_store()
 
     def test_each_trial_is_compared_with_allreduce_at_its_own_learning_rate(self):
-        # Before: one baseline at the base learning rate; onebit at lr 0.1 was "-8.67% loss" against allreduce at
-        # lr 0.05, a gain that came from the learning rate.
+        # Not one baseline at the base learning rate: onebit at lr 0.1 against allreduce at lr 0.05 would read
+        # "-8.67% loss", a gain that comes from the learning rate.
         proc = ct.cli("sweep", *SMALL, "--set", "steps=30", "--set", "hook.name=byteps",
                       "--axis", "hook.byteps_compressor_type=onebit,topk", "--axis", "optimizer.lr=0.05,0.1")
         self.assertIn("6 succeeded", proc.stderr)  # 2 baselines + 4 trials
@@ -181,9 +182,8 @@ class FairBaselines(unittest.TestCase):
 
 
     def test_repeats_of_a_seed_are_one_observation(self):
-        # Issue 45: runs 1 and 15 had seed 0 (identical: training is deterministic) and run 16 seed 1; the
-        # baseline read "3 seeds", with a spread over three values that made its intervals narrower than two
-        # seeds allow.
+        # Two runs with seed 0 (identical: training is deterministic) and one with seed 1 are two seeds, not
+        # "3 seeds": a spread over three values would make the intervals narrower than two seeds allow.
         first, _ = stored_run("--set", "steps=20")
         again, _ = stored_run("--set", "steps=20")
         other, _ = stored_run("--set", "steps=20", "--set", "seed=1")

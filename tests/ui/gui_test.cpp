@@ -531,7 +531,7 @@ class GuiTest : public QObject {
     QCOMPARE(data->currentText(), before);  // the field keeps its value ...
     if (scroll->verticalScrollBar()->maximum() > 0)  // ... and the wheel scrolls the form instead
       QVERIFY(scroll->verticalScrollBar()->value() > scrolled);
-    QVERIFY(data->focusPolicy() != Qt::WheelFocus);  // the wheel no longer gives it focus either
+    QVERIFY(data->focusPolicy() != Qt::WheelFocus);  // nor does the wheel give it focus
     // Clicked into, the field takes the wheel as a choice list does.
     window.activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(&window));
@@ -574,8 +574,8 @@ class GuiTest : public QObject {
     for (int c = 0; c < model->columnCount(); ++c) headers << model->headerData(c, Qt::Horizontal).toString();
     for (const char* column : {"tail loss", "ms/step", "MB/step", "compr.", "rank", "start iter", "tags"})
       QVERIFY2(headers.contains(column), qPrintable(headers.join(", ")));
-    // A trial's name has room ("matrix_appro…" before), each header shows once, and each swept
-    // parameter's in full (it used to read "_approximatio").
+    // A trial's name has room (not cut to "matrix_appro…"), each header shows once, and each swept
+    // parameter's in full (not "_approximatio").
     QVERIFY(header_width(runs, "name") >= runs->table()->fontMetrics().horizontalAdvance(
                                               "matrix_approximation_rank=16 start_powerSGD_iter=40"));
     QCOMPARE(QSet<QString>(headers.begin(), headers.end()).size(), headers.size());
@@ -618,7 +618,7 @@ class GuiTest : public QObject {
     QCOMPARE(runs->visible_runs(), 30);
     runs->search()->setText("tail_loss = nan");  // nan is a word (a diverged run's loss), not a number equal to all
     QCOMPARE(runs->visible_runs(), 0);
-    runs->search()->setText("loss < 1.3");  // which loss? (issue 45: it filtered on one and `list` printed the other)
+    runs->search()->setText("loss < 1.3");  // which loss? A bare "loss" is refused, naming both
     QVERIFY2(runs->filter_problem().contains("tail_loss") && runs->filter_problem().contains("last_loss"),
              qPrintable(runs->filter_problem()));
     runs->search()->setText("rnk = 2");
@@ -814,7 +814,7 @@ class GuiTest : public QObject {
     QVERIFY(!kept.empty() && kept.size() < 29);
     QCOMPARE(analysis->parallel_table()->rowCount(), static_cast<int>(kept.size()));
     for (const auto id : kept) QVERIFY(reader.run(id)->config["hook"]["matrix_approximation_rank"].get<int>() >= 4);
-    // Grid values label their axes (they showed only min and max); the best lines stand out in both themes.
+    // Grid values label their axes (each value, not only min and max); the best lines stand out in both themes.
     auto* parallel = analysis->parallel();
     QCOMPARE(parallel->numeric_labels(0).size(), std::size_t{5});  // ranks 1, 2, 4, 8, 16
     analysis->views()->setCurrentWidget(parallel->parentWidget());
@@ -927,8 +927,8 @@ class GuiTest : public QObject {
 
   // The Runs page's comparison is `commtune-cli compare --json`'s, run by run,
   // from one computation in core: over a sweep of the learning rate each run
-  // is compared with the allreduce run at its own rate. The page used to take
-  // one baseline for all, and listed checkpoint.* settings as differences.
+  // is compared with the allreduce run at its own rate, not with one baseline
+  // for all, and checkpoint.* settings are not listed as differences.
   void the_runs_comparison_is_the_clis() {
     namespace db = commtune::db;
     QTemporaryDir dir;
@@ -994,7 +994,7 @@ class GuiTest : public QObject {
     for (int c = 0; c < runs->table()->model()->columnCount(); ++c)
       headers << runs->table()->model()->headerData(c, Qt::Horizontal).toString();
     QVERIFY2(headers.contains("hook.name") && headers.contains("compressor"), qPrintable(headers.join(", ")));
-    QCOMPARE(headers.count("name"), 1);  // hook.name's column used to be a second "name"
+    QCOMPARE(headers.count("name"), 1);  // hook.name's column is not a second "name"
     // The same query finds the same runs in the table and in `list --search`.
     const auto id = [&](std::size_t i) { return QString::number(ids[i]); };
     const std::vector<std::pair<QString, QString>> expected{
@@ -1015,8 +1015,8 @@ class GuiTest : public QObject {
     QVERIFY2(runs->filter_problem().contains("'hook.matrix_aproximation_rank'"), qPrintable(runs->filter_problem()));
     const auto refused = cli_search(path, "hook.matrix_aproximation_rank = 2");
     QVERIFY2(refused.startsWith("exit 2") && refused.contains("'hook.matrix_aproximation_rank'"), qPrintable(refused));
-    // Issue 45 item 10: a mistyped name is answered with the name meant, the CLI's words, and shows no run
-    // (the table showed every run, as if the filter held for all).
+    // A mistyped name is answered with the name meant, the CLI's words, and shows no run (every run shown
+    // would read as if the filter held for all).
     runs->search()->setText("los < 1");
     QVERIFY2(runs->filter_problem().contains("'los'") && runs->filter_problem().contains("did you mean 'tail_loss'"),
              qPrintable(runs->filter_problem()));
@@ -1067,8 +1067,8 @@ class GuiTest : public QObject {
   }
 
   void the_heatmap_offers_only_what_it_can_draw() {
-    // Issue 45: the colour bar's label was black on the dark theme's grey; "All stored runs" (no swept
-    // parameters) kept the previous sweep's ticks and offered one parameter on both axes.
+    // The colour bar's label takes the theme's foreground (not black on the dark theme's grey); "All stored
+    // runs" (no swept parameters) keeps none of the previous sweep's ticks, and its axis choices are off.
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
     const auto sweep = seed_sweep(path, {1, 4}, {2, 10});
@@ -1097,8 +1097,8 @@ class GuiTest : public QObject {
   }
 
   void the_window_fits_a_laptop_screen() {
-    // Issue 45: the window declared a minimum of 1287x1216, so it did not fit a 1080p screen; forced smaller,
-    // the Sweep form was clipped, and it grew back when curves opened or the theme changed.
+    // The window's minimum fits a 1366x700 screen on every page and the Sweep form, and the window does not
+    // grow back past it when curves open, the theme changes or a sweep is analysed.
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
     const auto sweep = seed_sweep(path, {1, 4}, {2, 10});
@@ -1131,8 +1131,8 @@ class GuiTest : public QObject {
     QVERIFY2(misfit("").isEmpty(), qPrintable(misfit("a sweep analysed")));
   }
 
-  // Issue 45 item 9: at 1000 px the what-if table showed one row until the
-  // splitter was dragged, and its verdicts were cut to one line.
+  // At 1000 px the what-if table shows every network's row without the
+  // splitter being dragged, and each verdict whole, wrapped in its cell.
   void the_what_if_table_shows_every_network_whole() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
@@ -1144,7 +1144,7 @@ class GuiTest : public QObject {
     QApplication::processEvents();
     auto* table = analysis->what_if_table();
     QCOMPARE(table->rowCount(), static_cast<int>(commtune::net::link_presets().size()));
-    QCOMPARE(window.height(), 1000);  // the window did not grow to hold the table (it grew to 1384 px at 1080p)
+    QCOMPARE(window.height(), 1000);  // the window does not grow to hold the table (to 1384 px at 1080p)
     const int verdict = column_of(table, "verdict");
     QVERIFY(verdict >= 0);
     const auto viewport = table->viewport()->rect();
@@ -1170,9 +1170,9 @@ class GuiTest : public QObject {
              qPrintable(QString("at least %1 px high, %2 px now").arg(least.height()).arg(window.height())));
   }
 
-  // Issue 45 item 10: the parallel coordinates' value labels sat on the
-  // points (from the axis rightwards, under the lines leaving it) and no
-  // legend said what the colours meant.
+  // The parallel coordinates' value labels sit beside the points, not on
+  // them (from the axis rightwards, under the lines leaving it), drawn over
+  // the lines, and a colour legend says what the colours mean.
   void parallel_coordinates_label_beside_the_points_with_a_colour_legend() {
     for (const auto choice : {ThemeChoice::Light, ThemeChoice::Dark}) {
       commtune::ui::apply_theme(*qApp, choice);
@@ -1216,7 +1216,7 @@ class GuiTest : public QObject {
     commtune::ui::apply_theme(*qApp, ThemeChoice::Light);
   }
 
-  // Issue 45 item 10: the Sweep form showed the TPE and SLURM fields whatever the strategy or backend.
+  // The Sweep form shows the TPE and SLURM fields only for that strategy or backend.
   void the_sweep_form_shows_tpe_and_slurm_fields_only_when_chosen() {
     MainWindow window(store());
     window.resize(1366, 768);
@@ -1247,7 +1247,7 @@ class GuiTest : public QObject {
     QVERIFY(shown("tpe_candidates") && !shown("slurm.partition"));
   }
 
-  // Issue 45 item 11: a best-so-far plot, the tail loss's empirical distribution, the sign of each parameter's
+  // A best-so-far plot, the tail loss's empirical distribution, the sign of each parameter's
   // effect beside its importance and the baseline on the slices, each drawn from core/tuner/verdict/sweep_figures.h.
   void the_sweeps_history_distribution_signs_and_baselines_are_drawn_from_core() {
     QTemporaryDir dir;
@@ -1315,7 +1315,7 @@ class GuiTest : public QObject {
     QVERIFY2(ticks.contains("hook.matrix_approximation_rank (−)"), qPrintable(ticks.join(" | ")));
   }
 
-  // Issue 45 item 11: a scatter-plot matrix of the swept parameters against the tail loss and the step time.
+  // A scatter-plot matrix of the swept parameters against the tail loss and the step time.
   void the_scatter_matrix_shows_each_parameter_against_loss_and_step_time() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
@@ -1353,8 +1353,8 @@ class GuiTest : public QObject {
   }
 
   void the_compressed_level_stays_off_the_bytes_axis() {
-    // Issue 45: a log axis fitted exactly put a PowerSGD run's compressed level (0.156 MB a step after ten
-    // steps of 4 MB) on the axis line, and the exported plot showed the line dropping to nothing.
+    // A log axis fitted exactly would put a PowerSGD run's compressed level (0.156 MB a step after ten
+    // steps of 4 MB) on the axis line, and the exported plot would show the line dropping to nothing.
     RunPlots plots;
     plots.resize(900, 700);
     plots.show();
@@ -1375,8 +1375,8 @@ class GuiTest : public QObject {
     QVERIFY(wire->yAxis->coordToPixel(highest) > rect.top() + 3);
   }
 
-  // Issue 45 item 11: "Stop all" for a sweep started elsewhere (it reached only this window's own jobs, and was
-  // off while only a terminal's sweep ran): the sweep stops as Ctrl-C in its terminal stops it, cancelled.
+  // "Stop all" for a sweep started elsewhere reaches it, not only this window's own jobs, and is on while only
+  // a terminal's sweep runs: the sweep stops as Ctrl-C in its terminal stops it, cancelled.
   void stop_all_ends_a_sweep_started_in_a_terminal() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
@@ -1408,7 +1408,7 @@ class GuiTest : public QObject {
     QTRY_VERIFY(!stop_all->isEnabled());
   }
 
-  // Issue 45 item 11: any finished sweep put back on the Dashboard, from the Analysis page.
+  // Any finished sweep put back on the Dashboard, from the Analysis page.
   void a_finished_sweep_goes_back_on_the_dashboard() {
     QTemporaryDir dir;
     const auto path = dir.filePath("runs.db");
@@ -1457,12 +1457,12 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(dashboard->plots()->points(run_id) >= 5, 60000);
     QCOMPARE(dashboard->status_of(run_id), QString("running"));
     auto* label = dashboard->findChild<QLabel*>("dashboard:label");
-    // The baseline counts: it said "of 1" (the axes' count), then "2 of 1 trials ended" (issue 45).
+    // The baseline counts: not "of 1" (the axes' count), nor "2 of 1 trials ended".
     QVERIFY2(label->text().contains("of 2 trials") && label->text().contains("another process"),
              qPrintable(label->text()));
     QVERIFY(other.state() == QProcess::Running);
 
-    // A run of this window's own starts beside it: the terminal's trial stays (it was replaced).
+    // A run of this window's own starts beside it: the terminal's trial stays, not replaced.
     const auto own = run_own_job(window);
     QVERIFY(dashboard->row_of(own) >= 0);
     QVERIFY(dashboard->row_of(run_id) >= 0 && dashboard->plots()->has_run(run_id));
@@ -1513,7 +1513,7 @@ class GuiTest : public QObject {
       QCOMPARE(QString::fromStdString(reader.run(id)->status), QString("stopped"));
     QVERIFY(!QFileInfo::exists(path + ".stop/" + QString::number(run_id)));  // each request was taken
 
-    // Once all of that has ended, a new job has the dashboard and its axes to itself (they kept the last job's).
+    // Once all of that has ended, a new job has the dashboard and its axes to itself (not the last job's).
     const auto next = run_own_job(window);
     QCOMPARE(trials->rowCount(), 1);
     QVERIFY(dashboard->row_of(next) == 0 && !plots->has_run(run_id) && !plots->has_run(second));
@@ -1570,7 +1570,7 @@ class GuiTest : public QObject {
     const auto points = plots.points_of(5);
     for (std::size_t i = 1; i < points.size(); ++i) QVERIFY(points[i].wall_s >= points[i - 1].wall_s);
 
-    // A log loss axis over less than a decade fits the data (it showed a whole decade, mostly empty).
+    // A log loss axis over less than a decade fits the data, not a whole decade, mostly empty.
     plots.set_log_y(RunPlots::Plot::Loss, true);
     plots.refresh(true);
     const auto log_range = plots.loss_plot()->yAxis->range();
@@ -1578,7 +1578,7 @@ class GuiTest : public QObject {
     plots.loss_plot()->replot(QCustomPlot::rpImmediateRefresh);
     QVERIFY(plots.loss_plot()->yAxis->tickVectorLabels().size() >= 3);
     plots.set_log_y(RunPlots::Plot::Loss, false);
-    // A new job's curves get axes of their own (they kept the last job's).
+    // A new job's curves get axes of their own, not the last job's.
     plots.clear();
     plots.add_run(6, "6 lr=0.4");
     for (int step = 0; step < 10; ++step) {
@@ -1593,7 +1593,7 @@ class GuiTest : public QObject {
     QVERIFY(plots.loss_plot()->yAxis->range().lower > 4 && plots.loss_plot()->yAxis->range().upper < 16);
   }
 
-  // Issue 45 item 8: with Group seeds on, a group's curve reads as the group
+  // With Group seeds on, a group's curve reads as the group
   // (its label, seed count, mean and sd at the step), a click on it opens
   // the group's runs, and the trial list (the legend) lists the group as one
   // row, "label (n seeds)", in place of its runs.
@@ -1659,7 +1659,7 @@ class GuiTest : public QObject {
     QCOMPARE(shown, 4);
   }
 
-  // Issue 45 item 11: runs grouped by any parameter (W&B's group by), not only seeds, with mean and band.
+  // Runs grouped by any parameter (W&B's group by), not only seeds, with mean and band.
   void runs_group_by_any_parameter_with_mean_and_band() {
     RunPlots plots;
     plots.resize(1000, 700);
@@ -1716,8 +1716,8 @@ class GuiTest : public QObject {
     QCOMPARE(cli_front.size(), std::size_t{4});  // one per rank
     QCOMPARE(analysis->plots()[0]->graph(1)->dataCount(), 4);  // and that is what is drawn
 
-    // A point opens its run on the Runs page, listed and selected, though the table's filter hid it (issue 45:
-    // the filter stayed and the run was neither listed nor selected).
+    // A point opens its run on the Runs page, listed and selected, though the table's filter hid it: the
+    // filter goes.
     auto* runs = window.runs();
     runs->refresh();
     QTRY_VERIFY(!runs->loading());
@@ -1728,7 +1728,7 @@ class GuiTest : public QObject {
     QVERIFY(runs->search()->text().isEmpty());
   }
 
-  // Issue 44's store: a real sweep over learning rates with a baseline at each, two seeds and two hooks. The
+  // A real sweep's store, over learning rates with a baseline at each, two seeds and two hooks. The
   // Runs page's comparison, the Analysis page's what-if table, predicted step times and Pareto front are the
   // CLI's numbers (compare, recommend, predict --json) on it.
   void one_store_gives_one_answer_on_both_sides() {
@@ -2091,7 +2091,7 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(analysed.count() >= 1 && analysis->data().runs.size() == 5, 60000);
     QCOMPARE(analysis->data().axes.size(), std::size_t{2});
     QCOMPARE(static_cast<std::size_t>(analysis->what_if_table()->rowCount()), commtune::net::link_presets().size());
-    // The what-if table shows every network without moving the splitter (it showed 2 rows).
+    // The what-if table shows every network without moving the splitter.
     auto* what_if = analysis->what_if_table();
     window.show_page(MainWindow::kAnalysis);
     const int last = what_if->rowCount() - 1;
@@ -2139,7 +2139,7 @@ class GuiTest : public QObject {
       QCOMPARE(QString::fromStdString(row.verdict), QString::fromStdString(cli["verdict"].get<std::string>()));
       QCOMPARE(row.best_run.has_value(), !cli["chosen_run"].is_null());
       if (row.best_run) QCOMPARE(*row.best_run, cli["chosen_run"].get<std::int64_t>());
-      // The allreduce figure says which baseline run it is (issue 45: it changed with the tolerance, unnamed).
+      // The allreduce figure says which baseline run it is, since it changes with the tolerance.
       const auto baseline = cli["baseline_run"].get<std::int64_t>();
       QCOMPARE(row.baseline_run.value_or(-1), baseline);
       QVERIFY2(analysis->what_if_table()->item(static_cast<int>(i), 1)->text().endsWith(QString("(run %1)").arg(baseline)),
@@ -2340,7 +2340,7 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(plots->points(run_id) >= 5, 60000);
     const auto seen_while_running = plots->points(run_id);
     QVERIFY2(other.state() == QProcess::Running, "the run ended before the dashboard showed it live");
-    // Watched, not owned: its Stop asks the recording process (it was greyed).
+    // Watched, not owned: its Stop, not greyed, asks the recording process.
     auto* stop = window.dashboard()->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(run_id));
     QVERIFY(stop && stop->isEnabled());
     QVERIFY(other.waitForFinished(300000));

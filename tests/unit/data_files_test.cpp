@@ -159,8 +159,8 @@ TEST_F(DataFiles, ReadsCifar10Batches) {
 }
 
 // Data files are checked against what the dataset can be before they are
-// read: a 2 GiB sparse file named like a CIFAR-10 batch was read whole (4 GB
-// per rank) before its size was looked at; now its size refuses it at once.
+// read: a 2 GiB sparse file named like a CIFAR-10 batch is refused at once by
+// its size, not read whole (4 GB per rank) before its size is looked at.
 TEST_F(DataFiles, SizesAreCheckedBeforeAFileIsRead) {
   const auto problem = [&](nlohmann::json section) -> std::pair<std::string, std::string> {
     section["name"] = "cifar10";

@@ -1,8 +1,8 @@
 // The sentence a recommendation says: a configuration is used only for a
 // speedup whose 95% interval lies above 1.0 and that reaches the model's
 // margin; otherwise "keep allreduce", with the reason the printed interval
-// shows. Issue 45 met "no measurable difference ... 0.71x (95%: 0.58-0.88),
-// an interval that holds 1.0" for an interval wholly below 1.0.
+// shows: an interval wholly below 1.0 is slower, never "no measurable
+// difference ... 0.71x (95%: 0.58-0.88), an interval that holds 1.0".
 #include <gtest/gtest.h>
 
 #include <cmath>

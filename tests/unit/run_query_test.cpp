@@ -85,8 +85,8 @@ TEST(RunQuery, UnknownNamesAndMissingValuesAreRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("'hook.matrix_aproximation_rank'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(RunQuery::parse("rnk = 2"), QueryError);
-  // A bare "loss" is two figures: the error names both (it filtered on the tail loss while `list` printed the
-  // last one, issue 45).
+  // A bare "loss" is two figures: the error names both, so a filter cannot read one while `list` prints the
+  // other.
   try {
     RunQuery::parse("loss < 1.0");
     FAIL() << "a bare loss was taken";
@@ -100,7 +100,7 @@ TEST(RunQuery, UnknownNamesAndMissingValuesAreRefusedByName) {
   EXPECT_THROW(RunQuery::parse("tail_loss < " + std::string(100000, '1')), QueryError);  // refused, not a stack overflow
 }
 
-// A mistyped name is answered with the name meant (issue 45: `los` suggested nothing), one answer for
+// A mistyped name is answered with the name meant (`los`: 'tail_loss' or 'last_loss'), one answer for
 // `list --search` and the Runs page.
 TEST(RunQuery, AMistypedNameSuggestsTheNameMeant) {
   const auto refusal = [](const std::string& query, const std::vector<std::string>& known = {}) {

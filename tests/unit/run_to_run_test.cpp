@@ -1,8 +1,8 @@
 // The run-to-run spread behind single-run intervals (core/tuner/verdict/evidence.h):
 // measured from configurations run more than once, blended with the assumed
 // spread so that one repeated pair cannot make it vanish, and the assumed one
-// alone when nothing ran twice. Before it, two single runs on a loaded machine
-// gave fp16 on NVLink "1.6x (95%: 1.21-2.19)" where repeats showed no difference.
+// alone when nothing ran twice. Without it, two single runs on a loaded machine
+// would give fp16 on NVLink "1.6x (95%: 1.21-2.19)" where repeats show no difference.
 #include <gtest/gtest.h>
 
 #include <cmath>

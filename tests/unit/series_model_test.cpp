@@ -145,7 +145,7 @@ TEST(SeriesModel, GroupsRunsThatDifferOnlyInTheirSeed) {
   EXPECT_EQ(groups[0].runs, (std::vector<std::int64_t>{1, 2, 5}));
 }
 
-// Issue 45 item 11: runs grouped by any parameter, as W&B groups them: the runs that share its value.
+// Runs grouped by any parameter, as W&B groups them: the runs that share its value.
 TEST(SeriesModel, GroupsRunsByAnyParameterTheirLabelsOrValuesName) {
   SeriesModel model;
   model.add_run(1, "1 rank=1 lr=0.1 seed=0");

@@ -53,7 +53,7 @@ TEST_F(SlurmOutput, NoOutputOrNoFileSaysNothing) {
 
 // The job's folder is the user's: what is there under the output's name is
 // read only as far as a regular file's last 4 KiB, and never waited on
-// (a FIFO used to block the sweep in open(), where no signal could stop it).
+// (a FIFO would block the sweep in open(), where no signal could stop it).
 TEST_F(SlurmOutput, AFifoOrADeviceInPlaceOfTheOutputSaysNothingAndDoesNotWait) {
   ASSERT_EQ(::mkfifo((folder_ / "slurm-9.out").c_str(), 0600), 0);
   EXPECT_EQ(slurm_output_ending(folder_.string(), "9"), "");

@@ -47,8 +47,8 @@ TEST_F(StopRequests, ARequestStopsTheWatchedRunOnlyAndIsTaken) {
 }
 
 TEST_F(StopRequests, ASweepsRequestStopsThatSweepNotARunOfTheSameNumber) {
-  // Stop all in the desktop app, for a sweep another window runs (issue 45): the window stopped only its
-  // running trials and the sweep went on with the next one.
+  // Stop all in the desktop app, for a sweep another window runs: the sweep's request stops the sweep, not
+  // only its running trials, so it does not go on with the next one.
   StopRequestWatcher watcher(store_, nullptr, std::chrono::milliseconds(10));
   std::atomic<bool> sweep{false}, run{false};
   watcher.watch_sweep(4, &sweep);
@@ -118,7 +118,7 @@ TEST_F(StopRequests, AFolderThatCannotBeWrittenIsAnError) {
   EXPECT_THROW(request_stop("/proc/no-such/runs.db", 1), std::runtime_error);
 }
 
-// Stop all for a sweep another process runs on this host (issue 45 item 11): Ctrl-C, as its terminal gives it.
+// Stop all for a sweep another process runs on this host: Ctrl-C, as its terminal gives it.
 TEST(InterruptOwner, InterruptsALiveProcessOnThisHostAndNothingElse) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);

@@ -244,7 +244,7 @@ void SweepEditor::revalidate() {
 }
 
 void SweepEditor::show_chosen_options() {
-  // TPE's own fields for TPE, SLURM's for the SLURM backend (issue 45: every field, whatever was chosen).
+  // TPE's own fields only for TPE, SLURM's only for the SLURM backend; the other rows are hidden.
   const auto chosen = [this](const char* key, const char* fallback) {
     return option_values_.contains(key) && option_values_[key].is_string() ? option_values_[key].get<std::string>()
                                                                            : std::string(fallback);

@@ -135,7 +135,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   what_if_ = new QTableWidget(0, 6, this);
   what_if_->setObjectName("analysis:what_if");
   what_if_->setHorizontalHeaderLabels({"network", "allreduce ms", "recommended", "its ms", "speedup", "verdict"});
-  // The verdict takes the width left and wraps: every word of it in view (issue 45: cut to one line, off the side).
+  // The verdict takes the width left and wraps, so every word of it is in view.
   what_if_->horizontalHeader()->setSectionResizeMode(5, QHeaderView::Stretch);
   what_if_->setWordWrap(true);
   what_if_->setTextElideMode(Qt::ElideNone);
@@ -499,8 +499,8 @@ void AnalysisPage::fill_what_if() {
     const int r = what_if_->rowCount();
     what_if_->insertRow(r);
     what_if_->setItem(r, 0, new QTableWidgetItem(QString::fromStdString(row.network)));
-    // Which baseline: with one per learning rate, the chosen configuration's own (issue 45: the column changed
-    // with the tolerance without saying why).
+    // Which baseline: with one per learning rate, the chosen configuration's own, named, since the column
+    // changes with the tolerance and would not otherwise say why.
     auto* baseline = cell(row.baseline_ms, 1);
     if (row.baseline_run) baseline->setText(baseline->text() + QString(" (run %1)").arg(*row.baseline_run));
     what_if_->setItem(r, 1, baseline);
@@ -524,9 +524,9 @@ void AnalysisPage::fill_what_if() {
 
 void AnalysisPage::fit_what_if() {
   // Rows as tall as their wrapped verdicts, and every network's row in view, whatever the splitter above was
-  // left at (issue 45: one row showed at 1000 px).
-  // A smaller window (a laptop's 768 px) keeps a few lines and scrolls the rest: a least height that follows
-  // the wrapped rows grew the window (to 1384 px at 1920x1080) while the verdicts were laid out narrow.
+  // left at, a 1000 px window included.
+  // A smaller window (a laptop's 768 px) keeps a few lines and scrolls the rest: a least height that followed
+  // the wrapped rows would grow the window (to 1384 px at 1920x1080) while the verdicts are laid out narrow.
   what_if_->resizeRowsToContents();
   int least = what_if_->horizontalHeader()->sizeHint().height() + 2 * what_if_->frameWidth();
   if (what_if_->horizontalScrollBar()->isVisible()) least += what_if_->horizontalScrollBar()->sizeHint().height();

@@ -232,7 +232,7 @@ void DashboardPage::follow(const Found& found) {
     stop->setToolTip("Recorded by another process (commtune-cli run, sweep or import --follow, or another window): "
                      "asks it to stop this run; a sweep goes on with its next trial, an import stops following");
   }
-  stop_all_->setEnabled(true);  // its sweep too (issue 45: Stop all reached only this window's own jobs)
+  stop_all_->setEnabled(true);  // its sweep too, not only this window's own jobs
   followed_[run_id] = 0;
   sweep_label_->setText(sweep_text());
   poll_->start();

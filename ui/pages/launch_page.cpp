@@ -53,7 +53,7 @@ LaunchPage::LaunchPage(QWidget* parent) : QWidget(parent) {
   sweep_layout->addWidget(start_sweep_);
 
   // The sweep's form is taller than a laptop's screen: it scrolls, so the
-  // window's minimum height stays the pages' own (issue 45: 1216 px).
+  // window's minimum height stays the pages' own, not the form's.
   auto* sweep_scroll = new QScrollArea(this);
   sweep_scroll->setObjectName("launch:sweep_scroll");
   sweep_scroll->setWidgetResizable(true);

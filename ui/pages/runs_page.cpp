@@ -344,9 +344,8 @@ void RunsPage::show_menu(const QPoint& at) {
 
 void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
   if (run_ids.empty()) return;
-  // A run opened from a curve or a point is listed and selected (issue 45: the
-  // table kept a filter that hid it): a filter that hides it goes, and a run
-  // the table has not read yet is selected once it has.
+  // A run opened from a curve or a point is listed and selected: a filter that
+  // hides it goes, and a run the table has not read yet is selected once it has.
   const auto hidden = [&](auto test) { return std::any_of(run_ids.begin(), run_ids.end(), test); };
   if (hidden([&](std::int64_t id) { return table_->holds(id) && !table_->lists(id); })) {
     search_->clear();

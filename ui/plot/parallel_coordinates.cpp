@@ -183,8 +183,8 @@ void ParallelCoordinates::redraw() {
     axis_line->start->setCoords(x, 0);
     axis_line->end->setCoords(x, 1);
     axis_line->setPen(QPen(theme.foreground, 1.2));
-    // Left of the axis, clear of its points, over the lines arriving there on a patch of background
-    // (issue 45: from the axis rightwards, the points and the lines leaving them covered the values).
+    // Left of the axis, clear of its points, over the lines arriving there on a patch of background: from the
+    // axis rightwards, the points and the lines leaving them would cover the values.
     auto label = [&](double y, const QString& text) {
       auto* t = new QCPItemText(plot_);
       t->setLayer("labels");

@@ -92,7 +92,7 @@ std::optional<double> finite_number(const std::string& text) {
 
 const std::vector<std::string>& query_figures() {
   // tail_loss and last_loss, never a bare "loss": the two differ, and a
-  // filter must say which it means (issue 45).
+  // filter must say which it means.
   static const std::vector<std::string> names{"id",        "name",      "sweep", "status", "hook",
                                               "tag",       "ranks",     "steps", "tail_loss", "last_loss",
                                               "ms",        "mb",        "ratio", "wall"};

@@ -497,7 +497,7 @@ Evidence Evidence::gather(const db::Store& store, const std::vector<db::RunRecor
   // Runs are replicates when they differ only in seed and bookkeeping, ran
   // as many steps, on one host, over the same link: each run probes its
   // link as it starts, and a run behind a 100 Mbit/s shaper is no replicate
-  // of one on the bare loopback (issue 45).
+  // of one on the bare loopback.
   std::unordered_map<std::string, std::vector<std::size_t>> by_key;  // replicate key and steps: its configurations
   std::unordered_map<std::string, std::size_t> baseline_groups;      // baseline key and steps: its number
   std::unordered_map<std::string, HookActivity> activities;          // by the hook's key

@@ -82,7 +82,7 @@ std::string recommendation_verdict(const Candidate* best, const std::string& whe
         best->label.c_str(), static_cast<long long>(best->run_id), 1e3 * best->step_s.value,
         1e3 * best->step_s.value * s.value, where.c_str(), speedup_text(s).c_str(), best->loss_change.describe().c_str());
   // Otherwise the reason is read off the interval the verdict prints: wholly
-  // below 1.0 is slower, not "no difference" (issue 45).
+  // below 1.0 is slower, not "no difference".
   if (!s.has_interval())
     return format_text(
         "keep allreduce: no difference can be shown on %s; the best configuration within %s of its loss, %s, is "

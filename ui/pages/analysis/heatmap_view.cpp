@@ -92,7 +92,7 @@ void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const s
     label->setFont(QFont(font_family_, 8));
   }
   auto* scale = new QCPColorScale(plot_);
-  style_axis(scale->axis(), current_theme());  // its label was black on the dark theme's grey
+  style_axis(scale->axis(), current_theme());  // its label in the theme's colour: black is lost on the dark grey
   plot_->plotLayout()->addElement(0, 1, scale);
   scale->axis()->setLabel(grid.max_seeds > 1 ? "tail loss (mean over seeds; best in the cell)" : "tail loss (best in the cell)");
   map->setColorScale(scale);
@@ -165,7 +165,7 @@ void HeatmapView::draw_contour(const SweepAnalysis& data, const std::string& xa,
       map->data()->setCell(i, j, loss_lo + std::min<double>(kLevels - 1, level) * (loss_hi - loss_lo) / kLevels);
     }
   auto* scale = new QCPColorScale(plot_);
-  style_axis(scale->axis(), current_theme());  // its label was black on the dark theme's grey
+  style_axis(scale->axis(), current_theme());  // its label in the theme's colour: black is lost on the dark grey
   plot_->plotLayout()->addElement(0, 1, scale);
   scale->axis()->setLabel("tail loss (8 levels between the trials)");
   map->setColorScale(scale);

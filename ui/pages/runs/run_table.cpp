@@ -122,7 +122,7 @@ class RunFilter final : public QSortFilterProxyModel {
  public:
   using QSortFilterProxyModel::QSortFilterProxyModel;
   // A query refused (no query: a name it does not know, a condition without its value) shows no run: every
-  // run under a filter the user typed read as if it held for all of them (issue 45).
+  // run listed under a filter the user typed would read as if it held for all of them.
   void set(std::optional<RunQuery> query, const QString& status, const std::vector<QueryRow>* rows) {
     query_ = std::move(query);
     status_ = status;
