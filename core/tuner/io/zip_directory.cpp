@@ -61,6 +61,9 @@ void read_zip64_sizes(std::string_view extra, ZipEntry& entry, bool want_uncompr
 
 }  // namespace
 
+// Not libzip (libarchive has no compressed size or method): the same entries, but no bound before it allocates
+// (a 100 MB directory of 2.2M entries: 5.2 s and 570 MB in libzip 1.7, refused here in 1 ms), and a 100 MB
+// model's 200 entries in 423 us, 11 us here (bench/byhand/zip_bench.cpp, 2026-12-02).
 std::optional<ZipDirectory> read_zip_directory(std::uint64_t archive_bytes, const ReadAt& read_at) {
   if (archive_bytes < kEndBytes) return std::nullopt;
   // The end record is in the last 22 bytes plus at most a 64 KiB comment.
