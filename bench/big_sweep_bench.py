@@ -1,4 +1,4 @@
-"""Big sweeps (issue 46 item 5): planning memory, and the commands that read a
+"""Big sweeps: planning memory, and the commands that read a
 stored sweep of 10^5 trials, each beside a reference measured in the same run.
 
 - Planning: `sweep --plan` of a grid, its peak resident memory less that of
@@ -43,6 +43,9 @@ def plan_memory(trials):
     points = round(trials ** (1 / 3))
     axes = ["--axis", f"optimizer.lr=0.01..1:{points}", "--axis", f"optimizer.momentum=0..0.9:{points}",
             "--axis", f"seed=0..{points - 1}:{points}"]
+    # A build's first command asks the worker for its components (and counts the worker's memory as a
+    # child's): ask once, so the plan measures what every later command holds.
+    peak_rss_mb(["params", "--json"])
     start = time.perf_counter()
     planned = peak_rss_mb(["sweep", "--plan", "--max-trials", "1000000", *axes])
     wall = time.perf_counter() - start
@@ -205,11 +208,16 @@ def main():
         for name, command in (("list", ["list", "--sweep", "1", "--json"]),
                               ("compare", ["compare", "--sweep", "1", "--json"]),
                               ("recommend", ["recommend", "--sweep", "1", "--network", "1gbit", "--json"])):
-            wall, problem = timed(db, *command)
-            print(f"{name:10s} {wall:8.2f} s  {wall / reference:7.1f}x the bare read  (goal: under 5 s) {problem}")
+            # The median of three: one run on a shared 2-core machine can be a second off either way.
+            walls, problems = zip(*(timed(db, *command) for _ in range(3)))
+            wall, problem = sorted(walls)[1], next((p for p in problems if p), "")
+            print(f"{name:10s} {wall:8.2f} s  {wall / reference:7.2f}x the bare read  (goal: under 5 s; "
+                  f"three runs: {', '.join(f'{w:.2f}' for w in walls)} s) {problem}")
         # The Analysis page's figures, computed as the page computes them (bench/analysis_bench.cpp).
         analysis = os.path.join(os.path.dirname(os.path.dirname(CLI)), "bench", "analysis_bench")
-        proc = subprocess.run([analysis, db, "1"], capture_output=True, text=True, timeout=3600)
+        # It describes the engine's components as the app does: ask the worker built beside the CLI.
+        env = dict(os.environ, COMMTUNE_WORKER=os.path.join(os.path.dirname(CLI), "commtune-worker"))
+        proc = subprocess.run([analysis, db, "1"], capture_output=True, text=True, timeout=3600, env=env)
         print(f"analysis   {proc.stdout.strip() or proc.stderr.strip()}  (goal: under 5 s)")
 
 

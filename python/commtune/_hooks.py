@@ -21,11 +21,18 @@ POWERSGD_KEYS = ("matrix_approximation_rank", "start_powerSGD_iter", "min_compre
                  "batch_tensors_with_same_shape")
 POST_LOCAL_SGD_KEYS = ("start_localSGD_iter", "post_local_gradient_allreduce", "subgroup_size", "period",
                        "warmup_steps", "hierarchy")
+# What commtune's exported BytePS hook takes (python/commtune/byteps_hook.py); the other byteps_*
+# settings name variants that run in commtune's engine only.
+BYTEPS_KEYS = ("byteps_compressor_type", "byteps_compressor_k", "byteps_compressor_onebit_scaling",
+               "byteps_compressor_randomk_rescale", "byteps_ef_type", "byteps_momentum_type", "byteps_momentum_mu",
+               "byteps_seed", "byteps_min_compress_bytes", "byteps_partition_bytes")
+BYTEPS_ENGINE_ONLY = {"byteps_aggregation": "server", "byteps_compress_on": None, "ranks_per_node": 0,
+                      "byteps_dithering_partition": None, "byteps_dithering_normalize": None}
 SLOWMO_KEYS = ("slowmo_base_algorithm", "localsgd_frequency", "slowmo_frequency", "slowmo_momentum", "slowmo_lr",
                "nprocs_per_node", "slowmo_memory_efficient", "slowmo_num_shards")
 TAKES = {"allreduce": (), "none": (), "noop": (), "fp16_compress": (), "bf16_compress": (),
          "powersgd": POWERSGD_KEYS, "batched_powersgd": POWERSGD_KEYS, "post_local_sgd": POST_LOCAL_SGD_KEYS,
-         "slowmo": SLOWMO_KEYS}
+         "slowmo": SLOWMO_KEYS, "byteps": BYTEPS_KEYS + tuple(BYTEPS_ENGINE_ONLY)}
 WRAPPERS = ("none", "fp16", "bf16")
 
 
@@ -33,8 +40,9 @@ class Registered:
     """What attach registered: the model to train (the same DDP object, or SlowMo's wrapper), the
     hook's state, and what must run after every optimizer step (an averager, SlowMo's step)."""
 
-    def __init__(self, model, state=None, after_step=None, hook=None):
+    def __init__(self, model, state=None, after_step=None, hook=None, follow=None):
         self.model, self.state, self.after_step, self.hook = model, state, after_step, hook
+        self.follow = follow  # given the optimizer, for hooks that read its learning rate
 
 
 def check(hook):
@@ -70,6 +78,8 @@ def register(ddp_model, hook, wrap=lambda function: function):
         return _slowmo(ddp_model, settings)
     if name == "post_local_sgd":
         return _post_local_sgd(ddp_model, settings, wrap)
+    if name == "byteps":
+        return _byteps(ddp_model, settings, wrap)
     state = None
     if name == "allreduce":
         function = default_hooks.allreduce_hook
@@ -123,6 +133,25 @@ def _post_local_sgd(ddp_model, settings, wrap):
         averager = averagers.PeriodicModelAverager(period=settings.get("period", 4), warmup_steps=warmup)
     return Registered(ddp_model, state, lambda optimizer: averager.average_parameters(ddp_model.parameters()),
                       hook=post_localSGD_hook.post_localSGD_hook)
+
+
+def _byteps(ddp_model, settings, wrap):
+    from . import byteps_hook
+
+    for key, allowed in BYTEPS_ENGINE_ONLY.items():
+        if key in settings and allowed is not None and settings[key] != allowed:
+            raise SettingError(f"hook.{key}: {settings[key]!r} runs in commtune's engine only; a script trial "
+                               f"runs BytePS's algorithm ({key}={allowed!r})")
+    if settings.get("byteps_compressor_type") == "dithering":
+        raise SettingError("hook.byteps_compressor_type: dithering's entropy coding has no Python form; "
+                           "a script trial takes onebit, topk or randomk")
+    missing = [k for k in BYTEPS_KEYS if k not in settings]
+    if missing:  # the tuner writes every setting; a hand-written trial must too
+        raise SettingError(f"hook.{missing[0]}: the trial's configuration does not give it")
+    byteps_hook.OPTIONS = {k: settings[k] for k in BYTEPS_KEYS}
+    state = byteps_hook.BytePSState(ddp_model)
+    ddp_model.register_comm_hook(state, wrap(byteps_hook.byteps_hook))
+    return Registered(ddp_model, state, hook=byteps_hook.byteps_hook, follow=state.follow)
 
 
 def _slowmo(ddp_model, settings):

@@ -116,6 +116,8 @@ class Trial:
             self.events.close()
             raise
         self.model = self.registered.model
+        if self.registered.follow is not None and optimizer is not None:
+            self.registered.follow(optimizer)
         # What a plain float32 ring allreduce of every gradient sends: the reference of the
         # compression ratio. DDP's built-in reduction (no hook) is that allreduce, in C++ where no
         # Python sees it, so its bytes are these.

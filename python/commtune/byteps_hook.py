@@ -1,3 +1,12 @@
+# BytePS's push, server stage and pull as a PyTorch DDP communication hook. It is the body of the
+# exported use_byteps.py (compiled into the tuner by CMake; the file sets OPTIONS below it) and the
+# hook a script trial registers (commtune.attach sets OPTIONS from the trial). Compression runs on
+# the CPU, as BytePS's does.
+import torch
+import torch.distributed as dist
+
+OPTIONS = {}  # the byteps_* settings by their commtune names, set before the hook's first call
+
 MASK = (1 << 64) - 1
 
 

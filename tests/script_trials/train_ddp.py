@@ -1,6 +1,7 @@
 """A user's own DDP training script, as one writes it for torchrun, with commtune's two lines.
 Prints each rank's losses as JSON on its last line. --direct HOOK registers PyTorch's hook by hand
-instead of commtune.attach (the reference a trial must equal); --plain leaves commtune out."""
+instead of commtune.attach (the reference a trial must equal), --exported FILE an exported use_*.py's
+register(); --plain leaves commtune out."""
 import argparse
 import json
 import os
@@ -13,10 +14,11 @@ from torch.nn.parallel import DistributedDataParallel
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=12)
 parser.add_argument("--lr", type=float, default=0.05)
-parser.add_argument("--direct", choices=["powersgd", "fp16_compress"])
+parser.add_argument("--direct", choices=["powersgd", "fp16_compress", "post_local_sgd"])
 parser.add_argument("--rank-r", type=int, default=2)
 parser.add_argument("--start-iter", type=int, default=2)
 parser.add_argument("--plain", action="store_true")
+parser.add_argument("--exported", help="a use_*.py that commtune-cli export wrote: its register(ddp) instead")
 args = parser.parse_args()
 
 if not args.plain:
@@ -37,6 +39,20 @@ if args.direct == "powersgd":
 elif args.direct == "fp16_compress":
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+elif args.direct == "post_local_sgd":
+    from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook
+    from torch.distributed.algorithms.model_averaging import averagers
+    subgroup, _ = dist.new_subgroups(group_size=2)
+    state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=subgroup, start_localSGD_iter=4)
+    ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
+    averager = averagers.PeriodicModelAverager(period=3, warmup_steps=0)
+    optimizer.register_step_post_hook(lambda *_: averager.average_parameters(ddp.parameters()))
+elif args.exported:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("exported", args.exported)
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    exported.register(ddp).follow(optimizer)
 elif not args.plain:
     ddp = commtune.attach(ddp, optimizer)
 
@@ -50,7 +66,7 @@ for step in range(args.steps):
     loss.backward()
     optimizer.step()
     losses.append(loss.item())
-    if not args.plain and not args.direct:
+    if not args.plain and not args.direct and not args.exported:
         commtune.log(loss)
 sys.stdout.write(json.dumps({"rank": dist.get_rank(), "losses": losses}) + "\n")  # one write: ranks share stdout
 sys.stdout.flush()

@@ -142,7 +142,7 @@ std::string byteps_mxnet_snippet(const nlohmann::json& config) {
          "environment = " + python_dict(environment) + "\n";
 }
 
-// The byteps hook as a PyTorch DDP hook (byteps_torch_hook.py) with the
+// The byteps hook as a PyTorch DDP hook (python/commtune/byteps_hook.py) with the
 // run's settings, and the job helpers every export has.
 std::string byteps_torch_snippet(const nlohmann::json& config) {
   const auto& hook = config.at("hook");
@@ -160,9 +160,7 @@ std::string byteps_torch_snippet(const nlohmann::json& config) {
          "server's error\nfeedback) and decodes that pull, as commtune's byteps hook does, bit for bit. Compression "
          "runs\non the CPU, as BytePS's does. Check it here (2 ranks):\n\n    " +
          check_command(file) + "\n\"\"\"\n"
-         "import torch\n"
-         "import torch.distributed as dist\n\n"
-         "OPTIONS = " + python_dict(options) + "\n\n\n" + byteps_torch_hook_source() + "\n\n" +
+         + byteps_torch_hook_source() + "\nOPTIONS = " + python_dict(options) + "\n\n\n" +
          job_source(config, {file, "    register(ddp_model)\n",
                              "#   byteps = register(ddp_model)\n"
                              "#   byteps.follow(optimizer)  # with a learning-rate schedule: error feedback reads it\n"
