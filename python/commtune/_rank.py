@@ -28,9 +28,11 @@ from . import _events, _hooks
 MAX_CONFIG_BYTES = 4 << 20
 COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_to_all_single", "broadcast", "reduce",
                "reduce_scatter_tensor")
+# The network model's collective kinds (core/tuner/netmodel/network.h). A reduce-scatter costs
+# what a ring alltoall does, (p-1) latencies and (p-1)/p of its input, so it is counted as one.
 KIND = {"all_reduce": "allreduce", "all_gather": "allgather", "all_gather_into_tensor": "allgather",
         "all_to_all_single": "alltoall", "broadcast": "broadcast", "reduce": "reduce",
-        "reduce_scatter_tensor": "reducescatter"}
+        "reduce_scatter_tensor": "alltoall"}
 
 
 class Diverged(RuntimeError):
@@ -47,13 +49,16 @@ def read_config(path):
     with open(path, "rb") as f:
         text = f.read(MAX_CONFIG_BYTES + 1)
 
+    def no_constant(name):  # Python's json takes NaN and Infinity, which JSON has not
+        raise _hooks.SettingError(f"COMMTUNE_TRIAL_CONFIG: {path} holds {name}, which is not JSON")
+
     def no_repeats(pairs):
         keys = [k for k, _ in pairs]
         if len(set(keys)) != len(keys):
             raise _hooks.SettingError(f"COMMTUNE_TRIAL_CONFIG: {path} repeats a key in an object")
         return dict(pairs)
     try:
-        config = json.loads(text, object_pairs_hook=no_repeats)
+        config = json.loads(text, object_pairs_hook=no_repeats, parse_constant=no_constant)
     except ValueError as e:
         raise _hooks.SettingError(f"COMMTUNE_TRIAL_CONFIG: {path} is not JSON ({e})") from None
     if not isinstance(config, dict):
@@ -95,7 +100,6 @@ def _first_grad_tensor(value):
 
 class Trial:
     def __init__(self, ddp_model, optimizer, config, event_template):
-        self.config = config
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.optimizer = optimizer
         self.on_nonfinite = config.get("on_nonfinite", "stop")
@@ -208,7 +212,7 @@ class Trial:
             setattr(dist, name, self._counted(original, KIND[name]))
 
     def _counted(self, original, kind):
-        takes_input_second = kind in ("allgather", "alltoall", "reducescatter")
+        takes_input_second = kind in ("allgather", "alltoall")
 
         def counted(*args, **kwargs):
             issued = time.perf_counter()
@@ -218,13 +222,16 @@ class Trial:
                 (kwargs[k] for k in ("tensor", "input_tensor", "input") if k in kwargs), None)
             group = kwargs.get("group")
             world = dist.get_world_size(group) if group is not None else self.world
-            sent = _wire_bytes(kind, _bytes_of(tensor), world)
+            # As the engine's ledger: a collective's statistic is its payload (the input, for a
+            # gather), which the network model prices; the step's wire bytes are what the ring sends.
+            payload = _bytes_of(tensor)
+            sent = _wire_bytes(kind, payload, world)
             key = f"comm.{kind}" + ("" if world == self.world else f"@{world}x1")
             work = original(*args, **kwargs)
 
             def record(seconds):
                 with self._lock:
-                    for field, value in (("bytes", sent), ("calls", 1), ("seconds", seconds)):
+                    for field, value in (("bytes", payload), ("calls", 1), ("seconds", seconds)):
                         at = (bucket, f"{key}.{field}")
                         self._stats[at] = self._stats.get(at, 0.0) + value
                     self._wire += sent

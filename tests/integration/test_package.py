@@ -46,7 +46,8 @@ class Package(unittest.TestCase):
             # The users' Python package, where Debian's python3 looks, imports and is a no-op outside a trial;
             # the README's topic pages beside it.
             site = os.path.join(root, "usr", "lib", "python3", "dist-packages")
-            probe = subprocess.run([ct.ORACLE_PYTHON, "-c", "import commtune; print(commtune.__file__, commtune.in_trial())"],
+            probe = subprocess.run([ct.ORACLE_PYTHON, "-c",
+                                    "import commtune; print(commtune.__file__, commtune.in_trial())"],
                                    capture_output=True, text=True, env=dict(env, PYTHONPATH=site), check=True).stdout
             self.assertEqual(probe.split(), [os.path.join(site, "commtune", "__init__.py"), "False"])
             self.assertTrue(os.path.exists(os.path.join(root, "usr", "share", "doc", "commtune", "docs", "install.md")))

@@ -18,14 +18,15 @@ SCRIPT = os.path.join(ct.REPO, "tests", "script_trials", "train_ddp.py")
 PACKAGE = os.path.join(ct.REPO, "python")
 
 
-def torchrun(folder, *script_args, trial=None, expect_ok=True):
-    """Runs the script on 2 ranks; returns (each rank's losses, the output). trial: the configuration."""
+def torchrun(folder, *script_args, trial=None, trial_text=None, expect_ok=True):
+    """Runs the script on 2 ranks; returns (each rank's losses, the exit status, the output). trial: the
+    configuration (trial_text: its file's text as given)."""
     env = dict(os.environ, PYTHONPATH=PACKAGE, OMP_NUM_THREADS="1")
     env.pop("COMMTUNE_TRIAL_CONFIG", None)
-    if trial is not None:
+    if trial is not None or trial_text is not None:
         path = os.path.join(folder, "trial.json")
         with open(path, "w") as f:
-            json.dump(trial, f)
+            f.write(json.dumps(trial) if trial_text is None else trial_text)
         env.update(COMMTUNE_TRIAL_CONFIG=path, COMMTUNE_EVENT_FILE=os.path.join(folder, "events-{rank}.ctev"))
     proc = subprocess.run([ct.ORACLE_PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                            SCRIPT, *script_args], env=env, cwd=folder, capture_output=True, text=True, timeout=300)
@@ -92,8 +93,9 @@ class ScriptTrials(unittest.TestCase):
                             "--no-index", "--target", target, source], check=True, capture_output=True, timeout=300)
             env = dict(os.environ, PYTHONPATH=target)
             env.pop("COMMTUNE_TRIAL_CONFIG", None)
-            out = subprocess.run([ct.ORACLE_PYTHON, "-c", "import commtune, torch; m = torch.nn.Linear(2, 2); "
-                                  "print(commtune.__file__, commtune.attach(m) is m, commtune.log(1.0), commtune.in_trial())"],
+            probe = ("import commtune, torch; m = torch.nn.Linear(2, 2); "
+                     "print(commtune.__file__, commtune.attach(m) is m, commtune.log(1.0), commtune.in_trial())")
+            out = subprocess.run([ct.ORACLE_PYTHON, "-c", probe],
                                  env=env, capture_output=True, text=True, check=True).stdout.split()
             self.assertEqual(out[0], os.path.join(target, "commtune", "__init__.py"))
             self.assertEqual(out[1:], ["True", "None", "False"])
@@ -124,6 +126,18 @@ class ScriptTrials(unittest.TestCase):
             self.assertIn("hook.matrix_approximation_rank: fp16_compress does not take this setting", out)
             summary = ct.cli("summarize", *[os.path.join(folder, f"events-{r}.ctev") for r in (0, 1)], check=False)
             self.assertIn("does not take this setting", summary.stdout + summary.stderr)
+
+    def test_a_configuration_that_is_not_json_is_refused_naming_the_file(self):
+        for text, said in (("", "is not JSON"),
+                           ('{"hook": {"name": "powersgd", "min_compression_rate": NaN}}', "holds NaN, which is not JSON"),
+                           ('{"hook": {"name": "allreduce"}, "hook": {}}', "repeats a key"),
+                           ("[1, 2]", "not a JSON object"),
+                           ('{"hook": {"name": "powersgd"', "is not JSON")):
+            with self.subTest(text=text), tempfile.TemporaryDirectory() as folder:
+                _, code, out = torchrun(folder, trial_text=text, expect_ok=False)
+                self.assertNotEqual(code, 0)
+                self.assertIn(f"COMMTUNE_TRIAL_CONFIG: {os.path.join(folder, 'trial.json')}", out)
+                self.assertIn(said, out)
 
     def test_a_non_finite_loss_ends_the_trial_as_diverged(self):
         with tempfile.TemporaryDirectory() as folder:
