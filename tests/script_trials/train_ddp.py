@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -58,6 +59,7 @@ elif not args.plain:
 
 generator = torch.Generator().manual_seed(1 + dist.get_rank())
 losses = []
+began = time.perf_counter()
 for step in range(args.steps):
     x = torch.randn(16, 32, generator=generator)
     y = torch.randint(0, 4, (16,), generator=generator)
@@ -68,7 +70,9 @@ for step in range(args.steps):
     losses.append(loss.item())
     if not args.plain and not args.direct and not args.exported:
         commtune.log(loss)
+seconds = time.perf_counter() - began
 sys.stdout.write(json.dumps({"rank": dist.get_rank(), "losses": losses}) + "\n")  # one write: ranks share stdout
+sys.stdout.write(json.dumps({"rank": dist.get_rank(), "loop_seconds": seconds}) + "\n")
 sys.stdout.flush()
 dist.barrier()
 dist.destroy_process_group()
