@@ -402,4 +402,33 @@ std::optional<double> summary_number(const nlohmann::json& summary, const char* 
   return figure_from_json(summary.at(p));
 }
 
+void add_script_options(CLI::App& command, ScriptArgs& args) {
+  command.add_option("--script", args.path,
+                     "the job is this Python training script (docs/scripts.md), under torchrun, instead of the engine")
+      ->check(CLI::ExistingFile);
+  command.add_option("--python", args.python, "the script's Python, whose torch it trains with (default python3)");
+  command.add_option("--nproc-per-node", args.nproc_per_node, "the script's ranks (torchrun's; sets world_size)")
+      ->check(number_between(1, 4096));
+  command.add_option("--steps-arg", args.steps_arg,
+                     "the script's option that takes the number of steps (the run's steps are passed as --NAME N)");
+  command.add_option("script_args", args.argv, "after --: the script's own arguments, as given");
+}
+
+void apply_script_args(nlohmann::json& raw, const ScriptArgs& args) {
+  if (args.path.empty()) {
+    const char* alone = !args.python.empty()        ? "--python"
+                        : args.nproc_per_node       ? "--nproc-per-node"
+                        : !args.steps_arg.empty()   ? "--steps-arg"
+                        : !args.argv.empty()        ? "arguments after --"
+                                                    : nullptr;
+    if (alone) throw ConfigError(alone, "belongs to a script run: name the script with --script FILE");
+    return;
+  }
+  set_param(raw, "script.path", std::filesystem::absolute(args.path).lexically_normal().string());
+  if (!args.python.empty()) set_param(raw, "script.python", args.python);
+  if (!args.steps_arg.empty()) set_param(raw, "script.steps_arg", args.steps_arg);
+  if (args.nproc_per_node) set_param(raw, "world_size", *args.nproc_per_node);
+  if (!args.argv.empty()) raw["script"]["argv"] = args.argv;
+}
+
 }  // namespace commtune::cli

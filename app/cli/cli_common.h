@@ -91,6 +91,18 @@ class Table {
 // and configuration files come from a shared store or another person.
 std::string printable(std::string_view text);
 
+// `--script FILE [--python PATH] [--nproc-per-node N] [--steps-arg NAME] [-- ARGS...]`,
+// which `run` and `sweep` take: the user's own training script as the job.
+struct ScriptArgs {
+  std::string path, python, steps_arg;
+  std::optional<std::int64_t> nproc_per_node;
+  std::vector<std::string> argv;  // after --
+};
+void add_script_options(CLI::App& command, ScriptArgs& args);
+// Puts them into a raw configuration (its script section and world_size).
+// Throws ConfigError when a script option comes without --script.
+void apply_script_args(nlohmann::json& raw, const ScriptArgs& args);
+
 // null, or the value (a double as figure_json writes it).
 nlohmann::json optional_json(const std::optional<std::int64_t>& v);
 nlohmann::json optional_json(const std::optional<double>& v);

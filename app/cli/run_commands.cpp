@@ -25,6 +25,7 @@ namespace {
 struct RunArgs {
   std::string config_path, summary_path, metrics_path, name, on_store_error = "stop";
   std::vector<std::string> overrides;
+  ScriptArgs script;
   bool quiet = false, verbose = false, no_store = false;
 };
 
@@ -83,7 +84,9 @@ bool commit_metrics(MetricsFile* metrics) {
 
 int run_command(const RunArgs& args, const Context& context) {
   watch_stop_signals();  // from here a signal cancels the run, even one before its workers start
-  const auto config = RunConfig::parse(load_raw_config(args.config_path, args.overrides));
+  auto raw = load_raw_config(args.config_path, args.overrides);
+  apply_script_args(raw, args.script);
+  const auto config = RunConfig::parse(raw);
   const int world_size = job_world_size(config);
   if (const auto warning = hook_inactivity_warning(config.to_json()); !warning.empty())
     std::fprintf(stderr, "commtune: warning: %s\n", warning.c_str());
@@ -351,7 +354,8 @@ void add_run_commands(CLI::App& app, Context& context) {
   run->add_option("-c,--config", args->config_path, "run configuration (JSON); every key is optional")
       ->check(CLI::ExistingFile);
   run->add_option("-s,--set", args->overrides,
-                  "override a parameter: path=value, e.g. hook.name=fp16_compress (repeatable)");
+                  "override a parameter: path=value, e.g. hook.name=fp16_compress (repeatable)")
+      ->allow_extra_args(false);  // one value each: `--set a=1 -- ARGS` leaves ARGS to the script
   add_on_nonfinite_option(*run, args->overrides);
   run->add_option("-n,--name", args->name, "a name for the stored run");
   run->add_option("--summary", args->summary_path, "write the run summary (JSON) here instead of to stdout")
@@ -364,7 +368,8 @@ void add_run_commands(CLI::App& app, Context& context) {
                   "without recording it (continue, warned on stderr)")
       ->check(CLI::IsMember({"stop", "continue"}));
   run->add_flag("-q,--quiet", args->quiet, "no live progress line");
-  run->add_flag("-v,--verbose", args->verbose, "echo the workers' output, prefixed by rank");
+  run->add_flag("-v,--verbose", args->verbose, "echo the workers' output, prefixed by rank (a script's: as torchrun prints it)");
+  add_script_options(*run, args->script);
   run->callback([args, &context] { context.exit_code = run_command(*args, context); });
 
   struct SummarizeArgs {

@@ -21,6 +21,7 @@ namespace {
 struct SweepArgs {
   std::string spec_path, config_path, name, strategy, objective, work_dir, early_stop, backend;
   std::vector<std::string> overrides, axes;
+  ScriptArgs script;
   std::optional<std::int64_t> trials, seed, seeds, parallel, checkpoint_every, resume, max_trials;
   bool no_baseline = false, plan_only = false, verbose = false, allow_inactive_hooks = false;
 };
@@ -81,11 +82,16 @@ nlohmann::json spec_json(const SweepArgs& args) {
     spec = read_json_file(args.spec_path);
     if (!spec.is_object()) throw ConfigError(args.spec_path, "is not a JSON object (a sweep spec)");
   }
-  if (!args.config_path.empty() || !args.overrides.empty()) {
+  if (!args.config_path.empty() || !args.overrides.empty() || !args.script.path.empty()) {
     auto base = load_raw_config(args.config_path, {});
     if (spec.contains("base")) base.merge_patch(spec["base"]);
+    if (spec.contains("script") && !args.script.path.empty())
+      throw ConfigError("--script", "names a script, and so does the spec's script section: give one");
+    apply_script_args(base, args.script);
     for (const auto& o : args.overrides) apply_override(base, o);
     spec["base"] = base;
+  } else {
+    apply_script_args(spec, args.script);  // refuses script options without --script
   }
   if (!args.axes.empty()) {
     if (!spec.contains("axes")) spec["axes"] = nlohmann::json::object();
@@ -173,6 +179,7 @@ int sweep_command(const SweepArgs& args, const Context& context) {
   if (args.resume) {
     if (!args.spec_path.empty() || !args.axes.empty() || !args.overrides.empty() || !args.config_path.empty())
       throw std::invalid_argument("--resume continues a stored sweep as planned: give no spec, axes or --set with it");
+    if (!args.script.path.empty()) throw std::invalid_argument("--resume continues a stored sweep as planned: give no --script with it");
     writer = open_writer(context.db);
     sweep_id = *args.resume;
   } else {
@@ -239,11 +246,13 @@ void add_sweep_command(CLI::App& app, Context& context) {
   sweep->add_option("--spec", args->spec_path, "sweep spec (JSON): base, axes, strategy, early_stopping, ...")
       ->check(CLI::ExistingFile);
   sweep->add_option("-c,--config", args->config_path, "base run configuration (JSON)")->check(CLI::ExistingFile);
-  sweep->add_option("-s,--set", args->overrides, "override a base parameter: path=value (repeatable)");
+  sweep->add_option("-s,--set", args->overrides, "override a base parameter: path=value (repeatable)")
+      ->allow_extra_args(false);
   add_on_nonfinite_option(*sweep, args->overrides);
   sweep->add_option("-a,--axis", args->axes,
                     "an axis: PARAM=V1,V2,... (hook.matrix_approximation_rank=1,2,4) or a range PARAM=MIN..MAX[:POINTS][:log] "
-                    "(optimizer.lr=0.02..0.2:4:log; random search and TPE draw from it without POINTS) (repeatable)");
+                    "(optimizer.lr=0.02..0.2:4:log; random search and TPE draw from it without POINTS) (repeatable)")
+      ->allow_extra_args(false);
   sweep->add_option("-n,--name", args->name, "the sweep's name");
   sweep->add_option("--strategy", args->strategy,
                     "grid (every combination), random, or tpe (each trial drawn from a model of those finished)")
@@ -276,6 +285,7 @@ void add_sweep_command(CLI::App& app, Context& context) {
   sweep->add_option("--resume", args->resume, "continue this stored sweep where it stopped");
   sweep->add_flag("--plan", args->plan_only, "print the trials the sweep would run, and run nothing");
   sweep->add_flag("-v,--verbose", args->verbose, "echo the workers' output");
+  add_script_options(*sweep, args->script);
   sweep->callback([args, &context] { context.exit_code = sweep_command(*args, context); });
 }
 

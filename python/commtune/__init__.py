@@ -35,6 +35,8 @@ def attach(ddp_model, optimizer=None):
         raise RuntimeError("commtune.attach: this process already attached a model (one per trial)")
     from . import _rank
 
+    _die_with_torchrun()
+
     event_file = os.environ.get("COMMTUNE_EVENT_FILE")
     if not event_file:
         raise RuntimeError("commtune.attach: COMMTUNE_TRIAL_CONFIG is set but COMMTUNE_EVENT_FILE is not")
@@ -56,6 +58,43 @@ def log(loss):
     as diverged (raises commtune.Diverged) unless the trial says on_nonfinite=warn."""
     if _trial is not None:
         _trial.log(loss)
+    elif in_trial():
+        _refuse_unattached()
+
+
+def _refuse_unattached():
+    """A trial's step logged before attach: nothing of it could be measured, so the trial fails
+    now, saying so in the rank's event file, rather than after all its steps."""
+    from . import _events
+    import torch.distributed as dist
+
+    message = ("commtune.log was called before commtune.attach: attach the model first, "
+               "model = commtune.attach(DistributedDataParallel(model), optimizer)")
+    template = os.environ.get("COMMTUNE_EVENT_FILE")
+    if template and dist.is_available() and dist.is_initialized():
+        rank, world = dist.get_rank(), dist.get_world_size()
+        events = _events.EventFile(_events.event_path(template, rank), rank, world)
+        events.message("error", rank=rank, error_kind="config", message=message)
+        events.close()
+    raise RuntimeError(message)
+
+
+def _die_with_torchrun():
+    """A trial's rank ends when torchrun does (the tuner ending the trial kills torchrun's whole
+    process group; this covers torchrun itself being killed): Linux's parent-death signal."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() == 1:  # torchrun was gone already
+            os.kill(os.getpid(), signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 def _finish(error=None):

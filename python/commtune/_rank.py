@@ -17,6 +17,7 @@ its futures' callbacks do later is not counted.
 import json
 import math
 import os
+import re
 import threading
 import time
 
@@ -96,6 +97,23 @@ def _first_grad_tensor(value):
         if found is not None:
             return found
     return None
+
+
+# What a rank's exception says when the rank did nothing wrong itself: a peer went away or stopped
+# answering (Gloo's and NCCL's words). The tuner blames the rank whose own error came first.
+_PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|ProcessGroup\w* .*(timed out|Timeout)|"
+                        r"NCCL communicator was aborted|DistNetworkError|Socket Timeout", re.IGNORECASE)
+
+
+def _error_kind_and_line(error):
+    """(communication or runtime, the exception's type and first line) for a rank's error event."""
+    if not isinstance(error, BaseException):
+        return "runtime", str(error)
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    text = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    network = tuple(getattr(dist, name) for name in ("DistNetworkError",) if hasattr(dist, name))
+    peer_gone = (network and isinstance(error, network)) or _PEER_GONE.search(str(error))
+    return ("communication" if peer_gone else "runtime"), text
 
 
 class Trial:
@@ -278,7 +296,8 @@ class Trial:
             return
         if error is not None:
             if not self._failed:  # a divergence has said so already
-                self.events.message("error", rank=self.rank, error_kind="runtime", message=str(error)[:4000])
+                kind, text = _error_kind_and_line(error)
+                self.events.message("error", rank=self.rank, error_kind=kind, message=text[:4000])
         else:
             final = _events.finite_or_none(self._losses[-1]) if self._losses else None
             self.events.message("run_end", rank=self.rank, steps=self._step, final_loss=final,

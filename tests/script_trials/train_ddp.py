@@ -1,7 +1,8 @@
 """A user's own DDP training script, as one writes it for torchrun, with commtune's two lines.
 Prints each rank's losses as JSON on its last line. --direct HOOK registers PyTorch's hook by hand
 instead of commtune.attach (the reference a trial must equal), --exported FILE an exported use_*.py's
-register(); --plain leaves commtune out."""
+register(); --plain leaves commtune out. The faults a trial must survive: --fail-at STEP (rank 1 raises),
+--hang-at STEP (rank 1 stops answering), --exit-before-attach CODE, --no-attach (logs, never attaches)."""
 import argparse
 import json
 import os
@@ -20,12 +21,20 @@ parser.add_argument("--rank-r", type=int, default=2)
 parser.add_argument("--start-iter", type=int, default=2)
 parser.add_argument("--plain", action="store_true")
 parser.add_argument("--exported", help="a use_*.py that commtune-cli export wrote: its register(ddp) instead")
+parser.add_argument("--fail-at", type=int, default=-1)
+parser.add_argument("--hang-at", type=int, default=-1)
+parser.add_argument("--exit-before-attach", type=int)
+parser.add_argument("--no-attach", action="store_true")
+parser.add_argument("--tag", help="ignored: tells a test's processes from another's")
 args = parser.parse_args()
 
 if not args.plain:
     import commtune
 
 dist.init_process_group("gloo")
+if args.exit_before_attach is not None:
+    sys.stderr.write("train_ddp.py: cannot open the dataset (--exit-before-attach)\n")
+    sys.exit(args.exit_before_attach)
 torch.manual_seed(0)
 torch.set_num_threads(1)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
@@ -54,13 +63,17 @@ elif args.exported:
     exported = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exported)
     exported.register(ddp).follow(optimizer)
-elif not args.plain:
+elif not args.plain and not args.no_attach:
     ddp = commtune.attach(ddp, optimizer)
 
 generator = torch.Generator().manual_seed(1 + dist.get_rank())
 losses = []
 began = time.perf_counter()
 for step in range(args.steps):
+    if dist.get_rank() == 1 and step == args.fail_at:
+        raise ValueError(f"the batch at step {step} is corrupt (--fail-at)")
+    if dist.get_rank() == 1 and step == args.hang_at:
+        time.sleep(3600)
     x = torch.randn(16, 32, generator=generator)
     y = torch.randint(0, 4, (16,), generator=generator)
     optimizer.zero_grad()

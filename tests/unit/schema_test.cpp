@@ -124,12 +124,41 @@ TEST(Schema, DumpDirIsRequiredForGradientDumps) {
   EXPECT_EQ(config_error([] { RunConfig::parse({{"debug", {{"dump_grads_steps", 2}}}}); }).first, "debug.dump_dir");
 }
 
+TEST(Schema, AScriptsArgumentsAreScalarsPassedAsOptionsInNameOrder) {
+  nlohmann::json raw = {{"script", {{"path", "/tmp/train.py"}, {"steps_arg", "steps"}, {"argv", {"--x", "y"}}}}};
+  commtune::apply_override(raw, "script.args.lr=0.05");
+  commtune::apply_override(raw, "script.args.opt=adam");
+  commtune::apply_override(raw, "script.args.amp=true");
+  commtune::apply_override(raw, "script.args.bf16=false");
+  const auto config = RunConfig::parse(raw);
+  EXPECT_EQ(config.script.args["lr"], 0.05);
+  EXPECT_EQ(config.script.args["opt"], "adam");
+  EXPECT_EQ(config.script.command_args(12), (std::vector<std::string>{"--steps", "12", "--amp", "--lr", "0.05",
+                                                                       "--opt", "adam", "--x", "y"}));
+  EXPECT_EQ(RunConfig::parse(config.to_json()).to_json(), config.to_json());
+  EXPECT_FALSE(RunConfig::parse(nlohmann::json::object()).to_json().contains("script"));  // an engine run's is as before
+}
+
+TEST(Schema, AScriptSectionThatCannotMakeACommandLineIsRefusedNamingTheField) {
+  const auto field = [](nlohmann::json script) { return config_error([&] { RunConfig::parse({{"script", script}}); }).first; };
+  EXPECT_EQ(field({{"path", "t.py"}, {"args", {{"-lr", 1}}}}), "script.args.-lr");
+  EXPECT_EQ(field({{"path", "t.py"}, {"args", {{"lr", {1, 2}}}}}), "script.args.lr");
+  EXPECT_EQ(field({{"path", "t.py"}, {"argv", {1}}}), "script.argv.0");
+  EXPECT_EQ(field({{"path", "t.py"}, {"argv", std::vector<std::string>(300, "x")}}), "script.argv");
+  EXPECT_EQ(field({{"path", "t.py"}, {"argv", {std::string(5000, 'x')}}}), "script.argv.0");
+  EXPECT_EQ(field({{"args", {{"lr", 1}}}}), "script.path");
+  EXPECT_EQ(field({{"path", "t.py"}, {"steps_arg", "steps"}, {"args", {{"steps", 3}}}}), "script.args.steps");
+  EXPECT_EQ(field({{"path", "t.py"}, {"timeout_s", 0}}), "script.timeout_s");
+  EXPECT_EQ(field({{"path", "t.py"}, {"pyhton", "x"}}), "script.pyhton");
+}
+
 TEST(Schema, DescribeListsEverySection) {
   const auto d = commtune::describe_schema();
   std::vector<std::string> sections;
   for (const auto& s : d["sections"]) sections.push_back(s["section"]);
   EXPECT_EQ(sections,
-            (std::vector<std::string>{"model", "data", "optimizer", "hook", "ddp", "weights", "checkpoint", "network", "debug"}));
+            (std::vector<std::string>{"model", "data", "optimizer", "hook", "ddp", "weights", "checkpoint", "network", "debug",
+                                      "script"}));
   for (const auto& p : d["root"]) {
     EXPECT_FALSE(p["doc"].get<std::string>().empty()) << p.dump();
     EXPECT_FALSE(p["allowed"].get<std::string>().empty()) << p.dump();

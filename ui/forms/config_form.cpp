@@ -24,7 +24,8 @@ QString title_of(const std::string& section) {
                                                      {"weights", "Weights (advanced)"},
                                                      {"checkpoint", "Checkpoints"},
                                                      {"network", "Network emulation"},
-                                                     {"debug", "Debugging (advanced)"}};
+                                                     {"debug", "Debugging (advanced)"},
+                                                     {"script", "Your own training script (instead of the model)"}};
   const auto it = titles.find(section);
   return it != titles.end() ? it->second : QString::fromStdString(section);
 }

@@ -101,7 +101,7 @@ void for_each_registry(Fn fn) {
 // The sections' keys: plugins add components, never sections.
 const std::vector<std::string>& section_keys() {
   static const std::vector<std::string> keys = [] {
-    std::vector<std::string> out = {"model", "data", "optimizer", "hook"};
+    std::vector<std::string> out = {"model", "data", "optimizer", "hook", "script"};
     for (const auto& s : plain_sections()) out.push_back(s.key);
     return out;
   }();
@@ -146,6 +146,7 @@ RunConfig RunConfig::parse(const nlohmann::json& raw) {
   c.checkpoint = schemas.checkpoint.read(section_or_empty(raw, "checkpoint"), "checkpoint");
   c.network = schemas.network.read(section_or_empty(raw, "network"), "network");
   c.debug = schemas.debug.read(section_or_empty(raw, "debug"), "debug");
+  c.script = ScriptOptions::parse(section_or_empty(raw, "script"));
   if (c.run.backend == "nccl" && c.run.device == "cpu")
     throw ConfigError("backend", "is nccl, which runs on GPUs only: set device=cuda, or backend=gloo or auto on the CPU");
   if (c.debug.dump_grads_steps > 0 && c.debug.dump_dir.empty())
@@ -211,12 +212,33 @@ nlohmann::json RunConfig::take_json() {
   j["checkpoint"] = schemas.checkpoint.write(checkpoint);
   j["network"] = schemas.network.write(network);
   j["debug"] = schemas.debug.write(debug);
+  if (script.enabled()) j["script"] = script.to_json();  // an engine run's configuration is as it always was
   return j;
 }
+
+namespace {
+
+constexpr std::string_view kScriptArgs = "script.args.";
+
+// script.KEY's declaration: a field of the section, or one of the script's own options.
+ParamSpec script_param_spec(const std::string& key) {
+  if (key.rfind("args.", 0) == 0) return ScriptOptions::arg_spec(key.substr(5));
+  if (key == "argv")
+    throw ConfigError("script.argv", "is the script's own command line: give it after -- (commtune-cli run --script "
+                                     "FILE -- ARGS), or as a list of strings in the configuration");
+  static const auto params = ScriptOptions::schema().erase();
+  if (key == "args") throw ConfigError("script.args", "is a section: set one option, script.args.NAME=VALUE");
+  if (const auto* found = params.find(key)) return *found;
+  check_known_keys({{key, nullptr}}, "script", {&params}, {"args", "argv"});
+  throw ConfigError("script." + key, "is not a parameter");
+}
+
+}  // namespace
 
 ParamSpec param_spec(const nlohmann::json& raw, std::string_view path_view) {
   const std::string path(path_view);
   static const nlohmann::json empty = nlohmann::json::object();
+  if (path.rfind("script.", 0) == 0) return script_param_spec(path.substr(7));
   const auto dot = path.find('.');
   if (dot == std::string::npos) {
     const auto* spec = root_params().find(path);
@@ -262,6 +284,12 @@ void set_param(nlohmann::json& raw, std::string_view path_view, const nlohmann::
     return;
   }
   const auto section = path.substr(0, dot), key = path.substr(dot + 1);
+  if (path.rfind(kScriptArgs, 0) == 0) {
+    auto& args = raw["script"]["args"];
+    if (!args.is_object()) args = nlohmann::json::object();
+    args[path.substr(kScriptArgs.size())] = checked;
+    return;
+  }
   auto& target = raw[section];
   if (!target.is_object()) target = nlohmann::json::object();
   if (key == "name" && target.value("name", checked) != checked) {
@@ -309,6 +337,9 @@ nlohmann::json describe_schema() {
     for (const auto& spec : s.params.specs) params.push_back(spec.to_json());
     j["sections"].push_back({{"section", s.key}, {"params", params}});
   }
+  nlohmann::json script = nlohmann::json::array();
+  for (const auto& spec : ScriptOptions::schema().specs()) script.push_back(spec.to_json());
+  j["sections"].push_back({{"section", "script"}, {"params", script}});
   return j;
 }
 

@@ -1,5 +1,8 @@
 #include "core/tuner/config/run_sections.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace commtune {
 
 Schema<ReducerOptions> ReducerOptions::schema() {
@@ -57,6 +60,125 @@ Schema<CheckpointOptions> CheckpointOptions::schema() {
                "also checkpoint every N steps (0: only after the last step)")
       .text("resume", &CheckpointOptions::resume,
             "continue from this checkpoint folder (a step-NNNNNN folder written with the same world size)");
+}
+
+namespace {
+
+// A script's option names and texts: bounded, so a configuration cannot make
+// a command line the kernel refuses (or one of gigabytes).
+constexpr std::size_t kMaxScriptArgs = 256;
+constexpr std::size_t kMaxArgChars = 4096;
+
+bool option_name(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name.front() == '-') return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-' || c == '.'; });
+}
+
+void check_option_name(const std::string& name, const std::string& field) {
+  if (!option_name(name))
+    throw ConfigError(field, "'" + name + "' is not an option name: letters, digits, _ - and ., up to 64, not "
+                             "starting with -");
+}
+
+void check_arg_text(const std::string& text, const std::string& field) {
+  if (text.size() > kMaxArgChars)
+    throw ConfigError(field, "is " + std::to_string(text.size()) + " characters, over " + std::to_string(kMaxArgChars));
+  if (text.find('\0') != std::string::npos) throw ConfigError(field, "holds a NUL character");
+}
+
+// A number as a command line writes it: integers without a point, others in their shortest exact form.
+std::string arg_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+Schema<ScriptOptions> ScriptOptions::schema() {
+  return Schema<ScriptOptions>()
+      .text("path", &ScriptOptions::path,
+            "the user's own DDP training script to run as the job (python/commtune attaches to it); empty: the "
+            "engine trains the run")
+      .text("python", &ScriptOptions::python,
+            "the Python whose torchrun runs the script (its torch, 2.4 or later, is the one trained with)")
+      .text_checked(
+          "steps_arg", &ScriptOptions::steps_arg,
+          [](const std::string& name) {
+            if (!name.empty()) check_option_name(name, "script.steps_arg");
+          },
+          "the script's option that takes the number of steps (passed as --NAME STEPS, and the run must log that "
+          "many); empty: the script decides how many steps it runs")
+      .real("timeout_s", &ScriptOptions::timeout_s, {0, 86400, true}, "s",
+            "a rank that writes nothing for this long (before commtune.attach: no rank's first event) fails the "
+            "run, which is ended with the script's whole process tree");
+}
+
+ParamSpec ScriptOptions::arg_spec(const std::string& name) {
+  check_option_name(name, "script.args." + name);
+  ParamSpec spec;
+  spec.name = name;
+  spec.kind = ParamKind::Scalar;
+  spec.doc = "the script's option --" + name;
+  return spec;
+}
+
+ScriptOptions ScriptOptions::parse(const nlohmann::json& section) {
+  static const auto schema = ScriptOptions::schema();
+  static const auto params = schema.erase();
+  check_known_keys(section, "script", {&params}, {"args", "argv"});
+  auto options = schema.read(section, "script");
+  if (const auto it = section.find("args"); it != section.end()) {
+    if (!it->is_object()) throw ConfigError("script.args", "must be an object of option names and values");
+    if (it->size() > kMaxScriptArgs)
+      throw ConfigError("script.args", "has " + std::to_string(it->size()) + " options, over " +
+                                           std::to_string(kMaxScriptArgs));
+    for (const auto& [name, value] : it->items()) {
+      const auto field = "script.args." + name;
+      options.args[name] = check_param(arg_spec(name), value, field);
+      if (value.is_string()) check_arg_text(value.get<std::string>(), field);
+      if (name == options.steps_arg)
+        throw ConfigError(field, "is script.steps_arg, which the run's steps set");
+    }
+  }
+  if (const auto it = section.find("argv"); it != section.end()) {
+    if (!it->is_array()) throw ConfigError("script.argv", "must be a list of strings");
+    if (it->size() > kMaxScriptArgs)
+      throw ConfigError("script.argv", "has " + std::to_string(it->size()) + " entries, over " +
+                                           std::to_string(kMaxScriptArgs));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const auto field = "script.argv." + std::to_string(i);
+      if (!(*it)[i].is_string()) throw ConfigError(field, "is not a string");
+      check_arg_text((*it)[i].get<std::string>(), field);
+      options.argv.push_back((*it)[i].get<std::string>());
+    }
+  }
+  if (!options.enabled() && (!options.args.empty() || !options.argv.empty()))
+    throw ConfigError("script.path", "is empty, but the section gives the script arguments: name the script");
+  return options;
+}
+
+nlohmann::json ScriptOptions::to_json() const {
+  static const auto schema = ScriptOptions::schema();
+  auto j = schema.write(*this);
+  j["args"] = args;
+  j["argv"] = argv;
+  return j;
+}
+
+std::vector<std::string> ScriptOptions::command_args(std::int64_t steps) const {
+  std::vector<std::string> out;
+  if (!steps_arg.empty()) {
+    out.push_back("--" + steps_arg);
+    out.push_back(std::to_string(steps));
+  }
+  for (const auto& [name, value] : args.items()) {
+    if (value.is_boolean()) {
+      if (value.get<bool>()) out.push_back("--" + name);
+      continue;
+    }
+    out.push_back("--" + name);
+    out.push_back(arg_text(value));
+  }
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
 
 }  // namespace commtune

@@ -1,12 +1,16 @@
 // The plain sections of a run's configuration that the engine reads as typed
 // options: `ddp` (the reducer), `network` (link emulation) and `checkpoint`.
 // Declared here, outside the engine, so the tuner validates them with the same
-// schema the worker trains with.
+// schema the worker trains with. And `script`, which only the tuner reads: a
+// run whose job is the user's own training script rather than the engine.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/tuner/netmodel/network.h"
 #include "core/tuner/schema/param_schema.h"
@@ -47,6 +51,31 @@ struct CheckpointOptions {
   std::int64_t every = 0;
   std::string resume;
   static Schema<CheckpointOptions> schema();
+};
+
+// The `script` section: the user's own DDP training script as the run's job,
+// launched under torchrun of `python` with the trial's configuration handed
+// over in its environment (python/commtune reads it). Absent, or `path`
+// empty: the engine trains the run.
+struct ScriptOptions {
+  std::string path;
+  std::string python = "python3";
+  std::string steps_arg;  // the script's option that takes the run's steps ("": the script decides)
+  double timeout_s = 300;
+  // The script's named options, passed as --NAME VALUE (a true flag as
+  // --NAME alone, a false one left out), in name order; then `argv` as given.
+  nlohmann::json args = nlohmann::json::object();
+  std::vector<std::string> argv;
+
+  static Schema<ScriptOptions> schema();  // the scalar fields; args and argv are read by parse
+  bool enabled() const { return !path.empty(); }
+  // Reads the section (an object, maybe empty). Throws ConfigError naming the field.
+  static ScriptOptions parse(const nlohmann::json& section);
+  nlohmann::json to_json() const;
+  // What follows the script on its command line, for a run of `steps` steps.
+  std::vector<std::string> command_args(std::int64_t steps) const;
+  // The declaration of script.args.NAME (any scalar), or the error for a bad name.
+  static ParamSpec arg_spec(const std::string& name);
 };
 
 }  // namespace commtune

@@ -222,8 +222,8 @@ class EventFilesReader {
     const auto where = last_step(r.rank) < 0 ? std::string("before its first step")
                                              : "after step " + std::to_string(last_step(r.rank));
     if (silent_.count(r.rank))
-      return "its events stopped " + where + " and nothing came for " + seconds_quiet() +
-             " s, without an end (its node may be gone)";
+      return "its events stopped " + where + " and nothing came for " + seconds_quiet() + " s, without an end" +
+             (options_.local ? "" : " (its node may be gone)");
     return "its events end " + where + ", before the run does";
   }
 

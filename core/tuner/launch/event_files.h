@@ -28,6 +28,7 @@ struct EventFilesOptions {
   // appeared.
   std::chrono::milliseconds quiet_limit{std::chrono::seconds(120)};
   std::chrono::milliseconds poll{200};
+  bool local = false;  // the ranks run on this machine (a script trial): a silent one's node is not gone
   const std::atomic<bool>* cancel = nullptr;  // stops reading: the outcome is Cancelled
   // Following: asked after each pass over the files; a non-empty answer (the
   // job is gone, say) ends the reading once what the files hold is read, and

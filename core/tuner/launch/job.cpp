@@ -8,6 +8,7 @@
 #include "core/tuner/launch/gpus.h"
 #include "core/tuner/launch/run_end.h"
 #include "core/tuner/launch/run_report.h"
+#include "core/tuner/launch/script_job.h"
 #include "core/tuner/store/run_metrics.h"
 #include "core/tuner/store/run_recorder.h"
 
@@ -46,12 +47,14 @@ JobResult run_job(const JobRequest& request) {
   LaunchOptions options;
   options.config = config.to_json();
   options.world_size = job_world_size(config);
-  if (!request.engine_checked) check_in_the_engine(config);
+  const bool script = config.script.enabled();
+  if (!request.engine_checked && !script) check_in_the_engine(config);
+  if (script) check_script(config.script);
   options.worker_path = default_worker_path();
   options.echo_worker_output = request.echo_worker_output;
   options.env = request.env;
   options.rank_cpus = request.rank_cpus;
-  if (options.rank_cpus.empty() && config.run.cpu_affinity == "cores" && visible_gpus() == 0)
+  if (options.rank_cpus.empty() && config.run.cpu_affinity == "cores" && visible_gpus() == 0 && !script)
     options.rank_cpus = split_cores(options.world_size);
 
   JobResult result;
@@ -109,7 +112,20 @@ JobResult run_job(const JobRequest& request) {
     };
   }
   try {
-    result.outcome = launch(options, subscribers, request.cancel);
+    if (script) {
+      ScriptLaunch launch;
+      launch.config = options.config;
+      launch.script = config.script;
+      launch.world_size = options.world_size;
+      launch.steps = config.run.steps;
+      launch.threads = config.run.threads;
+      launch.env = options.env;
+      launch.echo_output = options.echo_worker_output;
+      launch.abort_reason = options.abort_reason;
+      result.outcome = launch_script(launch, subscribers, request.cancel);
+    } else {
+      result.outcome = launch(options, subscribers, request.cancel);
+    }
   } catch (const std::exception& e) {
     result.outcome.status = RunStatus::Failed;
     result.outcome.reason = std::string("could not launch: ") + e.what();

@@ -78,6 +78,8 @@ const char* to_string(ParamKind kind) {
       return "string";
     case ParamKind::Choice:
       return "choice";
+    case ParamKind::Scalar:
+      return "scalar";
   }
   return "?";
 }
@@ -99,6 +101,8 @@ std::string ParamSpec::allowed() const {
       return required ? "a non-empty string" : "a string";
     case ParamKind::Choice:
       return "one of: " + join(choices);
+    case ParamKind::Scalar:
+      return "a finite number, a string or a boolean";
     case ParamKind::Integer:
     case ParamKind::Real: {
       const auto words = range_words(range);
@@ -143,7 +147,8 @@ ParamSpec ParamSpec::from_json(const nlohmann::json& j) {
   ParamSpec spec;
   spec.name = text("name", true);
   const auto type = text("type", true);
-  const ParamKind kinds[] = {ParamKind::Boolean, ParamKind::Integer, ParamKind::Real, ParamKind::Text, ParamKind::Choice};
+  const ParamKind kinds[] = {ParamKind::Boolean, ParamKind::Integer, ParamKind::Real, ParamKind::Text, ParamKind::Choice,
+                            ParamKind::Scalar};
   const auto kind = std::find_if(std::begin(kinds), std::end(kinds), [&](ParamKind k) { return type == commtune::to_string(k); });
   if (kind == std::end(kinds)) throw std::runtime_error("parameter " + spec.name + " has an unknown type '" + type + "'");
   spec.kind = *kind;
@@ -209,6 +214,11 @@ nlohmann::json check_param(const ParamSpec& spec, const nlohmann::json& value, c
       if (!spec.range.contains(exact) || exact >= 0x1p63L) return fail(describe(value) + " is out of range");
       return value;
     }
+    case ParamKind::Scalar:
+      if (value.is_string() || value.is_boolean()) return value;
+      if (!value.is_number()) return fail(describe(value) + " is not a scalar");
+      if (value.is_number_float() && !std::isfinite(value.get<double>())) return fail(describe(value) + " is not finite");
+      return value;
     case ParamKind::Real: {
       if (!value.is_number()) return fail(describe(value) + " is not a number");
       const double v = value.get<double>();
@@ -239,6 +249,11 @@ nlohmann::json parse_param_text(const ParamSpec& spec, std::string_view text, co
       const auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (!parsed.is_number()) return fail();
       return check_param(spec, parsed, path);
+    }
+    case ParamKind::Scalar: {  // a number or boolean where the text is one, else the text itself
+      const auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_number() || parsed.is_boolean()) return check_param(spec, parsed, path);
+      return std::string(text);
     }
   }
   return fail();

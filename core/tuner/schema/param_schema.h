@@ -16,7 +16,9 @@
 
 namespace commtune {
 
-enum class ParamKind { Boolean, Integer, Real, Text, Choice };
+// Scalar: a number, text or boolean, kept as given (a script's own argument,
+// whose type only the script knows).
+enum class ParamKind { Boolean, Integer, Real, Text, Choice, Scalar };
 const char* to_string(ParamKind kind);
 
 // An inclusive range by default; `open_min`/`open_max` exclude the bound.

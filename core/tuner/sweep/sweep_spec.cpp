@@ -115,7 +115,7 @@ std::vector<std::int64_t> EarlyStoppingOptions::rungs(std::int64_t max_steps) co
 
 namespace {
 
-const std::vector<std::string> kSpecKeys = {"base", "axes", "early_stopping", "slurm"};
+const std::vector<std::string> kSpecKeys = {"base", "axes", "early_stopping", "slurm", "script"};
 
 SlurmOptions parse_slurm(const nlohmann::json& j) {
   if (!j.is_object()) throw ConfigError("slurm", "must be an object {\"partition\", \"nodes\", ...}");
@@ -245,6 +245,12 @@ SweepSpec parse_unplanned(const nlohmann::json& j) {
     if (!j["base"].is_object()) throw ConfigError("base", "must be a run configuration (a JSON object)");
     spec.base = j["base"];
   }
+  // "script": the base configuration's script section, given beside it (as `sweep --script` gives it).
+  if (j.contains("script")) {
+    if (!j["script"].is_object()) throw ConfigError("script", "must be a script section (a JSON object)");
+    if (spec.base.contains("script")) throw ConfigError("script", "is given twice: here and in base.script");
+    spec.base["script"] = j["script"];
+  }
   if (spec.options.backend == "slurm") {
     // A trial's ranks are the job's: nodes x ranks_per_node.
     const auto ranks = spec.slurm.world_size();
@@ -260,6 +266,12 @@ SweepSpec parse_unplanned(const nlohmann::json& j) {
   } catch (const ConfigError& e) {
     throw e.within("base");
   }
+  if (base.script.enabled() && spec.options.backend == "slurm")
+    throw ConfigError("backend", "is slurm, whose jobs run the engine's workers; a script trial runs under torchrun "
+                                 "on this machine: use backend local");
+  if (base.script.enabled() && spec.early_stopping.enabled() && base.script.steps_arg.empty())
+    throw ConfigError("early_stopping", "ranks script trials at rungs of fewer steps, which only a script told its "
+                                        "steps can run: set script.steps_arg to the script's option for them");
   if (spec.early_stopping.enabled() && spec.early_stopping.min_steps >= base.run.steps)
     throw ConfigError("early_stopping.min_steps",
                       "must be below the base configuration's steps (" + std::to_string(base.run.steps) + ")");
@@ -378,18 +390,24 @@ void check_plan(const SweepSpec& spec, bool hooks_must_act) {
   EngineCheck engine;
   std::set<std::string> hooks_checked;
   std::vector<std::pair<PlannedTrial, std::size_t>> hooks;  // a trial per hook to check, with its model's ticket
+  std::vector<PlannedTrial> script_hooks;
   for_each_trial(probe, [&](const PlannedTrial& trial) {
     engine.add_config(trial.config, trial.label);
     if (!hooks_must_act || trial.baseline) return;
     auto key = trial.config.to_json();
     key.erase("seed");
     key.erase("optimizer");
-    if (hooks_checked.insert(key.dump()).second) hooks.emplace_back(trial, engine.add_hook_size(trial.config));
+    if (!hooks_checked.insert(key.dump()).second) return;
+    if (trial.config.script.enabled())
+      script_hooks.push_back(trial);  // its model is the script's, which the engine cannot size
+    else
+      hooks.emplace_back(trial, engine.add_hook_size(trial.config));
   });
   if (const auto refusal = engine.ask())
     throw ConfigError(refusal->error.field().empty() ? "base" : field_of(spec, refusal->error.field()),
                       refusal->error.problem() + " in trial '" + refusal->label + "'");
   for (const auto& [trial, ticket] : hooks) check_hook_acts(spec, trial, engine.hook_size_problem(ticket));
+  for (const auto& trial : script_hooks) check_hook_acts(spec, trial, std::nullopt);
 }
 
 }  // namespace
