@@ -11,8 +11,13 @@ when its graph is done), the optimizer step's start (E) and log() (G):
 so they add up to t_total = G - A, as the engine's do. On a GPU these are the host's times: CUDA
 runs kernels after the host has queued them, so the split is of when the host waited, and the
 GPU's work lands where the host first waits for it (reading the loss, in t_optimizer). The total
-holds either way. t_hook is the CPU time of the hook's own call on the thread that ran it; work
-its futures' callbacks do later is not counted.
+holds either way.
+
+The hook's figures are the engine's (core/engine/train/trainer.cpp), in wall time: t_hook is its
+calls (on the autograd thread, inside the backward: also stored as hook_inline_s) and its futures'
+callbacks (on a thread of the process group); per bucket, ready_s (from C to the hook's call),
+chain_s (from the call to its result being complete) and hook_work_s (its call and callbacks).
+A link probe before the first step gives the network model this machine's bandwidth.
 """
 import json
 import math
@@ -116,6 +121,64 @@ def _error_kind_and_line(error):
     return ("communication" if peer_gone else "runtime"), text
 
 
+def probe_link(device, world):
+    """This machine's link as the engine measures it before training (core/engine/train/trainer.cpp
+    probe_link): a float32 allreduce of 64 KiB and of 4 MiB, the best of five timed tries each after
+    one to warm up. None with one rank."""
+    if world < 2:
+        return None
+    sizes, best, attempts = [], [], []
+    for numel in (16384, 1048576):
+        tensor = torch.zeros(numel, dtype=torch.float32, device=device)
+        timed = []
+        for attempt in range(6):
+            started = time.perf_counter()
+            dist.all_reduce(tensor)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if attempt > 0:
+                timed.append(time.perf_counter() - started)
+        sizes.append(4 * numel)
+        best.append(min(timed))
+        attempts.append(timed)
+    return {"bytes": sizes, "seconds": best, "attempts": attempts}
+
+
+# The bucket whose hook call (or whose hook's callback) this thread runs, if any.
+_BUCKET = threading.local()
+
+
+def _carry_bucket_into_callbacks():
+    """A hook's later stages run in its futures' callbacks, on a thread of the process group
+    (PowerSGD's allreduce of Q, its decompression): a callback chained while a bucket's hook call
+    runs carries that bucket, so that its collectives count under the bucket as the engine's do.
+    Patched once per process, on the class every future of PyTorch's is."""
+    future_type = torch._C.Future
+    if getattr(future_type.then, "_commtune", False):
+        return
+    original, current = future_type.then, _BUCKET
+
+    def then(future, callback):
+        index = getattr(current, "index", None)
+        if index is None:
+            return original(future, callback)
+        trial = current.trial
+
+        def in_bucket(fut):
+            outer = getattr(current, "index", None), getattr(current, "trial", None)
+            current.index, current.trial = index, trial
+            began = time.perf_counter()
+            try:
+                return callback(fut)
+            finally:
+                if outer[0] is None:  # else it ran inside a hook call or callback, whose time holds it
+                    trial._callback_ran(index, time.perf_counter() - began)
+                current.index, current.trial = outer
+        return original(future, in_bucket)
+    then._commtune = True
+    future_type.then = then
+
+
 class Trial:
     def __init__(self, ddp_model, optimizer, config, event_template):
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
@@ -124,7 +187,7 @@ class Trial:
         self.events = _events.EventFile(_events.event_path(event_template, self.rank), self.rank, self.world)
         self._began = time.perf_counter()
         self._lock = threading.Lock()
-        self._current_bucket = threading.local()
+        self._current_bucket = _BUCKET
         self._step = 0
         self._failed = False
         self._losses = []
@@ -146,22 +209,29 @@ class Trial:
         grads = sum(p.numel() * 4 for p in module.parameters() if p.requires_grad)
         self._reference_bytes = _wire_bytes("allreduce", grads, self.world)
         self._builtin_bytes = self._reference_bytes if self.registered.hook is None else 0
+        device = next(module.parameters()).device
+        link_probe = probe_link(device, self.world)  # before the counting: the probe is not the run's
         self._instrument()
         self._count_collectives()
+        _carry_bucket_into_callbacks()
         params = [(name, list(p.shape)) for name, p in module.named_parameters() if p.requires_grad]
         self.events.message(
             "run_start", rank=self.rank, world_size=self.world, local_rank=int(os.environ.get("LOCAL_RANK", 0)),
-            device=str(next(module.parameters()).device), backend=dist.get_backend(),
+            device=str(device), backend=dist.get_backend(),
             threads=torch.get_num_threads(), torch_version=torch.__version__,
             parameter_count=sum(p.numel() for p in module.parameters() if p.requires_grad),
-            parameters=[{"name": n, "shape": s} for n, s in params], config=config)
+            parameters=[{"name": n, "shape": s} for n, s in params], config=config,
+            # PyTorch's hooks return futures and never wait on their collectives themselves, so
+            # several buckets' collectives are in flight at once (the network model's async case).
+            hook_blocking=False, link_probe=link_probe)
 
     # -- the step's moments ------------------------------------------------------------------
 
     def _reset(self, now):
         self._start = now
         self._forward = self._backward = self._backward_done = self._optimizer = None
-        self._hook_cpu = 0.0
+        self._hook_inline = self._hook_callbacks = 0.0  # the hook's calls; its futures' callbacks
+        self._bucket_callbacks = {}
         self._wire = 0
         self._stats = {}  # (bucket or None, name) -> value
         self._buckets = {}
@@ -199,7 +269,7 @@ class Trial:
             self.registered.after_step(self.optimizer)
 
     def _measured(self, function):
-        """The hook, reporting each bucket's readiness and layout and its own CPU time."""
+        """The hook, reporting each bucket's readiness, layout and chain, and the hook's own time."""
         def hook(state, bucket):
             now = time.perf_counter()
             index = bucket.index()
@@ -207,18 +277,38 @@ class Trial:
             started = self._backward if self._backward is not None else now
             with self._lock:
                 self._stats[(index, "ready_s")] = now - started
+                self._bucket_callbacks[index] = 0.0
                 if self._step <= 1:
                     self._buckets[index] = {
                         "index": index, "numel": buffer.numel(), "bytes": buffer.numel() * buffer.element_size(),
                         "parameters": [self._names.get(id(p), "?") for p in bucket.parameters()]}
-            cpu = time.thread_time()
-            self._current_bucket.index = index
+            self._current_bucket.index, self._current_bucket.trial = index, self
             try:
-                return function(state, bucket)
+                future = function(state, bucket)
             finally:
-                self._current_bucket.index = None
-                self._hook_cpu += time.thread_time() - cpu
+                self._current_bucket.index = self._current_bucket.trial = None
+                # DDP calls the hook on the autograd thread, inside the backward: all of its call is inline.
+                call = time.perf_counter() - now
+                with self._lock:
+                    self._hook_inline += call
+
+            # The bucket's chain, as the engine's: from the hook's call to its result being
+            # complete, and the hook's own work in it (its call and its futures' callbacks, the
+            # collectives they wait for included). Chained, not a done-callback: DDP waits on what
+            # the hook returns, so the bucket's figures are in before the step can end.
+            def done(fut):
+                with self._lock:
+                    self._stats[(index, "chain_s")] = time.perf_counter() - now
+                    self._stats[(index, "hook_work_s")] = call + self._bucket_callbacks.get(index, 0.0)
+                return fut.value()
+            return future.then(done)
         return hook
+
+    def _callback_ran(self, index, seconds):
+        """A callback of bucket `index`'s hook ran for `seconds` (on a thread of the process group)."""
+        with self._lock:
+            self._bucket_callbacks[index] = self._bucket_callbacks.get(index, 0.0) + seconds
+            self._hook_callbacks += seconds
 
     def _count_collectives(self):
         """Every collective's bytes, calls and time, under the bucket whose hook call issued it,
@@ -246,13 +336,20 @@ class Trial:
             sent = _wire_bytes(kind, payload, world)
             key = f"comm.{kind}" + ("" if world == self.world else f"@{world}x1")
             work = original(*args, **kwargs)
+            # Bytes and calls count as the call is made; its time as it completes, in its step:
+            # a completion's callback runs after the waiters wake, and can come after log().
+            with self._lock:
+                for field, value in (("bytes", payload), ("calls", 1)):
+                    at = (bucket, f"{key}.{field}")
+                    self._stats[at] = self._stats.get(at, 0.0) + value
+                self._wire += sent
+                step = self._step
 
             def record(seconds):
                 with self._lock:
-                    for field, value in (("bytes", payload), ("calls", 1), ("seconds", seconds)):
-                        at = (bucket, f"{key}.{field}")
-                        self._stats[at] = self._stats.get(at, 0.0) + value
-                    self._wire += sent
+                    if self._step == step:
+                        at = (bucket, f"{key}.seconds")
+                        self._stats[at] = self._stats.get(at, 0.0) + seconds
             if kwargs.get("async_op") and work is not None:
                 work.get_future().add_done_callback(lambda _: record(time.perf_counter() - issued))
             else:
@@ -270,10 +367,11 @@ class Trial:
         backward = max(self._backward, forward) if self._backward is not None else forward
         done = max(self._backward_done, backward) if self._backward_done is not None else backward
         optimizer = max(self._optimizer, done) if self._optimizer is not None else now
-        times = (forward - start, backward - forward, done - backward, optimizer - done, self._hook_cpu,
+        times = (forward - start, backward - forward, done - backward, optimizer - done, self._hook_inline + self._hook_callbacks,
                  now - optimizer, now - start)
         lr = self.optimizer.param_groups[0]["lr"] if self.optimizer is not None else 0.0
         with self._lock:
+            self._stats[(None, "hook_inline_s")] = self._hook_inline
             stats = sorted((name, v) for (b, name), v in self._stats.items() if b is None)
             buckets = sorted((b, name, v) for (b, name), v in self._stats.items() if b is not None)
             wire = self._wire + self._builtin_bytes
@@ -283,8 +381,9 @@ class Trial:
             self.events.message("buckets", step=self._step, buckets=layout)
         self.events.step(self._step, value, lr, times, wire, uncompressed, stats, buckets)
         self._losses.append(value)
-        self._step += 1
-        self._reset(time.perf_counter())
+        with self._lock:  # a late completion then finds the step over
+            self._step += 1
+            self._reset(time.perf_counter())
         if not math.isfinite(value) and self.on_nonfinite != "warn":
             message = f"rank {self.rank}: the loss is {value} at step {self._step - 1}"
             self.events.message("error", rank=self.rank, error_kind="diverged", message=message)

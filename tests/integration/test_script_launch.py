@@ -60,6 +60,28 @@ def none_left():
     return ct.wait_for(lambda: script_processes() == [], timeout=10) is not None
 
 
+# The example script's weight matrices (rows, columns) and the float count of its biases.
+MATRICES, BIASES = ((64, 32), (64, 64), (4, 64)), 64 + 64 + 4
+
+
+def powersgd_bytes(rank):
+    """What PowerSGD allreduces per step once it compresses, from the rule of PyTorch's
+    powerSGD_hook: a matrix is compressed to P (rows x rank) and Q (columns x rank) when
+    (rows + columns) x rank x min_compression_rate (2) is below rows x columns; the rest, the
+    biases among them, goes uncompressed. Two ranks: a ring sends each rank its payload."""
+    floats = BIASES
+    for rows, columns in MATRICES:
+        floats += (rows + columns) * rank if (rows + columns) * rank * 2 < rows * columns else rows * columns
+    return 4 * floats
+
+
+def bucket_payloads(run_id):
+    """Rank 0's allreduce payload per step, as (bucket, bytes): one row per bucket and step."""
+    return ct.query("SELECT s.bucket, CAST(s.value AS INTEGER) FROM step_stats s JOIN stat_names n ON n.id = s.stat_id "
+                    "WHERE s.run_id = ? AND s.rank = 0 AND n.name = 'comm.allreduce.bytes' ORDER BY s.step, s.bucket",
+                    (run_id,))
+
+
 class ScriptLaunch(unittest.TestCase):
     def setUp(self):
         ct.fresh_store()
@@ -89,7 +111,22 @@ class ScriptLaunch(unittest.TestCase):
                 with self.subTest(rank=rank, start=start):
                     self.assertEqual(per_rank(run_id), by_hand)  # bit for bit
                     self.assertEqual(wire[:start], [4 * 6532] * start)  # before the start: a plain allreduce
-                    self.assertLess(max(wire[start:]), 4 * 6532 / 4)  # then P and Q
+                    # then P and Q, each collective under the one bucket (Q's allreduce is a callback's)
+                    self.assertEqual(wire[start:], [powersgd_bytes(rank)] * (8 - start))
+                    self.assertEqual(bucket_payloads(run_id)[start:], [(0, powersgd_bytes(rank))] * (8 - start))
+        # The network model reads script trials as engine runs: every trial predicted, the baseline's verdict.
+        predicted = json.loads(ct.cli("predict", "--sweep", "1", "--network", "10gbit", "--json").stdout)
+        self.assertEqual(len(predicted["runs"]), 5)
+        for run in predicted["runs"]:
+            with self.subTest(run=run["run_id"]):
+                self.assertGreater(run["predictions"][0]["step_s"], 0)
+                bucket, = run["profile"]["buckets"]
+                self.assertGreater(bucket["chain_s"], 0)
+                self.assertEqual(run["profile"]["step_collectives"], [])
+        recommended = json.loads(ct.cli("recommend", "--sweep", "1", "--network", "10gbit", "--json").stdout)
+        self.assertEqual(recommended["baseline_run"], 1)
+        self.assertEqual(sorted(c["run_id"] for c in recommended["candidates"]), [1, 2, 3, 4, 5])
+        self.assertTrue(all(c["prediction"]["step_s"] > 0 for c in recommended["candidates"]))
 
     def test_a_failing_exiting_unattached_or_hanging_script_fails_its_trial_saying_why(self):
         cases = [

@@ -446,6 +446,9 @@ RunOutcome launch_script(const ScriptLaunch& launch, const std::vector<EventSubs
   check_script(launch.script);
   auto resolved = launch;  // the script runs in its own folder: its path must not depend on this process's
   resolved.script.path = fs::absolute(launch.script.path).lexically_normal().string();
+  // An interpreter named by a path is this process's relative path, as the check above ran it; a bare name is PATH's.
+  if (launch.script.python.find('/') != std::string::npos)
+    resolved.script.python = fs::absolute(launch.script.python).lexically_normal().string();
   ScriptRun run(resolved, subscribers);
   return run.run(cancel);
 }
