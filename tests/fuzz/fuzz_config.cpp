@@ -1,5 +1,5 @@
-// libFuzzer target: run configurations (JSON files, --set overrides) and
-// sweep specs. Any input is either accepted or a ConfigError naming the
+// libFuzzer target: run configurations (JSON files, --set overrides), sweep
+// specs, and a script's command line as the app's fields read it. Any input is either accepted or a ConfigError naming the
 // field; nothing else may escape, and an accepted configuration survives its
 // own round trip.
 #include <cstddef>
@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/tuner/config/command_line.h"
 #include "core/tuner/config/run_config.h"
 #include "core/tuner/sweep/sweep_spec.h"
 
@@ -17,6 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto newline = text.find('\n');
   const auto json = nlohmann::json::parse(newline == std::string::npos ? text : text.substr(newline + 1), nullptr,
                                           false);
+  try {  // the first line as the app's script-arguments and script-options fields read it
+    const auto first = std::string_view(text).substr(0, newline);
+    const auto words = commtune::split_command_line(first, "script.argv");
+    if (commtune::split_command_line(commtune::join_command_line(words), "script.argv") != words) __builtin_trap();
+    commtune::ScriptOptions script;
+    script.args = commtune::ScriptOptions::args_from_text(first);
+    if (commtune::ScriptOptions::args_from_text(script.args_text()) != script.args) __builtin_trap();
+  } catch (const commtune::ConfigError&) {
+  }
   if (json.is_discarded()) return 0;
   try {
     auto raw = json;

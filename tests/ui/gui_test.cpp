@@ -1972,6 +1972,57 @@ class GuiTest : public QObject {
     QVERIFY2(!single.launch()->problem_text().contains("never acts"), qPrintable(single.launch()->problem_text()));
   }
 
+  // The user's own script as the job: its fields in the form, its named options offered as sweep axes, its
+  // trial live on the Dashboard, and Stop ending every process of it.
+  void a_script_trial_streams_on_the_dashboard_and_stops() {
+    MainWindow window(store());
+    window.show();
+    auto* form = window.launch()->form();
+    const auto tag = QString("gui-script-%1").arg(QCoreApplication::applicationPid());
+    type_into(form->field("script.path"), QString(COMMTUNE_SOURCE_DIR) + "/tests/script_trials/train_ddp.py");
+    type_into(form->field("script.python"), COMMTUNE_ORACLE_PYTHON);
+    type_into(form->field("script.steps_arg"), "steps");
+    type_into(form->field("script.options"), "lr=0.05 tag=" + tag);
+    type_into(form->field("script.arguments"), "--start-iter '3'");
+    type_into(form->field("world_size"), "2");
+    type_into(form->field("steps"), "100000");
+    type_into(form->field("hook.name"), "powersgd");
+    QTRY_VERIFY(form->field("hook.matrix_approximation_rank"));
+    type_into(form->field("hook.start_powerSGD_iter"), "3");
+    QTRY_VERIFY2(form->problem().isEmpty(), qPrintable(form->problem()));
+    QCOMPARE(form->raw()["script"]["args"], (nlohmann::json{{"lr", 0.05}, {"tag", tag.toStdString()}}));
+    QCOMPARE(form->raw()["script"]["argv"], (nlohmann::json{"--start-iter", "3"}));
+    QVERIFY(form->axis_paths().contains("script.args.lr"));
+    QVERIFY(!form->axis_paths().contains("script.options"));
+    type_into(form->field("script.arguments"), "--start-iter '3");  // a quote never closed: named, and not kept
+    QVERIFY(form->field("script.arguments")->has_error());
+    QVERIFY2(form->problem().startsWith("script.arguments: "), qPrintable(form->problem()));
+    type_into(form->field("script.arguments"), "--start-iter 3");
+    QTRY_VERIFY2(form->problem().isEmpty(), qPrintable(form->problem()));
+
+    QSignalSpy started(&window.engine(), &EngineSession::run_started);
+    QSignalSpy finished(&window.engine(), &EngineSession::job_finished);
+    QTest::mouseClick(window.launch()->run_button(), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, 120000);
+    const auto run_id = started.at(0).at(0).value<RunStart>().run_id;
+    auto* plots = window.dashboard()->plots();
+    QTRY_VERIFY_WITH_TIMEOUT(plots->points(run_id) >= 20, 120000);
+    QVERIFY(std::isfinite(plots->loss_graph(run_id)->data()->at(0)->value));
+    QTRY_VERIFY(plots->bucket_rows() >= 1);  // the script's buckets, as the engine's
+
+    auto* stop = window.dashboard()->findChild<QPushButton*>(QString("dashboard:stop:%1").arg(run_id));
+    QVERIFY(stop);
+    QTest::mouseClick(stop, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QTRY_COMPARE(window.dashboard()->status_of(run_id), QString("cancelled"));
+    QProcess pgrep;  // torchrun and both ranks are gone
+    QTRY_VERIFY_WITH_TIMEOUT((pgrep.start("pgrep", {"-f", tag}), pgrep.waitForFinished(), pgrep.exitCode() == 1), 15000);
+    commtune::db::Store s(store().toStdString(), commtune::db::Store::Access::ReadOnly);
+    QCOMPARE(QString::fromStdString(s.run(run_id)->status), QString("cancelled"));
+    QCOMPARE(s.run(run_id)->config["script"]["args"]["tag"].get<std::string>(), tag.toStdString());
+    QVERIFY(static_cast<std::size_t>(s.steps_of_every_rank(run_id)) >= plots->points(run_id));
+  }
+
   void a_run_streams_stops_and_exports() {
     MainWindow window(store());
     window.show();

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "core/tuner/config/command_line.h"
 #include "core/tuner/config/run_config.h"
 
 using commtune::ConfigError;
@@ -150,6 +151,31 @@ TEST(Schema, AScriptSectionThatCannotMakeACommandLineIsRefusedNamingTheField) {
   EXPECT_EQ(field({{"path", "t.py"}, {"steps_arg", "steps"}, {"args", {{"steps", 3}}}}), "script.args.steps");
   EXPECT_EQ(field({{"path", "t.py"}, {"timeout_s", 0}}), "script.timeout_s");
   EXPECT_EQ(field({{"path", "t.py"}, {"pyhton", "x"}}), "script.pyhton");
+}
+
+TEST(Schema, AScriptsCommandLineReadsAsAShellSplitsItAndBack) {
+  using commtune::join_command_line;
+  using commtune::split_command_line;
+  EXPECT_EQ(split_command_line(R"(  --data '/my data/x' --name "a b"  \q\ r "x\"y\$" '' a'b'"c")", "f"),
+            (std::vector<std::string>{"--data", "/my data/x", "--name", "a b", "q r", "x\"y$", "", "abc"}));
+  for (const std::vector<std::string> words : {std::vector<std::string>{"--lr", "0.05", "it's", "a b", "", "$HOME"},
+                                               std::vector<std::string>{}})
+    EXPECT_EQ(split_command_line(join_command_line(words), "f"), words);
+  EXPECT_EQ(config_error([] { split_command_line("--name 'open", "script.argv"); }),
+            (std::pair<std::string, std::string>{"script.argv", "script.argv: has a ' at character 8 that is never closed"}));
+  EXPECT_EQ(config_error([] { split_command_line("x\\", "f"); }).second, "f: ends in a backslash, which escapes nothing");
+  EXPECT_EQ(config_error([] { split_command_line(std::string(11, 'x'), "f", 10); }).second,
+            "f: is 11 characters, over 10");
+
+  const auto args = commtune::ScriptOptions::args_from_text("lr=0.05 opt=adam amp=true name='a b'");
+  EXPECT_EQ(args, (nlohmann::json{{"lr", 0.05}, {"opt", "adam"}, {"amp", true}, {"name", "a b"}}));
+  commtune::ScriptOptions script;
+  script.args = args;
+  EXPECT_EQ(script.args_text(), "amp=true lr=0.05 'name=a b' opt=adam");
+  EXPECT_EQ(commtune::ScriptOptions::args_from_text(script.args_text()), args);
+  EXPECT_EQ(config_error([] { commtune::ScriptOptions::args_from_text("lr"); }).first, "script.args");
+  EXPECT_EQ(config_error([] { commtune::ScriptOptions::args_from_text("lr=1 lr=2"); }).first, "script.args.lr");
+  EXPECT_EQ(config_error([] { commtune::ScriptOptions::args_from_text("-x=1"); }).first, "script.args.-x");
 }
 
 TEST(Schema, DescribeListsEverySection) {

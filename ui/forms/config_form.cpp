@@ -5,8 +5,9 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
+#include <optional>
 
-#include "core/tuner/config/engine_check.h"
+#include "core/tuner/config/command_line.h"
 #include "core/tuner/config/run_config.h"
 #include "core/tuner/launch/job.h"
 #include "ui/forms/param_field.h"
@@ -31,6 +32,49 @@ QString title_of(const std::string& section) {
 }
 
 bool is_number(const ParamSpec& spec) { return spec.kind == ParamKind::Integer || spec.kind == ParamKind::Real; }
+
+// The script's own options and arguments, each one line of the form (not one
+// field per word): script.args as NAME=VALUE words, script.argv as a shell
+// would split the line.
+constexpr const char* kScriptOptions = "script.options";
+constexpr const char* kScriptArguments = "script.arguments";
+
+std::optional<ParamSpec> script_line_spec(const std::string& path) {
+  if (path != kScriptOptions && path != kScriptArguments) return std::nullopt;
+  ParamSpec spec;
+  spec.name = path.substr(7);
+  spec.default_value = "";
+  spec.doc = path == kScriptOptions
+                 ? "the script's named options, NAME=VALUE each, passed as --NAME VALUE (script.args; a sweep "
+                   "axis over one reads script.args.NAME)"
+                 : "the script's own arguments after its named options, split as a shell splits them (quotes "
+                   "kept together; script.argv)";
+  return spec;
+}
+
+nlohmann::json script_line_text(const nlohmann::json& raw, const std::string& path) {
+  try {
+    const auto script = ScriptOptions::parse(raw.value("script", nlohmann::json::object()));
+    return path == kScriptOptions ? script.args_text() : join_command_line(script.argv);
+  } catch (const ConfigError&) {  // the section's own problem shows on its field
+    return "";
+  }
+}
+
+// Sets one of those lines in raw: the section's args or argv, gone when the line is empty.
+void set_script_line(nlohmann::json& raw, const std::string& path, const std::string& text) {
+  const bool options = path == kScriptOptions;
+  const nlohmann::json value = options ? ScriptOptions::args_from_text(text)
+                                       : nlohmann::json(split_command_line(text, "script.argv"));
+  auto& script = raw["script"];
+  if (!script.is_object()) script = nlohmann::json::object();
+  const char* key = options ? "args" : "argv";
+  if (value.empty())
+    script.erase(key);
+  else
+    script[key] = value;
+  if (script.empty()) raw.erase("script");
+}
 
 }  // namespace
 
@@ -68,15 +112,21 @@ void ConfigForm::rebuild() {
 
   auto add_field = [&](QFormLayout* form, const std::string& path_text) {
     const QString path = QString::fromStdString(path_text);
-    auto* f = new ParamField(param_spec(raw_, path_text), path, content_);
     const auto dot = path_text.find('.');
     const auto section = dot == std::string::npos ? std::string() : path_text.substr(0, dot);
     const auto key = dot == std::string::npos ? path_text : path_text.substr(dot + 1);
+    const auto script_line = script_line_spec(path_text);
+    auto* f = new ParamField(script_line ? *script_line : param_spec(raw_, path_text), path, content_);
     const nlohmann::json* value = nullptr;
-    if (section.empty() && raw_.contains(key))
+    nlohmann::json line;
+    if (script_line) {
+      line = script_line_text(raw_, path_text);
+      value = &line;
+    } else if (section.empty() && raw_.contains(key)) {
       value = &raw_[key];
-    else if (!section.empty() && raw_.contains(section) && raw_[section].contains(key))
+    } else if (!section.empty() && raw_.contains(section) && raw_[section].contains(key)) {
       value = &raw_[section][key];
+    }
     f->set_value(value ? *value : nlohmann::json());
     if (const auto e = field_errors_.find(path); e != field_errors_.end()) f->set_error(e->second);
     connect(f, &ParamField::edited, this, [this](const QString& p, const QString& t) {
@@ -109,6 +159,8 @@ void ConfigForm::rebuild() {
     auto* form = make_group(title_of(section));
     if (!s.contains("entries")) {
       for (const auto& p : s["params"]) add_field(form, section + "." + p["name"].get<std::string>());
+      if (section == "script")
+        for (const auto* line : {kScriptOptions, kScriptArguments}) add_field(form, line);
       return;
     }
     add_field(form, section + ".name");
@@ -138,6 +190,11 @@ bool ConfigForm::apply(const QString& path, const QString& text) {
   const auto path_text = path.toStdString();
   field_errors_.erase(path);
   try {
+    if (script_line_spec(path_text)) {
+      set_script_line(raw_, path_text, text.toStdString());
+      if (auto* f = field(path)) f->set_error({});
+      return false;
+    }
     const auto spec = param_spec(raw_, path_text);
     const auto dot = path_text.find('.');
     if (text.isEmpty() && is_number(spec)) {  // an emptied number field means the default
@@ -155,6 +212,21 @@ bool ConfigForm::apply(const QString& path, const QString& text) {
     if (auto* f = field(path)) f->set_error(field_errors_[path]);
     return false;
   }
+}
+
+QStringList ConfigForm::axis_paths() const {
+  QStringList out;
+  for (const auto& path : order_) {
+    if (path == kScriptArguments) continue;
+    if (path != kScriptOptions) {
+      out << path;
+      continue;
+    }
+    if (const auto script = raw_.find("script"); script != raw_.end() && script->is_object())
+      if (const auto args = script->find("args"); args != script->end() && args->is_object())
+        for (const auto& item : args->items()) out << QString::fromStdString("script.args." + item.key());
+  }
+  return out;
 }
 
 void ConfigForm::set_text(const QString& path, const QString& text) {
@@ -185,9 +257,8 @@ void ConfigForm::revalidate() {
     problem = path + ": " + message;
   } else {
     try {
-      const auto parsed = RunConfig::parse(raw_);
-      job_world_size(parsed);
-      check_in_the_engine(parsed);  // what components check in code (the engine answers once per section)
+      // As run_job checks it: the engine answers once per section, a script's Python once.
+      check_job(RunConfig::parse(raw_));
     } catch (const ConfigError& e) {
       problem = QString::fromUtf8(e.what());
       config_error_field_ = QString::fromStdString(e.field());

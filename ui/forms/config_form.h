@@ -32,6 +32,9 @@ class ConfigForm : public QWidget {
   ParamField* field(const QString& path) const;
   // Every parameter shown, in form order.
   QStringList paths() const { return order_; }
+  // The parameters a sweep can vary: those, with the script's named options
+  // (one line of the form) as one script.args.NAME each and its arguments left out.
+  QStringList axis_paths() const;
   // The first problem of the whole configuration, "" when it can run.
   QString problem() const { return problem_; }
 

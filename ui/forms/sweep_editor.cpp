@@ -108,7 +108,7 @@ void SweepEditor::add_axis(const QString& param, const QString& values, int poin
   axes_->insertRow(row);
   auto* name = new QComboBox(axes_);
   name->setEditable(true);
-  name->addItems(base_->paths());
+  name->addItems(base_->axis_paths());
   name->setCurrentText(chosen);
   // The list in the form's own font, as wide as its longest name.
   name->view()->setFont(font());
@@ -141,7 +141,7 @@ QStringList SweepEditor::axis_params() const {
 
 QString SweepEditor::next_axis_param() const {
   // What is most often swept, for the hook the base form has chosen, then anything not swept yet.
-  const auto paths = base_->paths();
+  const auto paths = base_->axis_paths();
   const auto taken = axis_params();
   QStringList preferred{"optimizer.lr",
                         "hook.matrix_approximation_rank",

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/tuner/config/command_line.h"
+
 namespace commtune {
 
 Schema<ReducerOptions> ReducerOptions::schema() {
@@ -118,6 +120,26 @@ ParamSpec ScriptOptions::arg_spec(const std::string& name) {
   spec.kind = ParamKind::Scalar;
   spec.doc = "the script's option --" + name;
   return spec;
+}
+
+std::string ScriptOptions::args_text() const {
+  std::vector<std::string> words;
+  for (const auto& [name, value] : args.items()) words.push_back(name + "=" + arg_text(value));
+  return join_command_line(words);
+}
+
+nlohmann::json ScriptOptions::args_from_text(std::string_view text) {
+  auto out = nlohmann::json::object();
+  for (const auto& word : split_command_line(text, "script.args", kMaxScriptArgs * kMaxArgChars)) {
+    const auto equals = word.find('=');
+    if (equals == std::string::npos)
+      throw ConfigError("script.args", "'" + word + "' is not NAME=VALUE");
+    const auto name = word.substr(0, equals);
+    const auto field = "script.args." + name;
+    if (out.contains(name)) throw ConfigError(field, "is given twice");
+    out[name] = parse_param_text(arg_spec(name), std::string_view(word).substr(equals + 1), field);
+  }
+  return out;
 }
 
 ScriptOptions ScriptOptions::parse(const nlohmann::json& section) {

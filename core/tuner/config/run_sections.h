@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,10 @@ struct ScriptOptions {
   std::vector<std::string> command_args(std::int64_t steps) const;
   // The declaration of script.args.NAME (any scalar), or the error for a bad name.
   static ParamSpec arg_spec(const std::string& name);
+  // The named options as one line, "lr=0.05 tag=a", and back (each word
+  // NAME=VALUE, the value read as --set reads one): the app's field for them.
+  std::string args_text() const;
+  static nlohmann::json args_from_text(std::string_view text);
 };
 
 }  // namespace commtune

@@ -42,6 +42,14 @@ std::string stored_status(RunStatus status) {
   return db::status::kFailed;
 }
 
+void check_job(const RunConfig& config) {
+  job_world_size(config);
+  if (config.script.enabled())
+    check_script(config.script);
+  else
+    check_in_the_engine(config);
+}
+
 JobResult run_job(const JobRequest& request) {
   const auto& config = request.config;
   LaunchOptions options;

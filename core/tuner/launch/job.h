@@ -63,6 +63,11 @@ struct JobResult {
 // ConfigError naming the field.
 int job_world_size(const RunConfig& config);
 
+// What run_job checks before it stores anything: the world size, then what
+// the engine says of the configuration, or, for a script, that the file is
+// there and its Python's torch is 2.4 or later. Throws ConfigError naming the field.
+void check_job(const RunConfig& config);
+
 // Blocks until the run ends. Throws ConfigError or db::Error before anything
 // is launched; once workers run, every outcome is a result.
 JobResult run_job(const JobRequest& request);
