@@ -43,7 +43,7 @@ RunSamples profile() {
   s.chain = {{0, {0.003, 0.0031, NAN}}};
   s.work = {{-1, {1e-5, 2e-5, 3e-5}}, {0, {5e-4, 6e-4, 7e-4}}};
   s.serial_hook = true;
-  s.link = {1.25e8, 1.3};
+  s.link = {1.25e8, 1.3, 2.1};
   s.collectives.push_back({net::Collective::Allreduce, {}, 0, {1e6, 1e6, NAN}, {1, 1, NAN}, {1e-3, 2e-3, NAN}});
   s.collectives.push_back({net::Collective::PushPull, {2, 1}, db::kWholeStep, {0, 5e5, 0}, {0, 1, 0}, {0, 4e-3, 0}});
   s.bucket_fp32_bytes = {{0, 4e6}, {1, 2e6}};
@@ -63,7 +63,8 @@ void expect_same(const RunSamples& a, const RunSamples& b) {
   }
   EXPECT_EQ(a.serial_hook, b.serial_hook);
   EXPECT_EQ(bits(a.link.bytes_per_s), bits(b.link.bytes_per_s));
-  EXPECT_EQ(bits(a.link.spread), bits(b.link.spread));
+  EXPECT_EQ(bits(a.link.slower), bits(b.link.slower));
+  EXPECT_EQ(bits(a.link.faster), bits(b.link.faster));
   ASSERT_EQ(a.collectives.size(), b.collectives.size());
   for (std::size_t k = 0; k < a.collectives.size(); ++k) {
     const auto &x = a.collectives[k], &y = b.collectives[k];

@@ -126,24 +126,28 @@ double probed_bandwidth(double small_bytes, double small_s, double large_bytes, 
 }
 
 namespace {
-// How far apart two probes of one link may be.
-double link_tolerance(const LinkProbe& a, const LinkProbe& b) {
-  return 8 * std::max(1.0, a.spread) * std::max(1.0, b.spread);
-}
+constexpr double kOneLinkFactor = 8;  // how far apart two probes of one link may be
+double lowest(const LinkProbe& link) { return link.bytes_per_s / std::max(1.0, link.slower); }
+double highest(const LinkProbe& link) { return link.bytes_per_s * std::max(1.0, link.faster); }
 }  // namespace
 
 bool same_link(const LinkProbe& a, const LinkProbe& b) {
   if (a.bytes_per_s <= 0 || b.bytes_per_s <= 0) return true;
-  return std::max(a.bytes_per_s, b.bytes_per_s) <= link_tolerance(a, b) * std::min(a.bytes_per_s, b.bytes_per_s);
+  return lowest(a) <= kOneLinkFactor * highest(b) && lowest(b) <= kOneLinkFactor * highest(a);
 }
 
 std::string describe_link_difference(const LinkProbe& a, const LinkProbe& b) {
-  char text[200];
-  std::snprintf(text, sizeof text,
-                "%.3g GB/s against %.3g GB/s, more than the x%.1f two probes of one link may differ by (widened by "
-                "their spread)",
-                a.bytes_per_s / 1e9, b.bytes_per_s / 1e9, link_tolerance(a, b));
-  return text;
+  const auto bounds = [](const LinkProbe& link) {
+    char text[80];
+    if (link.faster >= kUnbounded)
+      std::snprintf(text, sizeof text, "%.3g GB/s (its attempts: %.3g or more)", link.bytes_per_s / 1e9,
+                    lowest(link) / 1e9);
+    else
+      std::snprintf(text, sizeof text, "%.3g GB/s (its attempts: %.3g-%.3g)", link.bytes_per_s / 1e9,
+                    lowest(link) / 1e9, highest(link) / 1e9);
+    return std::string(text);
+  };
+  return bounds(a) + " against " + bounds(b) + ", bounds more than the x8 two probes of one link may differ by apart";
 }
 
 std::string collective_stat_prefix(Collective kind, const Group& group) {

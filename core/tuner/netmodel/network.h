@@ -90,20 +90,27 @@ double probed_bandwidth(double small_bytes, double small_s, double large_bytes, 
 
 // A link as one run's probe saw it. On a loaded machine the probe's timed
 // attempts wait for the scheduler more than for the wire (a 4 MiB loopback
-// allreduce: 2 ms alone, 2-17 ms beside two busy programs), so how far they
-// spread says how far its bandwidth can be trusted.
+// allreduce: 2 ms alone, 2-17 ms beside two busy programs), and either
+// message's wait moves a bandwidth taken from their difference: the link
+// lies between bytes_per_s / slower and bytes_per_s * faster, the widest
+// transfer times the two messages' best and median attempts allow
+// (link_from_probe).
 struct LinkProbe {
   double bytes_per_s = 0;  // 0: not probed, or the probe did not tell
-  double spread = 1;       // the large message's median attempt over its best (1: unknown)
+  double slower = 1;       // factors bounding the link's bandwidth (1 and 1: exact, or unknown)
+  double faster = 1;
 };
+// The factor of a bound the attempts do not give (a small message that
+// waited as long as the large one): as good as none.
+inline constexpr double kUnbounded = 1e6;
 
-// Whether two probes can be of one link: within a factor of eight (one
-// quiet link probes within 2x, a 50 Mbit/s shaper is over 100x from the
-// loopback), widened by each probe's own spread. An unprobed link is
-// taken as the other's.
+// Whether two probes can be of one link: their bounds within a factor of
+// eight of each other (one quiet link probes within 2x, a 50 Mbit/s shaper
+// is over 100x from the loopback). An unprobed link is taken as the other's.
 bool same_link(const LinkProbe& a, const LinkProbe& b);
-// Why same_link says no: "1.29 GB/s against 26.1 GB/s, more than the x8.0
-// two probes of one link may differ by (widened by their spread)".
+// Why same_link says no: "1.29 GB/s (its attempts: 1.1-1.5) against 0.0031
+// GB/s (0.0031-0.0031), bounds more than the x8 two probes of one link may
+// differ by apart".
 std::string describe_link_difference(const LinkProbe& a, const LinkProbe& b);
 
 // Where a run stores a collective's per-step totals (docs/store.md):

@@ -201,19 +201,32 @@ net::LinkProbe link_from_probe(const nlohmann::json& probe, int ranks) {
   const auto bytes = numbers("bytes", 2), seconds = numbers("seconds", 2);
   if (bytes.size() != 2 || seconds.size() != 2) return link;
   link.bytes_per_s = net::probed_bandwidth(bytes[0], seconds[0], bytes[1], seconds[1], ranks);
+  // Bounds from the attempts (network.h, LinkProbe): the transfer took no
+  // longer than the large message's best attempt, and at least that less
+  // the small one's median or twice its best, whichever is more (a wait for
+  // the scheduler, a timeslice, can hold every attempt of both alike: then
+  // only a large message that took over twice the small one's time bounds
+  // the link from above).
   const auto attempts = probe.value("attempts", nlohmann::json());
-  if (attempts.is_array() && attempts.size() == 2 && attempts[1].is_array() && !attempts[1].empty() &&
-      attempts[1].size() <= 64) {
-    std::vector<double> large;
-    for (const auto& x : attempts[1])
-      if (x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() > 0) large.push_back(x.get<double>());
-    if (large.size() == attempts[1].size()) {
-      std::sort(large.begin(), large.end());
-      link.spread = large[large.size() / 2] / large.front();
-    }
+  if (!attempts.is_array() || attempts.size() != 2) return link;
+  std::vector<double> best, median;
+  for (const auto& list : attempts) {
+    if (!list.is_array() || list.empty() || list.size() > 64) return link;
+    std::vector<double> times;
+    for (const auto& x : list)
+      if (x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() > 0) times.push_back(x.get<double>());
+    if (times.size() != list.size()) return link;
+    std::sort(times.begin(), times.end());
+    best.push_back(times.front());
+    median.push_back(times[times.size() / 2]);
   }
+  const double transfer = seconds[1] - seconds[0], shortest = best[1] - std::max(median[0], 2 * best[0]);
+  if (!(link.bytes_per_s > 0)) return link;
+  link.slower = std::max(1.0, best[1] / transfer);
+  link.faster = shortest > 0 ? std::clamp(transfer / shortest, 1.0, net::kUnbounded) : net::kUnbounded;
   return link;
 }
+
 void RunSamples::scale_hook_times(double factor) {
   const auto scale = [factor](std::vector<double>& v) {
     for (auto& x : v) x *= factor;

@@ -1,7 +1,7 @@
 // RunSamples as the bytes a run stores when it ends (RunEnd::samples), and
 // back. Little-endian, fixed widths, one layout:
 //
-//   "CTSP" u32 format | i32 world_size u8 serial_hook f64 link.bytes_per_s f64 link.spread
+//   "CTSP" u32 format | i32 world_size u8 serial_hook f64 link.bytes_per_s f64 link.slower f64 link.faster
 //   u32 n  i64 steps[n] | f64[n] x 10: data forward backward pure_backward optimizer hook
 //                                      hook_inline total wire_bytes uncompressed_bytes
 //   ready, chain, work: u32 count, then count x (i32 bucket, f64[n]), buckets increasing
@@ -117,7 +117,8 @@ std::string RunSamples::encode() const {
   put(out, static_cast<std::uint32_t>(world_size), 4);
   put(out, serial_hook ? 1 : 0, 1);
   put_f64(out, link.bytes_per_s);
-  put_f64(out, link.spread);
+  put_f64(out, link.slower);
+  put_f64(out, link.faster);
   put(out, steps.size(), 4);
   for (const auto step : steps) put(out, static_cast<std::uint64_t>(step), 8);
   for (const auto field : kSeries) put_series(out, this->*field);
@@ -148,13 +149,14 @@ std::optional<RunSamples> RunSamples::decode(std::string_view bytes, std::int64_
   const auto serial = in.get(1);
   s.serial_hook = serial == 1;
   s.link.bytes_per_s = in.f64();
-  s.link.spread = in.f64();
+  s.link.slower = in.f64();
+  s.link.faster = in.f64();
   // What from_store never writes, refused here: no rank or more than it
   // takes, other ranks than the run had, fewer than two steady steps (it profiles runs of four steps or
   // more), a link that is no bandwidth.
   if (!in.ok() || serial > 1 || s.world_size < 1 || s.world_size > (1 << 20) || s.world_size != world_size ||
       !(std::isfinite(s.link.bytes_per_s) && s.link.bytes_per_s >= 0) ||
-      !(std::isfinite(s.link.spread) && s.link.spread >= 1))
+      !(std::isfinite(s.link.slower) && s.link.slower >= 1) || !(std::isfinite(s.link.faster) && s.link.faster >= 1))
     return std::nullopt;
   const auto n = in.count(8);
   if (n < 2) return std::nullopt;
