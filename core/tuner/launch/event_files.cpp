@@ -270,8 +270,12 @@ class EventFilesReader {
       if (const auto* r = culprit()) {
         outcome_.status = RunStatus::Failed;
         outcome_.failed_rank = r->rank;
-        outcome_.reason = abort_.empty() ? "rank " + std::to_string(r->rank) + " failed: " + failure_of(*r)
-                                         : abort_ + " (rank " + std::to_string(r->rank) + ": " + failure_of(*r) + ")";
+        // A rank that said what went wrong is the cause, whatever ended the
+        // reading after it (its launcher's exit, most often).
+        const bool own_error = !r->error.empty() && r->error_kind != "communication";
+        outcome_.reason = abort_.empty() || own_error
+                              ? "rank " + std::to_string(r->rank) + " failed: " + failure_of(*r)
+                              : abort_ + " (rank " + std::to_string(r->rank) + ": " + failure_of(*r) + ")";
       } else if (const auto short_end = ended_short()) {
         outcome_.status = RunStatus::Failed;
         outcome_.failed_rank = short_end->first;
