@@ -12,6 +12,7 @@
 
 #include "core/tuner/config/run_config.h"
 #include "core/tuner/io/output_file.h"
+#include "core/tuner/launch/script_job.h"
 #include "core/tuner/store/run_label.h"
 #include "db/parallel.h"
 
@@ -425,7 +426,11 @@ void apply_script_args(nlohmann::json& raw, const ScriptArgs& args) {
     return;
   }
   set_param(raw, "script.path", std::filesystem::absolute(args.path).lexically_normal().string());
-  if (!args.python.empty()) set_param(raw, "script.python", args.python);
+  if (!args.python.empty()) {  // a path, as the store then keeps it: a resumed sweep runs from any folder
+    ScriptOptions named;
+    named.python = args.python;
+    set_param(raw, "script.python", with_absolute_paths(named).python);
+  }
   if (!args.steps_arg.empty()) set_param(raw, "script.steps_arg", args.steps_arg);
   if (args.nproc_per_node) set_param(raw, "world_size", *args.nproc_per_node);
   if (!args.argv.empty()) raw["script"]["argv"] = args.argv;

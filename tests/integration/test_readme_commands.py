@@ -114,9 +114,10 @@ class ReadmeCommands(unittest.TestCase):
             # What the tour left: the export it shows, which ran its own two-rank check.
             for path in ("powersgd-export/use_powersgd.py", "powersgd-export/powersgd_state.pt"):
                 self.assertTrue(os.path.exists(os.path.join(root, path)), path)
-            # The default job, the sweep's baseline and six trials, and the run on one's own tensors.
+            # The default job, the sweep's baseline and six trials, the script sweep's two baselines and two
+            # trials, and the run on one's own tensors.
             listed = ct.cli_json("list", "--db", store)
-            self.assertEqual([r["status"] for r in listed], ["succeeded"] * 9, [(r["id"], r["status"]) for r in listed])
+            self.assertEqual([r["status"] for r in listed], ["succeeded"] * 13, [(r["id"], r["status"]) for r in listed])
 
     def test_every_command_in_docs_runs_as_written(self):
         documents = sorted(f for f in os.listdir(os.path.join(ct.REPO, "docs")) if f.endswith(".md"))

@@ -6,6 +6,7 @@ trial saying why, and leaves no process behind; a Python whose torch is missing 
 refused before anything starts."""
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -127,6 +128,29 @@ class ScriptLaunch(unittest.TestCase):
         self.assertEqual(recommended["baseline_run"], 1)
         self.assertEqual(sorted(c["run_id"] for c in recommended["candidates"]), [1, 2, 3, 4, 5])
         self.assertTrue(all(c["prediction"]["step_s"] > 0 for c in recommended["candidates"]))
+
+    def test_a_script_trial_exports_as_an_engine_run_does(self):
+        proc, run_id = run_script("--set", "hook.name=powersgd", "--set", "hook.matrix_approximation_rank=2",
+                                  "--set", "hook.start_powerSGD_iter=3", check=True)
+        trained = per_rank(run_id)
+        with tempfile.TemporaryDirectory() as folder:
+            # Production is the same script: attach does nothing there, the exported hook is registered instead.
+            ct.cli("export", "production", "--run", str(run_id), "--out", folder + "/production")
+            exported, _, _ = torchrun(folder, "--exported", folder + "/production/use_powersgd.py", "--steps", "8")
+            self.assertEqual(exported, trained)  # bit for bit
+            # The launch scripts start the trial itself on nodes: torchrun of the script, its events to import.
+            ct.cli("export", "launch", "--run", str(run_id), "--out", folder + "/job", "--nodes", "1",
+                   "--ranks-per-node", "2")
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            job = subprocess.run(["sh", folder + "/job/launch_torchrun.sh"], capture_output=True, text=True,
+                                 env=dict(os.environ, RDZV_ENDPOINT=f"127.0.0.1:{port}"), timeout=300)
+            self.assertEqual(job.returncode, 0, job.stderr[-3000:])
+            imported = ct.cli("import", folder + "/job/events")
+            found = re.search(r"run (\d+)", imported.stdout + imported.stderr)
+            self.assertIsNotNone(found, imported.stdout + imported.stderr)
+            self.assertEqual(per_rank(int(found.group(1))), trained)
 
     def test_a_failing_exiting_unattached_or_hanging_script_fails_its_trial_saying_why(self):
         cases = [

@@ -330,5 +330,43 @@ class SlurmSweeps(unittest.TestCase):
             self.assertEqual(ct.stored_losses(run_id), [loss for rank in local.losses() for loss in rank])
 
 
+class SlurmScriptSweeps(unittest.TestCase):
+    """The user's own script as the trial of a SLURM sweep: each trial's job runs torchrun of the
+    script on each of two "nodes", rendezvousing at the first, and streams its events as the
+    engine's jobs do; its losses are the same sweep's run here, bit for bit."""
+
+    def setUp(self):
+        ct.fresh_store()
+
+    def test_each_trial_runs_torchrun_of_the_script_on_every_node(self):
+        script = os.path.join(ct.REPO, "tests", "script_trials", "train_ddp.py")
+        with tempfile.TemporaryDirectory() as folder, ct.LocalSlurm(self, nodes=2) as slurm:
+            env = dict(slurm.env, COMMTUNE_DB=ct.store())
+            common = ("--script", script, "--python", ct.ORACLE_PYTHON, "--steps-arg", "steps", "--set", "steps=6",
+                      "--set", "world_size=2", "--set", "threads=1", "--set", "hook.name=powersgd",
+                      "--set", "hook.start_powerSGD_iter=2", "--axis", "hook.matrix_approximation_rank=1,2")
+            spec_path = os.path.join(folder, "slurm.json")
+            with open(spec_path, "w") as f:
+                json.dump({"backend": "slurm", "slurm": {"nodes": 2, "ranks_per_node": 1, "folder": folder,
+                                                         "poll_s": 0.2, "quiet_limit_s": 120}}, f)
+            proc = sweep_cli(env, "--spec", spec_path, *common)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("3 succeeded", proc.stderr)
+            remote = ct.query("SELECT max(id) FROM sweeps")[0][0]
+            proc = sweep_cli(env, *common)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            local = ct.query("SELECT max(id) FROM sweeps")[0][0]
+            remote_runs, local_runs = trial_runs(remote), trial_runs(local)
+            self.assertEqual(len(remote_runs), 3)
+            for trial, (run_id, status, reason) in remote_runs.items():
+                with self.subTest(trial=trial):
+                    self.assertEqual(status, "succeeded", reason)
+                    self.assertEqual(len(jobs_of(run_id)), 1)
+                    got = ct.stored_losses(run_id)
+                    self.assertEqual(len(got), 2 * 6)
+                    self.assertEqual(got, ct.stored_losses(local_runs[trial][0]))  # bit for bit
+            self.assertEqual(queued(env), set())
+
+
 if __name__ == "__main__":
     unittest.main()

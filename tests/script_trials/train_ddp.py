@@ -62,7 +62,11 @@ elif args.exported:
     spec = importlib.util.spec_from_file_location("exported", args.exported)
     exported = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exported)
-    exported.register(ddp).follow(optimizer)
+    if hasattr(exported, "load_powersgd_state"):  # use_powersgd.py: the state file beside it, then the hook
+        state, _ = exported.load_powersgd_state(os.path.join(os.path.dirname(args.exported), "powersgd_state.pt"))
+        exported.register(ddp, state)
+    else:  # use_byteps.py: the hook and its state at once, the learning rate followed
+        exported.register(ddp).follow(optimizer)
 elif not args.plain and not args.no_attach:
     ddp = commtune.attach(ddp, optimizer)
 

@@ -158,7 +158,7 @@ TEST(Schema, AScriptsCommandLineReadsAsAShellSplitsItAndBack) {
   using commtune::split_command_line;
   EXPECT_EQ(split_command_line(R"(  --data '/my data/x' --name "a b"  \q\ r "x\"y\$" '' a'b'"c")", "f"),
             (std::vector<std::string>{"--data", "/my data/x", "--name", "a b", "q r", "x\"y$", "", "abc"}));
-  for (const std::vector<std::string> words : {std::vector<std::string>{"--lr", "0.05", "it's", "a b", "", "$HOME"},
+  for (const std::vector<std::string>& words : {std::vector<std::string>{"--lr", "0.05", "it's", "a b", "", "$HOME"},
                                                std::vector<std::string>{}})
     EXPECT_EQ(split_command_line(join_command_line(words), "f"), words);
   EXPECT_EQ(config_error([] { split_command_line("--name 'open", "script.argv"); }),

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <string_view>
 
+#include "core/tuner/config/command_line.h"
 #include "core/tuner/config/run_config.h"
 #include "core/tuner/export/export_files.h"
+#include "core/tuner/launch/script_job.h"
 
 namespace commtune {
 
@@ -107,6 +109,63 @@ srun --kill-on-bad-exit=1 bash -c '
   exec "$0" --config "$1"' "${COMMTUNE_WORKER:-commtune-worker}" "$HERE/run.json"
 )SH";
 
+// A script trial: torchrun of the trial's Python on the user's script, one
+// torchrun per node. Each rank's python/commtune (the copy beside this
+// script, first on PYTHONPATH) reads run.json and writes the events.
+const char* const kScriptEnvironment = R"SH(export COMMTUNE_TRIAL_CONFIG="$HERE/run.json"
+export COMMTUNE_EVENT_FILE="$EVENT_DIR/events-{rank}.ctev"
+export PYTHONPATH="$HERE/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+@THREADS@cd @SCRIPT_DIR@
+)SH";
+
+const char* const kScriptTorchrunScript = R"SH(#!/bin/sh
+# commtune: @NODES@ nodes x @PER_NODE@ ranks of your script, as the trial in run.json.
+# Run this on every node (any order):
+#   sh launch_torchrun.sh
+# and, on any machine that sees the event folder, stream the job into the run store:
+#   commtune-cli import --follow events/
+# Environment: RDZV_ENDPOINT (default @RDZV@: a node every node reaches),
+# EVENT_DIR (default events/ beside this script: a folder every node writes),
+# PYTHON (default the trial's, @PYTHON@), TORCHRUN_ARGS (more torchrun options).
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+EVENT_DIR=${EVENT_DIR:-$HERE/events}
+mkdir -p "$EVENT_DIR"
+@ENVIRONMENT@# TORCHRUN_ARGS is split into words on purpose.
+# shellcheck disable=SC2086
+exec "${PYTHON:-@PYTHON@}" -m torch.distributed.run --nnodes @NODES@ --nproc_per_node @PER_NODE@ \
+  --rdzv_backend c10d --rdzv_endpoint "${RDZV_ENDPOINT:-@RDZV@}" --rdzv_id @NAME@ --max_restarts 0 \
+  ${TORCHRUN_ARGS:-} @COMMAND@
+)SH";
+
+const char* const kScriptSbatchScript = R"SH(#!/bin/bash
+#SBATCH --job-name=@NAME@
+#SBATCH --nodes=@NODES@
+#SBATCH --ntasks-per-node=1
+#SBATCH --cpus-per-task=@PER_NODE@
+@GPUS@@OPTIONS@# commtune: @NODES@ nodes x @PER_NODE@ ranks of your script, as the trial in run.json: one
+# torchrun per node. Submit from this folder:
+#   sbatch launch.sbatch
+# and stream the job into the run store from any machine that sees the event folder:
+#   commtune-cli import --follow events/
+# Environment: EVENT_DIR (default events/ in the submit folder, shared by the nodes),
+# PYTHON (default the trial's, @PYTHON@), MASTER_PORT (default: from the job id). A job
+# SLURM requeues writes its events anew, to events/restart-N.
+set -eu
+HERE=${SLURM_SUBMIT_DIR:-$(pwd)}
+EVENT_DIR=${EVENT_DIR:-$HERE/events}
+if [ "${SLURM_RESTART_COUNT:-0}" != 0 ]; then EVENT_DIR=$EVENT_DIR/restart-$SLURM_RESTART_COUNT; fi
+mkdir -p "$EVENT_DIR"
+FIRST_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+MASTER_ADDR=$(scontrol -o show node "$FIRST_NODE" | tr ' ' '\n' | sed -n 's/^NodeAddr=//p')
+MASTER_ADDR=${MASTER_ADDR:-$FIRST_NODE}
+MASTER_PORT=${MASTER_PORT:-$((20000 + SLURM_JOB_ID % 40000))}
+@ENVIRONMENT@srun --kill-on-bad-exit=1 "${PYTHON:-@PYTHON@}" -m torch.distributed.run --nnodes @NODES@ \
+  --nproc_per_node @PER_NODE@ --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \
+  --rdzv_id "$SLURM_JOB_ID" --max_restarts 0 @COMMAND@
+)SH";
+
 // GPUs for a cuda run; for device auto, the line to uncomment on GPU nodes.
 std::string gpus_line(const std::string& device, int per_node) {
   const auto line = "#SBATCH --gpus-per-node=" + std::to_string(per_node);
@@ -155,16 +214,35 @@ std::vector<std::string> write_launch_scripts(const nlohmann::json& config, cons
   parsed.check_world_size(plan.nodes * plan.ranks_per_node);  // as `run` checks it, before any node starts
   fs::create_directories(out_dir);
   const auto dir = fs::path(out_dir);
-  write_file_whole(dir / "run.json", parsed.to_json().dump(2) + "\n");
-  const std::vector<std::pair<std::string, std::string>> values = {
+  const bool script = parsed.script.enabled();
+  // The script and its Python by the paths every node finds them at (this process's, absolute).
+  const auto trial = script ? with_absolute_paths(parsed.script) : parsed.script;
+  auto stored = parsed.to_json();
+  if (script) stored["script"] = trial.to_json();
+  write_file_whole(dir / "run.json", stored.dump(2) + "\n");
+  std::vector<std::pair<std::string, std::string>> values = {
       {"@NODES@", std::to_string(plan.nodes)},
       {"@PER_NODE@", std::to_string(plan.ranks_per_node)},
       {"@RDZV@", plan.rendezvous},
       {"@NAME@", job_name(plan.name)},
       {"@GPUS@", gpus_line(parsed.run.device, plan.ranks_per_node)},
       {"@OPTIONS@", sbatch_option_lines(plan.sbatch_options)}};
-  write_file_whole(dir / "launch_torchrun.sh", fill(kTorchrunScript, values));
-  write_file_whole(dir / "launch.sbatch", fill(kSbatchScript, values));
+  if (script) {
+    fs::create_directories(dir / "python" / "commtune");
+    for (const auto& [name, text] : script_package_files()) write_file_whole(dir / "python" / "commtune" / name, text);
+    std::vector<std::string> command{trial.path};
+    for (auto& a : trial.command_args(parsed.run.steps)) command.push_back(std::move(a));
+    const auto threads = parsed.run.threads > 0 ? "export OMP_NUM_THREADS=" + std::to_string(parsed.run.threads) + "\n"
+                                                : std::string();
+    // Filled first: the environment holds keys of its own.
+    values.insert(values.begin(), {"@ENVIRONMENT@", kScriptEnvironment});
+    values.insert(values.begin() + 1, {"@THREADS@", threads});
+    values.insert(values.begin() + 2, {"@SCRIPT_DIR@", join_command_line({fs::path(trial.path).parent_path().string()})});
+    values.push_back({"@PYTHON@", join_command_line({trial.python})});
+    values.push_back({"@COMMAND@", join_command_line(command)});
+  }
+  write_file_whole(dir / "launch_torchrun.sh", fill(script ? kScriptTorchrunScript : kTorchrunScript, values));
+  write_file_whole(dir / "launch.sbatch", fill(script ? kScriptSbatchScript : kSbatchScript, values));
   for (const auto* name : {"launch_torchrun.sh", "launch.sbatch"})
     fs::permissions(dir / name, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);

@@ -441,14 +441,19 @@ void check_script(const ScriptOptions& script) {
   script_torch_version(script.python);
 }
 
+ScriptOptions with_absolute_paths(ScriptOptions script) {
+  if (!script.path.empty()) script.path = fs::absolute(script.path).lexically_normal().string();
+  // A bare name is PATH's; one with a slash is relative to this process's folder, as check_script ran it.
+  if (script.python.find('/') != std::string::npos)
+    script.python = fs::absolute(script.python).lexically_normal().string();
+  return script;
+}
+
 RunOutcome launch_script(const ScriptLaunch& launch, const std::vector<EventSubscriber*>& subscribers,
                          const std::atomic<bool>* cancel) {
   check_script(launch.script);
-  auto resolved = launch;  // the script runs in its own folder: its path must not depend on this process's
-  resolved.script.path = fs::absolute(launch.script.path).lexically_normal().string();
-  // An interpreter named by a path is this process's relative path, as the check above ran it; a bare name is PATH's.
-  if (launch.script.python.find('/') != std::string::npos)
-    resolved.script.python = fs::absolute(launch.script.python).lexically_normal().string();
+  auto resolved = launch;
+  resolved.script = with_absolute_paths(launch.script);
   ScriptRun run(resolved, subscribers);
   return run.run(cancel);
 }

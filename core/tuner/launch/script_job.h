@@ -50,6 +50,11 @@ void check_script(const ScriptOptions& script);
 std::string script_torch_version(const std::string& python);
 inline constexpr const char* kOldestScriptTorch = "2.4";
 
+// The script and, when it is named by a path, its Python, as absolute paths
+// from this process's folder: a script runs in its own folder, and a job's
+// nodes find both where this process does.
+ScriptOptions with_absolute_paths(ScriptOptions script);
+
 // The files of python/commtune, compiled into the tuner: (name, text).
 const std::vector<std::pair<std::string, std::string>>& script_package_files();
 

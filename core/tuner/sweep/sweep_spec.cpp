@@ -266,9 +266,6 @@ SweepSpec parse_unplanned(const nlohmann::json& j) {
   } catch (const ConfigError& e) {
     throw e.within("base");
   }
-  if (base.script.enabled() && spec.options.backend == "slurm")
-    throw ConfigError("backend", "is slurm, whose jobs run the engine's workers; a script trial runs under torchrun "
-                                 "on this machine: use backend local");
   if (base.script.enabled() && spec.early_stopping.enabled() && base.script.steps_arg.empty())
     throw ConfigError("early_stopping", "ranks script trials at rungs of fewer steps, which only a script told its "
                                         "steps can run: set script.steps_arg to the script's option for them");
