@@ -7,6 +7,9 @@
 #                 Gloo against PyTorch's DDP run the same way; each against
 #                 commtune on the CPU; the compressors' device path against
 #                 their host path; exported files under torchrun;
+#   script_trials a user's own script (tests/script_trials/train_ddp.py) as a
+#                 trial against the script registering PyTorch's hook by hand:
+#                 one rank on NCCL, two ranks sharing the GPU over Gloo;
 #   device_bench  the device path's encode + decode bandwidth against a
 #                 device-to-device copy of the bucket;
 #   ddp_speed     step time against PyTorch's DDP on the GPU at 10M and 100M
@@ -142,6 +145,7 @@ check kernels 120 "$programs/tests/gpu/gpu_kernel_check"
 rm -rf "$logs/runs"
 check runs 240 "$py" "$root/tests/gpu/compare_gpu_runs.py" --build "$programs" --out "$logs/runs" \
   --only "${GPU_CHECK_CASES:-}"
+check script_trials 150 "$py" "$root/tests/gpu/compare_script_trials.py" --build "$programs"
 check device_bench 90 "$programs/bench/device_compress_bench"
 check ddp_speed 240 "$py" "$root/bench/ddp_step_bench.py" --gpu --rounds "${GPU_CHECK_SPEED_ROUNDS:-3}" \
   --json "$logs/ddp_speed.json"

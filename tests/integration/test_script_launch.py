@@ -33,6 +33,11 @@ def run_script(*args, steps=8, check=False, timeout=300):
     return proc, int(found.group(1)) if found else None
 
 
+def settings(*assignments):
+    """--set for each of these."""
+    return [arg for assignment in assignments for arg in ("--set", assignment)]
+
+
 def per_rank(run_id):
     rows = ct.query("SELECT rank, loss FROM step_metrics WHERE run_id = ? ORDER BY rank, step", (run_id,))
     out = {}
@@ -151,6 +156,28 @@ class ScriptLaunch(unittest.TestCase):
             found = re.search(r"run (\d+)", imported.stdout + imported.stderr)
             self.assertIsNotNone(found, imported.stdout + imported.stderr)
             self.assertEqual(per_rank(int(found.group(1))), trained)
+
+    def test_the_scripts_model_and_data_as_an_engine_run_train_as_the_script_does(self):
+        # The engine equals PyTorch's DDP bit for bit on a TorchScript file and tensors for these hooks
+        # (docs/exactness.md): the script's own eager model and DataLoader, as a trial, must equal it too.
+        # Without label smoothing, which the engine's loss does not have; the rest is the engine's kind of job:
+        # a DistributedSampler shuffled with the seed, drop_last, SGD with momentum, a linear warm-up.
+        hooks = (["hook.name=allreduce"], ["hook.name=fp16_compress"],
+                 ["hook.name=powersgd", "hook.matrix_approximation_rank=1", "hook.start_powerSGD_iter=2"])
+        with tempfile.TemporaryDirectory() as folder:
+            subprocess.run([ct.ORACLE_PYTHON, SCRIPT, "--plain", "--save-for-engine", folder], check=True, timeout=120)
+            engine = ["model.name=torchscript", f"model.path={folder}/model.pt", "data.name=tensors",
+                      f"data.path={folder}/data.pt", "data.batch_size=16", "data.shuffle=true", "data.drop_last=true",
+                      "optimizer.lr=0.05", "optimizer.momentum=0.9", "optimizer.warmup_steps=4", "threads=1",
+                      "seed=0", "world_size=2", "steps=8"]
+            for hook in hooks:
+                with self.subTest(hook=hook):
+                    _, script_run = run_script(*settings(*hook, "script.args.label-smoothing=0"), check=True)
+                    found = re.search(r"stored as run (\d+)",
+                                      ct.cli("run", "-q", "--summary", os.devnull, *settings(*hook, *engine)).stderr)
+                    trained = per_rank(script_run)
+                    self.assertEqual([len(trained[r]) for r in (0, 1)], [8, 8])
+                    self.assertEqual(per_rank(int(found.group(1))), trained)  # bit for bit
 
     def test_a_failing_exiting_unattached_or_hanging_script_fails_its_trial_saying_why(self):
         cases = [

@@ -148,5 +148,14 @@ class ScriptTrials(unittest.TestCase):
             self.assertEqual(json.loads(summary.stdout)["launcher"]["status"], "diverged", summary.stderr)
 
 
+    def test_the_gpu_checks_script_trials_run_on_the_cpu_as_they_would_on_a_gpu(self):
+        # scripts/gpu-check.sh runs tests/gpu/compare_script_trials.py only where a GPU is lent: rehearsed here
+        # on the CPU (the same trials and hooks by hand, over Gloo), so that it still runs when one is.
+        proc = subprocess.run([ct.ORACLE_PYTHON, os.path.join(ct.REPO, "tests", "gpu", "compare_script_trials.py"),
+                               "--build", ct.BUILD, "--device", "cpu"], capture_output=True, text=True, timeout=900)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr[-3000:])
+        self.assertEqual(proc.stdout.count(": bit-identical"), 4, proc.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,8 +1,10 @@
-"""A user's own DDP training script, as one writes it for torchrun, with commtune's two lines.
-Prints each rank's losses as JSON on its last line. --direct HOOK registers PyTorch's hook by hand
-instead of commtune.attach (the reference a trial must equal), --exported FILE an exported use_*.py's
-register(); --plain leaves commtune out. The faults a trial must survive: --fail-at STEP (rank 1 raises),
---hang-at STEP (rank 1 stops answering), --exit-before-attach CODE, --no-attach (logs, never attaches)."""
+"""A user's own DDP training script, as one writes it for torchrun, with commtune's two lines: its own
+model class, dataset and DataLoader with a DistributedSampler, loss, learning-rate schedule and loop.
+Prints each rank's losses as JSON on its last line. --direct HOOK registers PyTorch's hook by hand instead
+of commtune.attach (the reference a trial must equal), --exported FILE an exported use_*.py's register();
+--plain leaves commtune out; --save-for-engine DIR writes the model and data for an engine run of the
+same job. The faults a trial must survive: --fail-at STEP (rank 1 raises), --hang-at STEP (rank 1 stops
+answering), --exit-before-attach CODE, --no-attach (logs, never attaches)."""
 import argparse
 import json
 import os
@@ -16,6 +18,13 @@ from torch.nn.parallel import DistributedDataParallel
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=12)
 parser.add_argument("--lr", type=float, default=0.05)
+parser.add_argument("--warmup", type=int, default=4, help="steps of linear learning-rate warm-up")
+parser.add_argument("--batch", type=int, default=16, help="samples per rank and step")
+parser.add_argument("--hidden", type=int, default=64, help="units in each hidden layer")
+parser.add_argument("--label-smoothing", type=float, default=0.1)
+parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+parser.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
+parser.add_argument("--save-for-engine", help="write the model (TorchScript) and data (tensors) to this folder, then exit")
 parser.add_argument("--direct", choices=["powersgd", "fp16_compress", "post_local_sgd"])
 parser.add_argument("--rank-r", type=int, default=2)
 parser.add_argument("--start-iter", type=int, default=2)
@@ -31,16 +40,61 @@ args = parser.parse_args()
 if not args.plain:
     import commtune
 
-dist.init_process_group("gloo")
+
+
+class Classifier(torch.nn.Module):
+    """Four classes from 32 features through two hidden layers of --hidden units."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.encode = torch.nn.Linear(32, hidden)
+        self.mix = torch.nn.Linear(hidden, hidden)
+        self.head = torch.nn.Linear(hidden, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.mix(torch.relu(self.encode(x)))))
+
+
+class Blobs(torch.utils.data.Dataset):
+    """Points around four centres, the same on every rank; DistributedSampler deals them out."""
+
+    def __init__(self, size):
+        generator = torch.Generator().manual_seed(1)
+        self.labels = torch.randint(0, 4, (size,), generator=generator)
+        centres = torch.randn(4, 32, generator=generator)
+        self.points = centres[self.labels] + torch.randn(size, 32, generator=generator)
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.points[i], self.labels[i]
+
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = Classifier(args.hidden)
+dataset = Blobs(2048)
+if args.save_for_engine:  # the model as TorchScript and the data as tensors, for an engine run of the same job
+    os.makedirs(args.save_for_engine, exist_ok=True)
+    torch.jit.script(model).save(os.path.join(args.save_for_engine, "model.pt"))
+    torch.save({"x": dataset.points, "y": dataset.labels}, os.path.join(args.save_for_engine, "data.pt"))
+    sys.exit(0)
+
+dist.init_process_group(args.backend)
+# Ranks on one GPU share it (cuda:0 for both on a machine of one); on the CPU all share it.
+device = torch.device(args.device if args.device == "cpu"
+                      else f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) % torch.cuda.device_count()}")
 if args.exit_before_attach is not None:
     sys.stderr.write("train_ddp.py: cannot open the dataset (--exit-before-attach)\n")
     sys.exit(args.exit_before_attach)
-torch.manual_seed(0)
-torch.set_num_threads(1)
-model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                            torch.nn.Linear(64, 4))
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-ddp = DistributedDataParallel(model)
+# Linear warm-up over the first steps, then constant: the learning rate a hook that follows it sees move.
+schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / args.warmup))
+criterion = torch.nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+sampler = torch.utils.data.distributed.DistributedSampler(dataset, shuffle=True, seed=0)
+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, sampler=sampler, drop_last=True)
+ddp = DistributedDataParallel(model.to(device), device_ids=None if device.type == "cpu" else [device])
 if args.direct == "powersgd":
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
     state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=args.rank_r,
@@ -70,20 +124,29 @@ elif args.exported:
 elif not args.plain and not args.no_attach:
     ddp = commtune.attach(ddp, optimizer)
 
-generator = torch.Generator().manual_seed(1 + dist.get_rank())
+
+
+def batches():
+    """The loader's batches, epoch after epoch, each epoch shuffled anew."""
+    epoch = 0
+    while True:
+        sampler.set_epoch(epoch)
+        yield from loader
+        epoch += 1
+
+
 losses = []
 began = time.perf_counter()
-for step in range(args.steps):
+for step, (x, y) in zip(range(args.steps), batches()):
     if dist.get_rank() == 1 and step == args.fail_at:
         raise ValueError(f"the batch at step {step} is corrupt (--fail-at)")
     if dist.get_rank() == 1 and step == args.hang_at:
         time.sleep(3600)
-    x = torch.randn(16, 32, generator=generator)
-    y = torch.randint(0, 4, (16,), generator=generator)
     optimizer.zero_grad()
-    loss = torch.nn.functional.cross_entropy(ddp(x), y)
+    loss = criterion(ddp(x.to(device)), y.to(device))
     loss.backward()
     optimizer.step()
+    schedule.step()
     losses.append(loss.item())
     if not args.plain and not args.direct and not args.exported:
         commtune.log(loss)

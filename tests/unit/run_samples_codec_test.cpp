@@ -108,7 +108,7 @@ TEST(StoredProfiles, BytesThatAreNotOneWholeProfileAreNone) {
 
   // A step count claiming 2^32 - 1 steps is refused before anything is allocated for them.
   auto huge = bytes;
-  const std::size_t count_at = 4 + 4 + 4 + 1 + 8 + 8;
+  const std::size_t count_at = 4 + 4 + 4 + 1 + 8 + 8 + 8;  // magic, format, world_size, serial_hook, the link
   for (std::size_t i = 0; i < 4; ++i) huge[count_at + i] = '\xff';
   EXPECT_FALSE(RunSamples::decode(huge, 1, 2));
 
