@@ -91,7 +91,11 @@ def register(ddp_model, hook, wrap=lambda function: function):
     elif name == "bf16_compress":
         function = default_hooks.bf16_compress_hook
     else:
-        state = powerSGD_hook.PowerSGDState(process_group=None, **settings)
+        try:
+            state = powerSGD_hook.PowerSGDState(process_group=None, **settings)
+        except ModuleNotFoundError as e:  # numpy, which PowerSGDState draws its random vectors with
+            raise SettingError(f"hook.name: {name} builds PyTorch's PowerSGDState, which imports {e.name}: the "
+                               f"script's Python lacks it (pip install {e.name})") from None
         function = powerSGD_hook.powerSGD_hook if name == "powersgd" else powerSGD_hook.batched_powerSGD_hook
     if wrapper == "fp16":
         function = default_hooks.fp16_compress_wrapper(function)

@@ -18,10 +18,10 @@ SCRIPT = os.path.join(ct.REPO, "tests", "script_trials", "train_ddp.py")
 PACKAGE = os.path.join(ct.REPO, "python")
 
 
-def torchrun(folder, *script_args, trial=None, trial_text=None, expect_ok=True):
+def torchrun(folder, *script_args, trial=None, trial_text=None, expect_ok=True, python_path=()):
     """Runs the script on 2 ranks; returns (each rank's losses, the exit status, the output). trial: the
-    configuration (trial_text: its file's text as given)."""
-    env = dict(os.environ, PYTHONPATH=PACKAGE, OMP_NUM_THREADS="1")
+    configuration (trial_text: its file's text as given); python_path: folders searched before the package."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*python_path, PACKAGE]), OMP_NUM_THREADS="1")
     env.pop("COMMTUNE_TRIAL_CONFIG", None)
     if trial is not None or trial_text is not None:
         path = os.path.join(folder, "trial.json")
@@ -126,6 +126,19 @@ class ScriptTrials(unittest.TestCase):
             self.assertIn("hook.matrix_approximation_rank: fp16_compress does not take this setting", out)
             summary = ct.cli("summarize", *[os.path.join(folder, f"events-{r}.ctev") for r in (0, 1)], check=False)
             self.assertIn("does not take this setting", summary.stdout + summary.stderr)
+
+    def test_powersgd_in_a_python_without_numpy_is_refused_naming_it(self):
+        # PyTorch's PowerSGDState imports numpy, which torch does not require: a numpy that cannot be
+        # imported, ahead of the real one on the path, stands for a Python without it.
+        with tempfile.TemporaryDirectory() as folder:
+            os.makedirs(os.path.join(folder, "without", "numpy"))
+            with open(os.path.join(folder, "without", "numpy", "__init__.py"), "w") as f:
+                f.write('raise ModuleNotFoundError("No module named \'numpy\'", name="numpy")\n')
+            _, code, out = torchrun(folder, trial={"hook": {"name": "powersgd"}}, expect_ok=False,
+                                    python_path=[os.path.join(folder, "without")])
+            self.assertNotEqual(code, 0)
+            self.assertIn("hook.name: powersgd builds PyTorch's PowerSGDState, which imports numpy: the script's "
+                          "Python lacks it (pip install numpy)", out)
 
     def test_a_configuration_that_is_not_json_is_refused_naming_the_file(self):
         for text, said in (("", "is not JSON"),
