@@ -183,7 +183,7 @@ class ScriptLaunch(unittest.TestCase):
         cases = [
             (("--", "--fail-at", "3"), r"rank 1 failed: ValueError: the batch at step 3 is corrupt"),
             (("--", "--exit-before-attach", "4"),
-             r"rank 0 exited with code 4; its stderr ends: train_ddp.py: cannot open the dataset"),
+             r"rank \d exited with code 4; its stderr ends: train_ddp.py: cannot open the dataset"),
             (("--", "--no-attach"), r"commtune.log was called before commtune.attach"),
             (("--", "--plain"), r"the script ended without calling commtune.attach"),
             (("--set", "script.timeout_s=20", "--", "--hang-at", "3"),

@@ -154,5 +154,7 @@ seconds = time.perf_counter() - began
 sys.stdout.write(json.dumps({"rank": dist.get_rank(), "losses": losses}) + "\n")  # one write: ranks share stdout
 sys.stdout.write(json.dumps({"rank": dist.get_rank(), "loop_seconds": seconds}) + "\n")
 sys.stdout.flush()
+if args.exported:
+    exported.finish()  # as the exported file asks a production job to end (its docstring says why)
 dist.barrier()
 dist.destroy_process_group()
