@@ -153,6 +153,14 @@ TEST(Schema, AScriptSectionThatCannotMakeACommandLineIsRefusedNamingTheField) {
   EXPECT_EQ(field({{"path", "t.py"}, {"pyhton", "x"}}), "script.pyhton");
 }
 
+TEST(Schema, AScriptsPathsHoldNoControlCharacter) {
+  // Launch scripts name the script and its Python in comments: a newline would end one and run the rest.
+  for (const char* field : {"path", "python"})
+    EXPECT_EQ(config_error([&] { commtune::ScriptOptions::parse({{field, "/opt/x\nrm -rf ~"}}); }).first,
+              std::string("script.") + field);
+  EXPECT_EQ(commtune::ScriptOptions::parse({{"path", "/my scripts/train.py"}, {"python", "python3"}}).python, "python3");
+}
+
 TEST(Schema, AScriptsCommandLineReadsAsAShellSplitsItAndBack) {
   using commtune::join_command_line;
   using commtune::split_command_line;

@@ -89,6 +89,13 @@ void check_arg_text(const std::string& text, const std::string& field) {
   if (text.find('\0') != std::string::npos) throw ConfigError(field, "holds a NUL character");
 }
 
+// A path that launch scripts name, in comments too: no control character
+// (a newline would end a comment and run the rest).
+void check_path_text(const std::string& text, const std::string& field) {
+  for (const unsigned char c : text)
+    if (c < 0x20 || c == 0x7f) throw ConfigError(field, "holds a control character (code " + std::to_string(c) + ")");
+}
+
 // A number as a command line writes it: integers without a point, others in their shortest exact form.
 std::string arg_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
@@ -96,11 +103,13 @@ std::string arg_text(const nlohmann::json& v) { return v.is_string() ? v.get<std
 
 Schema<ScriptOptions> ScriptOptions::schema() {
   return Schema<ScriptOptions>()
-      .text("path", &ScriptOptions::path,
-            "the user's own DDP training script to run as the job (python/commtune attaches to it); empty: the "
+      .text_checked(
+          "path", &ScriptOptions::path, [](const std::string& path) { check_path_text(path, "script.path"); },
+          "the user's own DDP training script to run as the job (python/commtune attaches to it); empty: the "
             "engine trains the run")
-      .text("python", &ScriptOptions::python,
-            "the Python whose torchrun runs the script (its torch, 2.4 or later, is the one trained with)")
+      .text_checked(
+          "python", &ScriptOptions::python, [](const std::string& path) { check_path_text(path, "script.python"); },
+          "the Python whose torchrun runs the script (its torch, 2.4 or later, is the one trained with)")
       .text_checked(
           "steps_arg", &ScriptOptions::steps_arg,
           [](const std::string& name) {
