@@ -11,21 +11,38 @@ namespace commtune {
 
 namespace {
 
-// Per steady step, the mean over the ranks that reported a statistic in
-// `bucket`; `missing` where none did. Runs store what this derives (RunSamples::kStoredFormat): a change to it bumps
-// that.
+// How a step's figure is made from its ranks' values.
+enum class OverRanks {
+  Mean,
+  // The least: the time a collective or a chain took on the rank that came
+  // to it last. Every rank leaves it together, so a rank that came earlier
+  // also waited for that one; on a loaded machine such a wait is a
+  // descheduled peer (a timeslice, milliseconds), which the target's
+  // machines do not share. A peer slower in its compute is compute's part.
+  Least,
+};
+
+// Per steady step, the ranks' values in `bucket` made one as `over` says;
+// `missing` where no rank reported it. Runs store what this derives
+// (RunSamples::kStoredFormat): a change to it bumps that.
 std::vector<double> per_step(const std::vector<db::StatPoint>& points, std::int32_t bucket,
-                             const std::map<std::int64_t, std::size_t>& index, double missing) {
+                             const std::map<std::int64_t, std::size_t>& index, double missing,
+                             OverRanks over = OverRanks::Mean) {
   std::vector<double> sum(index.size(), 0.0);
   std::vector<int> count(index.size(), 0);
   for (const auto& p : points) {
     if (p.bucket != bucket) continue;
     const auto at = index.find(p.step);
     if (at == index.end()) continue;
-    sum[at->second] += p.value;
+    auto& figure = sum[at->second];
+    if (over == OverRanks::Mean)
+      figure += p.value;
+    else
+      figure = count[at->second] ? std::min(figure, p.value) : p.value;
     ++count[at->second];
   }
-  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = count[i] ? sum[i] / count[i] : missing;
+  for (std::size_t i = 0; i < sum.size(); ++i)
+    sum[i] = count[i] ? (over == OverRanks::Mean ? sum[i] / count[i] : sum[i]) : missing;
   return sum;
 }
 
@@ -110,7 +127,9 @@ RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& r
   }
 
   // Collectives outside buckets run after the optimizer (parameter
-  // averaging): their time is modelled on its own, not as optimizer time.
+  // averaging): their time is modelled on its own, not as optimizer time,
+  // which is each rank's, so each rank's own collective time (its waits
+  // included) is what leaves it.
   std::vector<double> step_collective_s(s.steps.size(), 0.0);
   for (const auto& name : names) {
     const auto stat = net::parse_collective_stat(name, ".bytes");
@@ -122,9 +141,12 @@ RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& r
     for (const auto bucket : buckets_of(bytes)) {
       const double missing = bucket == db::kWholeStep ? 0.0 : NAN;
       CollectiveSeries c{stat->kind, stat->group, bucket, per_step(bytes, bucket, index, missing),
-                         per_step(calls, bucket, index, missing), per_step(seconds, bucket, index, missing)};
-      if (bucket == db::kWholeStep)
-        for (std::size_t i = 0; i < c.seconds.size(); ++i) step_collective_s[i] += c.seconds[i];
+                         per_step(calls, bucket, index, missing),
+                         per_step(seconds, bucket, index, missing, OverRanks::Least)};
+      if (bucket == db::kWholeStep) {
+        const auto own = per_step(seconds, bucket, index, missing);
+        for (std::size_t i = 0; i < own.size(); ++i) step_collective_s[i] += own[i];
+      }
       s.collectives.push_back(std::move(c));
     }
   }
@@ -146,7 +168,7 @@ RunSamples RunSamples::from_store(const db::Store& store, const db::RunRecord& r
   const auto ready = store.stat(run_id, "ready_s");
   for (const auto bucket : buckets_of(ready)) s.ready[bucket] = per_step(ready, bucket, index, NAN);
   const auto chain = store.stat(run_id, "chain_s");
-  for (const auto bucket : buckets_of(chain)) s.chain[bucket] = per_step(chain, bucket, index, NAN);
+  for (const auto bucket : buckets_of(chain)) s.chain[bucket] = per_step(chain, bucket, index, NAN, OverRanks::Least);
   const auto work = store.stat(run_id, "hook_work_s");
   for (const auto bucket : buckets_of(work)) s.work[bucket] = per_step(work, bucket, index, NAN);
   const auto starts = store.events(run_id, "run_start");

@@ -65,7 +65,7 @@ struct RunSamples {
   // steps (run_samples_codec.cpp). kStoredFormat names the layout and the
   // way from_store derives samples from steps: change either, and bump it,
   // so that profiles stored before are read from the steps again.
-  static constexpr std::uint32_t kStoredFormat = 2;
+  static constexpr std::uint32_t kStoredFormat = 3;
   std::string encode() const;
   // nullopt for bytes of another format, that do not hold one whole
   // RunSamples, or whose ranks are not the run's `world_size` (a damaged
