@@ -20,6 +20,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SCRIPT = os.path.join(REPO, "tests", "script_trials", "train_ddp.py")
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+import commtune_testing as ct  # noqa: E402
 STEPS = 12
 
 # (name, the trial's hook settings, the script's --direct)
@@ -58,12 +60,12 @@ def by_hand(world, backend, device, direct):
                            str(world), SCRIPT, "--steps", str(STEPS), "--direct", direct, "--rank-r", "2",
                            "--start-iter", "2", "--backend", backend, "--device", device],
                           env=env, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the script by hand failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     losses = {}
     for line in re.findall(r'\{"rank": \d+, "losses": \[[^\]]*\]\}', proc.stdout):
         row = json.loads(line)
         losses[row["rank"]] = row["losses"]
+    if proc.returncode != 0 and not ct.only_pytorchs_teardown_failed(proc.stdout + proc.stderr, losses, world):
+        raise RuntimeError(f"the script by hand failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return losses
 
 

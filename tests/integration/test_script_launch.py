@@ -199,6 +199,23 @@ class ScriptLaunch(unittest.TestCase):
                 self.assertRegex(stored_reason, reason)
                 self.assertTrue(none_left(), script_processes())
 
+    def test_a_script_failing_after_its_last_step_fails_its_trial_unless_pytorchs_teardown_aborted_it(self):
+        # A final save that fails fails the trial; PyTorch's Gloo teardown aborting a rank after every rank
+        # ended its run (a few runs in a hundred with Python hooks on a loaded machine) loses nothing measured.
+        proc, run_id = run_script("--", "--exit-after-loop", "3")
+        self.assertNotEqual(proc.returncode, 0)
+        status, reason = ct.query("SELECT status, reason FROM runs WHERE id = ?", (run_id,))[0]
+        self.assertEqual(status, "failed")
+        self.assertRegex(reason, r"every rank ended its run, then the script exited with code 1: rank 0 exited "
+                                 r"with code 3; its stderr ends: train_ddp.py: cannot save the checkpoint")
+        proc, run_id = run_script("--set", "hook.name=fp16_compress", "--", "--abort-after-loop")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        status, reason = ct.query("SELECT status, reason FROM runs WHERE id = ?", (run_id,))[0]
+        self.assertEqual(status, "succeeded")
+        self.assertIn("then PyTorch's teardown aborted rank 0", reason)
+        self.assertEqual(len(per_rank(run_id)[0]), 8)
+        self.assertTrue(none_left(), script_processes())
+
     def test_a_killed_rank_or_ctrl_c_ends_every_process_of_the_trial(self):
         for how in ("kill a rank", "ctrl-c"):
             with self.subTest(how=how):

@@ -4,8 +4,11 @@ Prints each rank's losses as JSON on its last line. --direct HOOK registers PyTo
 of commtune.attach (the reference a trial must equal), --exported FILE an exported use_*.py's register();
 --plain leaves commtune out; --save-for-engine DIR writes the model and data for an engine run of the
 same job. The faults a trial must survive: --fail-at STEP (rank 1 raises), --hang-at STEP (rank 1 stops
-answering), --exit-before-attach CODE, --no-attach (logs, never attaches)."""
+answering), --exit-before-attach CODE, --no-attach (logs, never attaches), --exit-after-loop CODE (rank 0
+fails after its last step: a final save that failed), --abort-after-loop (rank 0 ends as PyTorch's Gloo
+teardown can abort a rank after Python hooks, at the interpreter's exit: that line on stderr, then SIGABRT)."""
 import argparse
+import atexit
 import json
 import os
 import sys
@@ -34,6 +37,8 @@ parser.add_argument("--fail-at", type=int, default=-1)
 parser.add_argument("--hang-at", type=int, default=-1)
 parser.add_argument("--exit-before-attach", type=int)
 parser.add_argument("--no-attach", action="store_true")
+parser.add_argument("--exit-after-loop", type=int)
+parser.add_argument("--abort-after-loop", action="store_true")
 parser.add_argument("--tag", help="ignored: tells a test's processes from another's")
 args = parser.parse_args()
 
@@ -88,6 +93,13 @@ device = torch.device(args.device if args.device == "cpu"
 if args.exit_before_attach is not None:
     sys.stderr.write("train_ddp.py: cannot open the dataset (--exit-before-attach)\n")
     sys.exit(args.exit_before_attach)
+if args.abort_after_loop and dist.get_rank() == 0:
+    # Registered before attach's own exit handler, so run after it: where the process group's destructor runs.
+    def abort_as_teardown():
+        sys.stderr.write("terminate called without an active exception\n")
+        sys.stderr.flush()
+        os.abort()
+    atexit.register(abort_as_teardown)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 # Linear warm-up over the first steps, then constant: the learning rate a hook that follows it sees move.
 schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / args.warmup))
@@ -151,6 +163,7 @@ for step, (x, y) in zip(range(args.steps), batches()):
     if not args.plain and not args.direct and not args.exported:
         commtune.log(loss)
 seconds = time.perf_counter() - began
+rank = dist.get_rank()
 sys.stdout.write(json.dumps({"rank": dist.get_rank(), "losses": losses}) + "\n")  # one write: ranks share stdout
 sys.stdout.write(json.dumps({"rank": dist.get_rank(), "loop_seconds": seconds}) + "\n")
 sys.stdout.flush()
@@ -158,3 +171,7 @@ if args.exported:
     exported.finish()  # as the exported file asks a production job to end (its docstring says why)
 dist.barrier()
 dist.destroy_process_group()
+if args.exit_after_loop is not None and rank == 0:
+    sys.stderr.write("train_ddp.py: cannot save the checkpoint (--exit-after-loop)\n")
+    sys.exit(args.exit_after_loop)
+

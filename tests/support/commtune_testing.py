@@ -376,3 +376,13 @@ class LocalSlurm:
     def output(folder, job_id):
         path = os.path.join(folder, f"slurm-{job_id}.out")
         return open(path).read()[-3000:] if os.path.exists(path) else "(no slurm output)"
+
+
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def only_pytorchs_teardown_failed(output, losses, world):
+    """Whether a torchrun of the example script failed only in PyTorch's own teardown: every rank printed its
+    losses (its loop and last collective done), then a rank aborted with the line Gloo's process group can
+    leave after Python comm hooks (core/tuner/launch/script_job.cpp, teardown_abort, accepts the same)."""
+    return sorted(losses) == list(range(world)) and TEARDOWN_ABORT in output and "exitcode  : -6" in output

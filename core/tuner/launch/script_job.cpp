@@ -151,6 +151,23 @@ std::string script_last_words(const fs::path& log_dir, const fs::path& output) {
   return line.empty() ? "" : "its output ends: " + line;
 }
 
+// The rank PyTorch's own teardown aborted, when that is how the script
+// ended: torchrun's first failure is a rank ended by SIGABRT whose stderr
+// ends in "terminate called without an active exception". The process
+// group's destructor, or destroy_process_group(), can do so after Python
+// comm hooks ran over Gloo (seen with PyTorch 1.13 and 2.11, a few runs in a
+// hundred on a loaded machine; export_files.cpp's finish() says more).
+std::optional<int> teardown_abort(const fs::path& log_dir, const fs::path& output) {
+  const auto root = root_cause(output);
+  if (!root || root->second != -SIGABRT) return std::nullopt;
+  const auto logs = rank_stderr_logs(log_dir);
+  const auto log = logs.find(root->first);
+  if (log == logs.end()) return std::nullopt;
+  if (without_rank_prefix(last_line(log->second)) != "terminate called without an active exception")
+    return std::nullopt;
+  return root->first;
+}
+
 std::string exit_words(int status) {
   if (WIFSIGNALED(status)) return "was killed by " + signal_words(WTERMSIG(status));
   return "exited with code " + std::to_string(WEXITSTATUS(status));
@@ -377,8 +394,18 @@ RunOutcome ScriptRun::run(const std::atomic<bool>* cancel) {
                      std::to_string(launch_.world_size);
   } else if (ended_well && status_ && !(WIFEXITED(*status_) && WEXITSTATUS(*status_) == 0) &&
              outcome.status == RunStatus::Succeeded) {
-    outcome.status = RunStatus::Failed;
-    outcome.reason = "every rank ended its run, then the script " + exit_words(*status_);
+    // Every step is in; a script that failed after them failed (its final
+    // save, its evaluation), unless PyTorch's teardown is what ended it.
+    if (const auto rank = teardown_abort(folder_.path() / "logs", folder_.path() / "output.log")) {
+      outcome.reason = "every rank ended its run; then PyTorch's teardown aborted rank " + std::to_string(*rank) +
+                       " (\"terminate called without an active exception\"), as Gloo's process group can after "
+                       "Python comm hooks: nothing the run measured is lost";
+    } else {
+      outcome.status = RunStatus::Failed;
+      const auto words = script_last_words(folder_.path() / "logs", folder_.path() / "output.log");
+      outcome.reason = "every rank ended its run, then the script " + exit_words(*status_) +
+                       (words.empty() ? "" : ": " + words);
+    }
   }
   // The failed rank's last words, for a reader that has only the run's record.
   const auto logs = rank_stderr_logs(folder_.path() / "logs");
