@@ -70,7 +70,7 @@ class Table {
  public:
   // A cell longer than this many characters is cut, ending in "...": one long
   // run name must not pad every row of a listing. The last column pads
-  // nothing, so it is kept whole (a reason, "excluded because ...").
+  // nothing, so it is kept whole (a reason: "excluded: ...").
   static constexpr std::size_t kMaxCellChars = 60;
 
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}

@@ -113,10 +113,18 @@ struct PredictArgs {
 };
 
 // "12.30 (11.90-12.80)": a figure with its 95% interval.
-std::string with_interval(const Estimate& e, double scale, const char* unit = "") {
+std::string with_interval(const Estimate& e, double scale) {
   if (std::isnan(e.value)) return "-";
-  auto text = format("%.2f", scale * e.value) + unit;
+  auto text = format("%.2f", scale * e.value);
   if (e.has_interval()) text += " (" + format("%.2f", scale * e.low) + "-" + format("%.2f", scale * e.high) + ")";
+  return text;
+}
+
+// A speedup and its interval, with the digits that keep each on its side of 1.0 (recommend.h, digits_beside).
+std::string speedup_cell(const Estimate& e) {
+  if (std::isnan(e.value)) return "-";
+  auto text = digits_beside(e.value, {1.0}) + "x";
+  if (e.has_interval()) text += " (" + digits_beside(e.low, {1.0}) + "-" + digits_beside(e.high, {1.0}) + ")";
   return text;
 }
 
@@ -183,7 +191,7 @@ int predict_command(const PredictArgs& args, const Context& context) {
       j["network"] = cluster.network_name();
       if (baseline && evidence.profile_problem(*baseline).empty()) {
         const auto speedup = evidence.speedup(c, *baseline, cluster, compute);
-        speedups.push_back(with_interval(speedup, 1, "x") + (speedup.includes(1.0) ? " ~" : ""));
+        speedups.push_back(speedup_cell(speedup) + (speedup.includes(1.0) ? " ~" : ""));
         j["speedup_over_allreduce"] = speedup.value;
         j["speedup_interval"] = speedup.to_json();
         j["measurable"] = !speedup.includes(1.0);
@@ -282,13 +290,13 @@ int recommend_command(const RecommendArgs& args, const Context& context) {
   }
   std::cout << "on " << r.cluster.describe() << " (" << r.compute << "), loss within " << format("%g%%", 100 * r.tolerance)
             << " of allreduce's at the same settings:\n";
-  Table table({"run", "label", "seeds", "tail loss", "vs base", "predicted ms", "speedup", "excluded because"});
+  Table table({"run", "label", "seeds", "tail loss", "vs base", "predicted ms", "speedup", "outcome"});
   for (const auto& c : r.candidates) {
     auto loss = format_optional("%.5f", c.loss);
     if (c.loss_sd) loss += " ±" + format("%.5f", *c.loss_sd);
     table.add({std::to_string(c.run_id) + (c.is_baseline ? "*" : ""), c.label, std::to_string(c.seeds), loss,
                c.is_baseline || !c.baseline_run ? "-" : c.loss_change.describe(), with_interval(c.step_s, 1e3),
-               c.is_baseline ? "-" : with_interval(c.speedup, 1, "x"), c.excluded.empty() ? "-" : c.excluded});
+               c.is_baseline ? "-" : speedup_cell(c.speedup), c.reason});
   }
   table.print(std::cout);
   if (r.candidates.size() > r.intervals)

@@ -117,6 +117,21 @@ class NoiseIsNotASpeedup(unittest.TestCase):
         self.assertEqual(r["run_to_run"]["repeated_runs"], 4, r["run_to_run"])
         interval = candidate(r, powersgd)["speedup_interval"]
         self.assertIn(verdict_reason(interval), r["verdict"])
+        # The candidate's own row says the same, in its words; the baseline's says what it is.
+        self.assertIn(candidate_reason(interval), candidate(r, powersgd)["reason"])
+        self.assertEqual(candidate(r, baseline)["reason"], "the baseline")
+        table = ct.cli("recommend", *runs, "--nodes", "1", "--gpus-per-node", "2", "--network", "nvlink",
+                       "--tolerance", "10").stdout
+        self.assertIn(candidate(r, powersgd)["reason"], table)
+
+
+def candidate_reason(interval):
+    """What a candidate's own reason must say for its speedup interval, when it was not chosen."""
+    if interval["high"] < 1.0:
+        return "slower than allreduce"
+    if interval["low"] <= 1.0:
+        return "no measurable difference from allreduce"
+    return "below the model's margin"
 
 
 def verdict_reason(interval):

@@ -58,3 +58,39 @@ TEST(RecommendationVerdict, AMeasurableSpeedupPastTheMarginIsUsed) {
   EXPECT_EQ(v.rfind("use powersgd r8 (run 7)", 0), 0u) << v;
   EXPECT_TRUE(says(v, "1.80x (95%: 1.60-2.00)")) << v;
 }
+
+TEST(RecommendationVerdict, FiguresKeepTheDigitsThatPutThemOnTheirSideOfOne) {
+  using commtune::digits_beside;
+  EXPECT_EQ(digits_beside(0.99947, {1.0}), "0.999");  // "1.00" would read as holding 1.0
+  EXPECT_EQ(digits_beside(1.00004, {1.0}), "1.00004");
+  EXPECT_EQ(digits_beside(1.0, {1.0}), "1.00");
+  EXPECT_EQ(digits_beside(0.72, {1.0}), "0.72");
+  EXPECT_EQ(digits_beside(1.0496, {1.0, 1.05}), "1.0496");  // below the margin, so not "1.05"
+  const auto c = with_speedup(0.72, 0.66, 0.99947);
+  const auto v = recommendation_verdict(&c, "nvlink", RecommendOptions{});
+  EXPECT_TRUE(says(v, "0.72x (95%: 0.66-0.999), an interval wholly below 1.0")) << v;
+}
+
+TEST(RecommendationVerdict, EveryCandidateSaysWhyItWasOrWasNotChosen) {
+  using commtune::candidate_reason;
+  const RecommendOptions options;
+  auto best = with_speedup(1.8, 1.6, 2.0);
+  best.run_id = 3;
+  EXPECT_EQ(candidate_reason(best, &best, std::int64_t{3}, options), "chosen");
+  auto slower = with_speedup(0.72, 0.66, 0.99947);  // not chosen, wholly below 1.0: its own reason, not "-"
+  EXPECT_EQ(candidate_reason(slower, &best, std::int64_t{3}, options),
+            "slower than allreduce: 0.72x (95%: 0.66-0.999), an interval wholly below 1.0");
+  const auto holds = with_speedup(1.02, 0.90, 1.15);
+  EXPECT_TRUE(says(candidate_reason(holds, &best, std::int64_t{3}, options), "an interval that holds 1.0"));
+  auto runner_up = with_speedup(1.5, 1.3, 1.7);  // would be chosen but for run 3
+  EXPECT_EQ(candidate_reason(runner_up, &best, std::int64_t{3}, options),
+            "run 3 is predicted faster (1.80x (95%: 1.60-2.00))");
+  auto excluded = with_speedup(2.5, 2.0, 3.0);
+  excluded.excluded = "its loss is +4.1% from its baseline's, beyond 1.00%";
+  EXPECT_EQ(candidate_reason(excluded, &best, std::int64_t{3}, options), "excluded: " + excluded.excluded);
+  auto undrawn = with_speedup(1.2, NAN, NAN);
+  EXPECT_TRUE(says(candidate_reason(undrawn, &best, std::int64_t{3}, options), "with no interval drawn")) << "";
+  Candidate baseline;
+  baseline.is_baseline = true;
+  EXPECT_EQ(candidate_reason(baseline, &best, std::int64_t{3}, options), "the baseline");
+}

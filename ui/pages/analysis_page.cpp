@@ -20,6 +20,7 @@
 #include <tuple>
 #include "ui/plot/qcustomplot.h"
 
+#include "core/tuner/verdict/recommend.h"
 #include "db/store.h"
 #include "ui/async.h"
 #include "ui/forms/param_field.h"
@@ -508,13 +509,17 @@ void AnalysisPage::fill_what_if() {
     what_if_->setItem(r, 3, cell(row.best_ms, 1));
     QString speedup = "–";
     if (row.speedup) {
-      speedup = QString::number(row.speedup->value, 'f', 2) + "×";
+      // The digits that keep each figure on its side of 1.0, as the verdict prints them (recommend.h).
+      const auto text = [](double x) { return QString::fromStdString(digits_beside(x, {1.0})); };
+      speedup = text(row.speedup->value) + "×";
       if (row.speedup->has_interval())
-        speedup += QString(" (%1–%2)").arg(row.speedup->low, 0, 'f', 2).arg(row.speedup->high, 0, 'f', 2);
+        speedup += QString(" (%1–%2)").arg(text(row.speedup->low), text(row.speedup->high));
     }
     what_if_->setItem(r, 4, new QTableWidgetItem(speedup));
     what_if_->setItem(r, 5, new QTableWidgetItem(QString::fromStdString(row.verdict)));
     QString tip = QString::fromStdString(row.verdict);
+    if (!row.reasons.empty()) tip += "\n\nEach candidate, fastest predicted first:";
+    for (const auto& reason : row.reasons) tip += "\n• " + QString::fromStdString(reason);
     for (const auto& note : row.slowmo) tip += "\n" + QString::fromStdString(note);
     what_if_->item(r, 5)->setToolTip(tip);
   }

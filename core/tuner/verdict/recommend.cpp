@@ -25,12 +25,6 @@ std::string format_text(const char* pattern, ...) {
 
 std::string tolerance_percent(double fraction) { return format_text("%.2f%%", 100 * fraction); }
 
-// "1.19x (95%: 1.12-1.25)"
-std::string speedup_text(const Estimate& s) {
-  if (!s.has_interval()) return format_text("%.2fx", s.value);
-  return format_text("%.2fx (95%%: %.2f-%.2f)", s.value, s.low, s.high);
-}
-
 nlohmann::json optional_number(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
@@ -52,6 +46,44 @@ std::string run_list(const std::vector<std::int64_t>& runs) {
 }
 
 }  // namespace
+
+std::string digits_beside(double value, std::initializer_list<double> marks) {
+  if (!std::isfinite(value)) return format_text("%g", value);
+  const auto side = [](double a, double b) { return (a > b) - (a < b); };
+  for (int digits = 2;; ++digits) {
+    const auto text = format_text("%.*f", digits, value);
+    const double shown = std::strtod(text.c_str(), nullptr);
+    if (digits == 6 || std::all_of(marks.begin(), marks.end(), [&](double m) { return side(shown, m) == side(value, m); }))
+      return text;
+  }
+}
+
+std::string speedup_text(const Estimate& s, double margin) {
+  const auto text = digits_beside(s.value, {1.0, margin}) + "x";
+  if (!s.has_interval()) return text;
+  return text + " (95%: " + digits_beside(s.low, {1.0}) + "-" + digits_beside(s.high, {1.0}) + ")";
+}
+
+std::string candidate_reason(const Candidate& k, const Candidate* best, const std::optional<std::int64_t>& chosen,
+                             const RecommendOptions& options) {
+  if (k.is_baseline) return "the baseline";
+  if (!k.excluded.empty()) return "excluded: " + k.excluded;
+  if (chosen && *chosen == k.run_id) return "chosen";
+  const auto& s = k.speedup;
+  if (!std::isfinite(s.value)) return "no prediction on this network";
+  const auto text = speedup_text(s, options.min_speedup);
+  if (!s.has_interval())
+    return "predicted " + text +
+           (best == &k ? std::string(" with no interval (too few steps or runs to resample)")
+                       : " with no interval drawn (only the " + std::to_string(options.intervals) +
+                             " fastest predicted and the one judged have one)");
+  if (s.high < 1.0) return "slower than allreduce: " + text + ", an interval wholly below 1.0";
+  if (s.low <= 1.0) return "no measurable difference from allreduce: " + text + ", an interval that holds 1.0";
+  if (s.value < options.min_speedup)
+    return "predicted only " + text + ", below the model's margin of " + digits_beside(options.min_speedup, {}) + "x";
+  return "run " + std::to_string(best ? best->run_id : 0) + " is predicted faster (" +
+         (best ? speedup_text(best->speedup, options.min_speedup) : std::string("-")) + ")";
+}
 
 Recommendation recommend(const db::Store& store, std::vector<db::RunRecord> runs, const RecommendOptions& options) {
   const auto named = options.baseline_run;
@@ -80,28 +112,29 @@ std::string recommendation_verdict(const Candidate* best, const std::string& whe
         "use %s (run %lld): predicted %.2f ms per step against %.2f ms for allreduce at the same settings on %s, "
         "%s; loss %s from allreduce's",
         best->label.c_str(), static_cast<long long>(best->run_id), 1e3 * best->step_s.value,
-        1e3 * best->step_s.value * s.value, where.c_str(), speedup_text(s).c_str(), best->loss_change.describe().c_str());
+        1e3 * best->step_s.value * s.value, where.c_str(), speedup_text(s, options.min_speedup).c_str(), best->loss_change.describe().c_str());
   // Otherwise the reason is read off the interval the verdict prints: wholly
   // below 1.0 is slower, not "no difference".
   if (!s.has_interval())
     return format_text(
         "keep allreduce: no difference can be shown on %s; the best configuration within %s of its loss, %s, is "
         "predicted %s with no interval (too few steps or runs to resample)",
-        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str());
+        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s, options.min_speedup).c_str());
   if (s.high < 1.0)
     return format_text(
         "keep allreduce: it is measurably faster on %s; the best configuration within %s of its loss, %s, is "
         "%s, an interval wholly below 1.0",
-        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str());
+        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s, options.min_speedup).c_str());
   if (s.low <= 1.0)
     return format_text(
         "keep allreduce: no measurable difference on %s; the best configuration within %s of its loss, %s, is "
         "%s, an interval that holds 1.0",
-        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str());
+        where.c_str(), tolerance.c_str(), best->label.c_str(), speedup_text(s, options.min_speedup).c_str());
   return format_text(
       "keep allreduce: the best configuration within %s of its loss, %s, is predicted only %s on %s, below the "
-      "model's margin of %.2fx",
-      tolerance.c_str(), best->label.c_str(), speedup_text(s).c_str(), where.c_str(), options.min_speedup);
+      "model's margin of %sx",
+      tolerance.c_str(), best->label.c_str(), speedup_text(s, options.min_speedup).c_str(), where.c_str(),
+      digits_beside(options.min_speedup, {}).c_str());
 }
 
 JudgedCandidates judge_candidates(const Evidence& evidence, const RecommendOptions& options) {
@@ -254,6 +287,7 @@ Recommendation recommend(const Evidence& evidence, const JudgedCandidates& judge
   const auto where = options.cluster.describe() + " (" + r.compute + ")";
   if (best && is_recommended(*best, options)) r.chosen_run = best->run_id;
   r.verdict = recommendation_verdict(best, where, options);
+  for (auto& k : r.candidates) k.reason = candidate_reason(k, best, r.chosen_run, options);
   return r;
 }
 
@@ -279,6 +313,7 @@ nlohmann::json Candidate::to_json() const {
                    {"step_s", step_s.to_json()}};
   if (prediction) j["prediction"] = prediction->to_json();
   if (!excluded.empty()) j["excluded"] = excluded;
+  if (!reason.empty()) j["reason"] = reason;
   return j;
 }
 

@@ -54,6 +54,9 @@ struct Candidate {
   LossChange loss_change;           // against its baseline
   bool within_tolerance = false;
   std::string excluded;  // why it cannot be recommended ("" when it can)
+  // Its outcome in one phrase, for every candidate (candidate_reason): "chosen", "the baseline", "excluded: ...",
+  // or what its speedup shows when it could have been chosen and was not.
+  std::string reason;
   std::optional<StepPrediction> prediction;
   Estimate step_s;   // predicted, with its interval
   Estimate speedup;  // its baseline's predicted step / its own
@@ -82,6 +85,17 @@ bool is_recommended(const Candidate& best, const RecommendOptions& options);
 // The one sentence a recommendation says about its best candidate (null: none
 // is left) on `where`; "keep allreduce" gives the reason its interval shows.
 std::string recommendation_verdict(const Candidate* best, const std::string& where, const RecommendOptions& options);
+
+// `value` with two decimals, or as many more (up to six) as it takes for
+// each of `marks` to read on the side of it that it is: 0.99947 beside 1.0
+// is "0.9995", not "1.00" (a printed interval "wholly below 1.0" must read so).
+std::string digits_beside(double value, std::initializer_list<double> marks);
+// "1.19x (95%: 1.12-1.25)", its figures with the digits that keep them on their side of 1.0 and of `margin`.
+std::string speedup_text(const Estimate& speedup, double margin);
+// Why `k` was or was not chosen, given the best candidate (null: none) and
+// the chosen run; the reason a keep-allreduce verdict gives for the best.
+std::string candidate_reason(const Candidate& k, const Candidate* best, const std::optional<std::int64_t>& chosen,
+                             const RecommendOptions& options);
 
 // Every configuration judged as a candidate on what does not depend on the
 // target: its runs, loss and baseline, its hook's activity, whether it can be

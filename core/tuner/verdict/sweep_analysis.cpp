@@ -1,6 +1,7 @@
 #include "core/tuner/verdict/sweep_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -66,7 +67,7 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
   RecommendOptions options;
   options.compute = q.compute;
   options.tolerance = q.tolerance;
-  options.intervals = 0;  // the table shows the judged candidate's alone, which is always drawn
+  options.intervals = 20;  // the reasons' fastest candidates; the judged one is always drawn
   std::optional<JudgedCandidates> judged;
   std::string unjudged;
   try {
@@ -88,6 +89,11 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
       row.verdict = r.verdict;
       row.baseline_run = r.baseline_run;
       for (const auto& c : r.candidates) {
+        if (!c.is_baseline)
+          row.reasons.push_back("run " + std::to_string(c.run_id) + " " + c.label +
+                                (std::isfinite(c.step_s.value) ? ", " + digits_beside(c.step_s.value * 1e3, {}) + " ms"
+                                                                : std::string()) +
+                                ": " + c.reason);
         if (c.run_id == r.baseline_run) row.baseline_ms = c.step_s.value * 1e3;
         if (r.chosen_run && c.run_id == *r.chosen_run) {
           row.best_run = c.run_id;
