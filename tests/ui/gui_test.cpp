@@ -1794,6 +1794,17 @@ class GuiTest : public QObject {
       QCOMPARE(QString::fromStdString(row.verdict), QString::fromStdString(r["verdict"].get<std::string>()));
       QCOMPARE(row.best_run.has_value(), !r["chosen_run"].is_null());
       QCOMPARE(row.baseline_run.value_or(-1), r["baseline_run"].get<std::int64_t>());
+      // Each candidate's reason, as `recommend` gives it, fastest first, in the verdict's tooltip.
+      std::vector<std::string> reasons;
+      for (const auto& c : r["candidates"])
+        if (!c["baseline"].get<bool>()) reasons.push_back(c["reason"].get<std::string>());
+      QCOMPARE(row.reasons.size(), reasons.size());
+      const auto tip = analysis->what_if_table()->item(static_cast<int>(i), 5)->toolTip();
+      for (std::size_t k = 0; k < reasons.size(); ++k) {
+        QVERIFY2(QString::fromStdString(row.reasons[k]).endsWith(QString::fromStdString(": " + reasons[k])),
+                 (row.reasons[k] + " | " + reasons[k]).c_str());
+        QVERIFY2(tip.contains(QString::fromStdString(row.reasons[k])), qPrintable(tip));
+      }
     }
     const auto predicted = cli_json({"--db", path, "predict", "--sweep", "1", "--network", "10gbit", "--json"});
     QVERIFY(predicted.is_object());

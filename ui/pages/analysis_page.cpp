@@ -520,6 +520,7 @@ void AnalysisPage::fill_what_if() {
     QString tip = QString::fromStdString(row.verdict);
     if (!row.reasons.empty()) tip += "\n\nEach candidate, fastest predicted first:";
     for (const auto& reason : row.reasons) tip += "\n• " + QString::fromStdString(reason);
+    if (row.reasons_left) tip += QString("\n… and %1 more (recommend --sweep lists them all)").arg(row.reasons_left);
     for (const auto& note : row.slowmo) tip += "\n" + QString::fromStdString(note);
     what_if_->item(r, 5)->setToolTip(tip);
   }

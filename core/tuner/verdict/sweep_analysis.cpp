@@ -67,7 +67,7 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
   RecommendOptions options;
   options.compute = q.compute;
   options.tolerance = q.tolerance;
-  options.intervals = 20;  // the reasons' fastest candidates; the judged one is always drawn
+  options.intervals = NetworkAdvice::kShownReasons;  // the reasons' candidates; the judged one is always drawn
   std::optional<JudgedCandidates> judged;
   std::string unjudged;
   try {
@@ -89,7 +89,8 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
       row.verdict = r.verdict;
       row.baseline_run = r.baseline_run;
       for (const auto& c : r.candidates) {
-        if (!c.is_baseline)
+        if (!c.is_baseline && row.reasons.size() == NetworkAdvice::kShownReasons) ++row.reasons_left;
+        if (!c.is_baseline && row.reasons.size() < NetworkAdvice::kShownReasons)
           row.reasons.push_back("run " + std::to_string(c.run_id) + " " + c.label +
                                 (std::isfinite(c.step_s.value) ? ", " + digits_beside(c.step_s.value * 1e3, {}) + " ms"
                                                                 : std::string()) +

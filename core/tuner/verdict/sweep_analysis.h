@@ -53,8 +53,11 @@ struct NetworkAdvice {
   std::optional<std::int64_t> best_run;
   std::string best;  // "12 powersgd r4", or "keep allreduce"
   std::string verdict;
-  // Each candidate but the baselines, fastest predicted first: "run 12 powersgd r4, 2.31 ms: chosen", or why not.
+  // The fastest predicted candidates but the baselines, first first: "run 12 powersgd r4, 2.31 ms: chosen", or
+  // why not; at most kShownReasons of them (a sweep of 10^5 trials lists its rest with `recommend`).
+  static constexpr std::size_t kShownReasons = 20;
   std::vector<std::string> reasons;
+  std::size_t reasons_left = 0;  // the candidates beyond those
   // For each SlowMo configuration among the runs, whether it pays off on this
   // network ("run 7: SlowMo on 10gbit: ..."), as `predict` notes it.
   std::vector<std::string> slowmo;
