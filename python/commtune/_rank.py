@@ -189,6 +189,12 @@ class Trial:
         self._lock = threading.Lock()
         self._current_bucket = _BUCKET
         self._step = 0
+        # The trial's steps, when the launcher handed them to the script (script.steps_arg): its
+        # run ends with the last of them, whatever the script does after its loop (PyTorch's
+        # teardown can abort a rank after Python comm hooks, before any exit handler runs).
+        script = config.get("script") if isinstance(config.get("script"), dict) else {}
+        steps = config.get("steps")
+        self._last_step = steps if script.get("steps_arg") and isinstance(steps, int) and steps > 0 else None
         self._failed = False
         self._losses = []
         module = ddp_model.module
@@ -360,6 +366,9 @@ class Trial:
     # -- log() --------------------------------------------------------------------------------
 
     def log(self, loss):
+        if self.events is None:  # the trial's last step was logged: more means the script ran past it
+            raise RuntimeError(f"commtune.log: the trial's {self._last_step} steps are over (the script was given "
+                               f"them as its steps argument, script.steps_arg) and this is one more")
         value = float(loss.detach().float().item()) if isinstance(loss, torch.Tensor) else float(loss)
         now = time.perf_counter()
         start = self._start
@@ -389,6 +398,8 @@ class Trial:
             self.events.message("error", rank=self.rank, error_kind="diverged", message=message)
             self._failed = True
             raise Diverged(message)
+        if self._step == self._last_step:
+            self.finish()
 
     def finish(self, error=None):
         if self.events is None:

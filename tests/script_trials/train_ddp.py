@@ -6,9 +6,8 @@ of commtune.attach (the reference a trial must equal), --exported FILE an export
 same job. The faults a trial must survive: --fail-at STEP (rank 1 raises), --hang-at STEP (rank 1 stops
 answering), --exit-before-attach CODE, --no-attach (logs, never attaches), --exit-after-loop CODE (rank 0
 fails after its last step: a final save that failed), --abort-after-loop (rank 0 ends as PyTorch's Gloo
-teardown can abort a rank after Python hooks, at the interpreter's exit: that line on stderr, then SIGABRT)."""
+teardown can abort a rank after Python hooks: that line on stderr, then SIGABRT, before any exit handler)."""
 import argparse
-import atexit
 import json
 import os
 import sys
@@ -93,13 +92,6 @@ device = torch.device(args.device if args.device == "cpu"
 if args.exit_before_attach is not None:
     sys.stderr.write("train_ddp.py: cannot open the dataset (--exit-before-attach)\n")
     sys.exit(args.exit_before_attach)
-if args.abort_after_loop and dist.get_rank() == 0:
-    # Registered before attach's own exit handler, so run after it: where the process group's destructor runs.
-    def abort_as_teardown():
-        sys.stderr.write("terminate called without an active exception\n")
-        sys.stderr.flush()
-        os.abort()
-    atexit.register(abort_as_teardown)
 optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 # Linear warm-up over the first steps, then constant: the learning rate a hook that follows it sees move.
 schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / args.warmup))
@@ -174,4 +166,8 @@ dist.destroy_process_group()
 if args.exit_after_loop is not None and rank == 0:
     sys.stderr.write("train_ddp.py: cannot save the checkpoint (--exit-after-loop)\n")
     sys.exit(args.exit_after_loop)
+if args.abort_after_loop and rank == 0:  # before any exit handler, as in destroy_process_group()
+    sys.stderr.write("terminate called without an active exception\n")
+    sys.stderr.flush()
+    os.abort()
 
