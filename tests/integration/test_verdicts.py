@@ -125,22 +125,23 @@ class NoiseIsNotASpeedup(unittest.TestCase):
         self.assertIn(candidate(r, powersgd)["reason"], table)
 
 
-def candidate_reason(interval):
-    """What a candidate's own reason must say for its speedup interval, when it was not chosen."""
+def interval_words(interval):
+    """What the interval shows, in a keep-allreduce verdict's words and in the candidate's own reason's."""
     if interval["high"] < 1.0:
-        return "slower than allreduce"
+        return "measurably faster", "slower than allreduce"
     if interval["low"] <= 1.0:
-        return "no measurable difference from allreduce"
-    return "below the model's margin"
+        return "no measurable difference", "no measurable difference from allreduce"
+    return "below the model's margin", "below the model's margin"
 
 
 def verdict_reason(interval):
     """What a keep-allreduce verdict must say for the best candidate's speedup interval."""
-    if interval["high"] < 1.0:
-        return "measurably faster"
-    if interval["low"] <= 1.0:
-        return "no measurable difference"
-    return "below the model's margin"
+    return interval_words(interval)[0]
+
+
+def candidate_reason(interval):
+    """What a candidate's own reason must say for its speedup interval, when it was not chosen."""
+    return interval_words(interval)[1]
 
 
 class FairBaselines(unittest.TestCase):

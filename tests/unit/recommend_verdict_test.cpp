@@ -89,7 +89,7 @@ TEST(RecommendationVerdict, EveryCandidateSaysWhyItWasOrWasNotChosen) {
   excluded.excluded = "its loss is +4.1% from its baseline's, beyond 1.00%";
   EXPECT_EQ(candidate_reason(excluded, &best, std::int64_t{3}, options), "excluded: " + excluded.excluded);
   auto undrawn = with_speedup(1.2, NAN, NAN);
-  EXPECT_TRUE(says(candidate_reason(undrawn, &best, std::int64_t{3}, options), "with no interval drawn")) << "";
+  EXPECT_TRUE(says(candidate_reason(undrawn, &best, std::int64_t{3}, options), "with no interval drawn"));
   Candidate baseline;
   baseline.is_baseline = true;
   EXPECT_EQ(candidate_reason(baseline, &best, std::int64_t{3}, options), "the baseline");

@@ -287,7 +287,9 @@ Recommendation recommend(const Evidence& evidence, const JudgedCandidates& judge
   const auto where = options.cluster.describe() + " (" + r.compute + ")";
   if (best && is_recommended(*best, options)) r.chosen_run = best->run_id;
   r.verdict = recommendation_verdict(best, where, options);
-  for (auto& k : r.candidates) k.reason = candidate_reason(k, best, r.chosen_run, options);
+  std::size_t reasoned = 0;
+  for (auto& k : r.candidates)
+    if (k.is_baseline || reasoned++ < options.reasons) k.reason = candidate_reason(k, best, r.chosen_run, options);
   return r;
 }
 

@@ -14,6 +14,7 @@
 //     reaches min_speedup.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,6 +40,10 @@ struct RecommendOptions {
   // each interval draws EvidenceOptions::replicates profiles, too many for
   // a sweep of 10^5 trials to draw for all.
   std::size_t intervals = 50;
+  // How many of the fastest predicted candidates, baselines not counted, get
+  // their Candidate::reason (the rest's is empty): a page that shows 20
+  // formats 20, not one per trial of a sweep of 10^5.
+  std::size_t reasons = SIZE_MAX;
 };
 
 struct Candidate {

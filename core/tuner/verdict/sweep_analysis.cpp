@@ -68,6 +68,7 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
   options.compute = q.compute;
   options.tolerance = q.tolerance;
   options.intervals = NetworkAdvice::kShownReasons;  // the reasons' candidates; the judged one is always drawn
+  options.reasons = NetworkAdvice::kShownReasons;
   std::optional<JudgedCandidates> judged;
   std::string unjudged;
   try {
