@@ -9,7 +9,6 @@ the script's own within 1e-5 relative (as tests/gpu/compare_gpu_runs.py allows t
 twice); a difference of exactly 0 is printed as "bit-identical".
 """
 import argparse
-import json
 import os
 import re
 import sqlite3
@@ -60,10 +59,7 @@ def by_hand(world, backend, device, direct):
                            str(world), SCRIPT, "--steps", str(STEPS), "--direct", direct, "--rank-r", "2",
                            "--start-iter", "2", "--backend", backend, "--device", device],
                           env=env, capture_output=True, text=True, timeout=300)
-    losses = {}
-    for line in re.findall(r'\{"rank": \d+, "losses": \[[^\]]*\]\}', proc.stdout):
-        row = json.loads(line)
-        losses[row["rank"]] = row["losses"]
+    losses = ct.printed_losses(proc.stdout)
     if proc.returncode != 0 and not ct.only_pytorchs_teardown_failed(proc.stdout + proc.stderr, losses, world):
         raise RuntimeError(f"the script by hand failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return losses

@@ -5,7 +5,6 @@ hand, bit for bit; the ranks' event files are the worker's format, which `commtu
 `import` read; a setting the hook does not take, and a non-finite loss, end the trial saying so."""
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -31,10 +30,7 @@ def torchrun(folder, *script_args, trial=None, trial_text=None, expect_ok=True, 
     proc = subprocess.run([ct.ORACLE_PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                            SCRIPT, *script_args], env=env, cwd=folder, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
-    losses = {}
-    for line in re.findall(r'\{"rank": \d+, "losses": \[[^\]]*\]\}', proc.stdout):
-        row = json.loads(line)
-        losses[row["rank"]] = row["losses"]
+    losses = ct.printed_losses(proc.stdout)
     if expect_ok and proc.returncode != 0 and not ct.only_pytorchs_teardown_failed(out, losses, 2):
         raise AssertionError(out[-4000:])
     return losses, proc.returncode, out

@@ -4,6 +4,7 @@ through /proc."""
 import atexit
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -379,6 +380,15 @@ class LocalSlurm:
 
 
 TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def printed_losses(stdout):
+    """Each rank's losses as the example script prints them at its end: {rank: [loss, ...]}."""
+    losses = {}
+    for line in re.findall(r'\{"rank": \d+, "losses": \[[^\]]*\]\}', stdout):
+        row = json.loads(line)
+        losses[row["rank"]] = row["losses"]
+    return losses
 
 
 def only_pytorchs_teardown_failed(output, losses, world):
