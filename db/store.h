@@ -37,9 +37,14 @@ inline constexpr const char* kStopped = "stopped";
 bool is_end(const std::string& status);
 }  // namespace status
 
+// A trial's number wherever a person reads it (the sweep's log, list, show,
+// their JSON, the app's pages, the trial's work folder): 1, 2, ... in the
+// sweep's order, baselines and seeds counted. The store keeps the index, from 0.
+inline std::int64_t trial_number(std::int64_t index) { return index + 1; }
+
 struct NewRun {
   std::optional<std::int64_t> sweep_id;
-  std::optional<std::int64_t> trial;
+  std::optional<std::int64_t> trial;  // the index (from 0)
   std::string name;
   nlohmann::json config;  // complete and validated
   std::int64_t world_size = 0;
@@ -50,7 +55,7 @@ struct NewRun {
 struct RunRecord {
   std::int64_t id = 0;
   std::optional<std::int64_t> sweep_id;
-  std::optional<std::int64_t> trial;
+  std::optional<std::int64_t> trial;  // the index (from 0); people read trial_number()
   std::string name;
   nlohmann::json config;       // checked by the installed check (db/config_check.h); {} when it failed
   std::string config_problem;  // why the stored configuration is not one ("" when it is)
@@ -74,6 +79,10 @@ struct RunRecord {
   // RunDigest as JSON); null while it runs, before it ended once, when the
   // stored text is no JSON, or when read without it (RunFilter::with_digest).
   nlohmann::json digest;
+
+  std::optional<std::int64_t> trial_number() const {
+    return trial ? std::optional<std::int64_t>(db::trial_number(*trial)) : std::nullopt;
+  }
 };
 
 // How a run (or one launch of it) ended.

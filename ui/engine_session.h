@@ -30,7 +30,7 @@ struct RunStart {
   qint64 from_step = 0;
   qint64 to_step = 0;   // the step it runs up to
   qint64 sweep_id = 0;  // 0 outside a sweep
-  qint64 trial = 0;
+  qint64 trial = 0;     // its number in the sweep (db::trial_number), 0 outside one
   qint64 trials = 0;
 };
 

@@ -353,7 +353,7 @@ nlohmann::json optional_json(const std::optional<double>& v) { return figure_jso
 nlohmann::json run_json(const db::RunRecord& r, bool full) {
   nlohmann::json j{{"id", r.id},
                    {"sweep_id", optional_json(r.sweep_id)},
-                   {"trial", optional_json(r.trial)},
+                   {"trial", optional_json(r.trial_number())},
                    {"name", r.name},
                    {"status", r.status},
                    {"reason", r.reason},
@@ -381,7 +381,7 @@ nlohmann::json sweep_json(const db::Store& store, const db::SweepRecord& s) {
   filter.sweep_id = s.id;
   auto trials = nlohmann::json::array();
   for (const auto& r : store.runs(filter))
-    trials.push_back({{"trial", optional_json(r.trial)},
+    trials.push_back({{"trial", optional_json(r.trial_number())},
                       {"run_id", r.id},
                       {"name", r.name},
                       {"status", r.status},

@@ -93,9 +93,11 @@ int list_command(const ListArgs& args, const Context& context) {
     std::cout << "\n";
     return kExitOk;
   }
-  Table table({"run", "sweep", "name", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
+  Table table(
+      {"run", "sweep", "trial", "name", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
   for (const auto& r : runs)
-    table.add({std::to_string(r.id), r.sweep_id ? std::to_string(*r.sweep_id) + "/" + std::to_string(*r.trial) : "-",
+    table.add({std::to_string(r.id), r.sweep_id ? std::to_string(*r.sweep_id) : "-",
+               r.trial_number() ? std::to_string(*r.trial_number()) : "-",
                r.name.empty() ? "-" : r.name, r.status, describe_hook(r), std::to_string(r.world_size),
                steps_text(r), format_optional("%.4f", r.final_loss), format("%.1f", r.wall_s),
                format_time(r.created_at)});
@@ -118,7 +120,7 @@ int show_sweep(const db::Store& store, std::int64_t id, bool as_json) {
   filter.sweep_id = id;
   Table table({"trial", "run", "label", "status", "steps", "last loss", "reason"});
   for (const auto& r : store.runs(filter))
-    table.add({std::to_string(r.trial.value_or(0)), std::to_string(r.id), r.name, r.status, steps_text(r),
+    table.add({r.trial_number() ? std::to_string(*r.trial_number()) : "-", std::to_string(r.id), r.name, r.status, steps_text(r),
                format_optional("%.4f", r.final_loss), r.reason.empty() ? "-" : r.reason});
   table.print(std::cout);
   return kExitOk;
@@ -159,7 +161,7 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
             << printable(run->status) << (run->reason.empty() ? "" : " (" + printable(run->reason) + ")") << "\n";
   if (!run->config_problem.empty())
     std::cout << "  configuration is unreadable: " << printable(run->config_problem) << "\n";
-  if (run->sweep_id) std::cout << "  sweep        " << *run->sweep_id << ", trial " << *run->trial << "\n";
+  if (run->sweep_id) std::cout << "  sweep        " << *run->sweep_id << ", trial " << *run->trial_number() << "\n";
   std::cout << "  hook         " << printable(describe_hook(*run)) << "\n"
             << "  ranks        " << run->world_size << " on " << printable(run->host) << "\n"
             << "  steps        " << steps_text(*run) << "\n"

@@ -144,7 +144,7 @@ void print_plan(const SweepSpec& spec) {
   const int steps_width = static_cast<int>(std::max<std::size_t>(5, std::to_string(most_steps).size()));
   std::printf("%-*s  %*s  %s\n", trial_width, "trial", steps_width, "steps", "label");
   for_each_trial(spec, [&](const PlannedTrial& t) {
-    std::printf("%-*lld  %*lld  %s\n", trial_width, static_cast<long long>(t.index), steps_width,
+    std::printf("%-*lld  %*lld  %s\n", trial_width, static_cast<long long>(db::trial_number(t.index)), steps_width,
                 static_cast<long long>(t.config.run.steps), printable(t.label).c_str());
   });
   std::fflush(stdout);
@@ -157,7 +157,7 @@ void print_plan(const SweepSpec& spec) {
 }
 
 void print_trial(const TrialEvent& e) {
-  std::string line = "[trial " + std::to_string(e.trial + 1) + "/" + std::to_string(e.trials) + ", run " +
+  std::string line = "[trial " + std::to_string(db::trial_number(e.trial)) + "/" + std::to_string(e.trials) + ", run " +
                      std::to_string(e.run_id) + "] " + e.label + ": ";
   if (!e.finished) {
     line += (e.from_step > 0 ? "continues from step " + std::to_string(e.from_step) : std::string("starts")) +

@@ -16,6 +16,7 @@
 #include <QGroupBox>
 #include <QLineEdit>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -1265,7 +1266,8 @@ class GuiTest : public QObject {
     QCOMPARE(best->name(), QString("best so far"));
     QCOMPARE(best->dataCount(), 4);
     for (int i = 0; i < 4; ++i) {
-      QCOMPARE(best->data()->at(i)->key, double(i + 1));
+      // Each at its trial's number in the sweep: the baseline was trial 4.
+      QCOMPARE(best->data()->at(i)->key, double(std::array{1, 2, 3, 5}[static_cast<std::size_t>(i)]));
       QCOMPARE(best->data()->at(i)->value, *history.trials[static_cast<std::size_t>(i)].best);
     }
     const auto baseline_line_at = [](QCustomPlot* plot, bool vertical) -> std::optional<double> {
@@ -1740,9 +1742,26 @@ class GuiTest : public QObject {
                               "hook.name=fp16_compress,bf16_compress", "--seeds", "2", "--set", "steps=30", "--set",
                               "world_size=2", "--set", "model.hidden=64", "--set", "data.features=32"});
     QVERIFY(sweep_process.waitForFinished(600000));
-    QVERIFY2(sweep_process.exitCode() == 0, sweep_process.readAllStandardError().constData());
+    const auto sweep_log = QString::fromUtf8(sweep_process.readAllStandardError());
+    QVERIFY2(sweep_process.exitCode() == 0, qPrintable(sweep_log));
     const auto listed = cli_json({"--db", path, "list", "--json"});
     QCOMPARE(listed.size(), std::size_t{12});  // 2 lr x 2 seeds of allreduce, then 2 hooks x 2 lr x 2 seeds
+    // One numbering: the sweep's log ("[trial N/12, run R]"), list and show give each run one trial number.
+    std::map<std::int64_t, std::int64_t> logged_trial;
+    for (auto m = QRegularExpression(R"(\[trial (\d+)/12, run (\d+)\])").globalMatch(sweep_log); m.hasNext();) {
+      const auto found = m.next();
+      logged_trial[found.captured(2).toLongLong()] = found.captured(1).toLongLong();
+    }
+    QCOMPARE(logged_trial.size(), std::size_t{12});
+    for (const auto& run : listed) {
+      const auto id = run["id"].get<std::int64_t>();
+      QCOMPARE(run["trial"].get<std::int64_t>(), logged_trial.at(id));
+      QProcess show;
+      show.start(cli, {"--db", path, "show", QString::number(id)});
+      QVERIFY(show.waitForFinished(60000));
+      const auto shown = QString::fromUtf8(show.readAllStandardOutput());
+      QVERIFY2(shown.contains(QString("sweep        1, trial %1\n").arg(logged_trial.at(id))), qPrintable(shown));
+    }
     std::vector<std::int64_t> ids;
     for (const auto& run : listed) ids.push_back(run["id"].get<std::int64_t>());
     std::sort(ids.begin(), ids.end());
@@ -1768,6 +1787,22 @@ class GuiTest : public QObject {
                                                .arg(100 * change.get<double>(), 0, 'f', 2);
       QCOMPARE(runs->metrics()->item(row, column)->text(), want);
     }
+    // The Runs table has both losses under the names compare's JSON gives them, each compare's figure.
+    {
+      auto* model = runs->table()->model();
+      std::map<QString, int> named;
+      for (int c = 0; c < model->columnCount(); ++c) named[model->headerData(c, Qt::Horizontal).toString()] = c;
+      QVERIFY(named.count("id") && named.count("last loss") && named.count("tail loss"));
+      std::map<std::int64_t, nlohmann::json> digests;
+      for (const auto& r : compared["runs"]) digests[r["id"].get<std::int64_t>()] = r["digest"];
+      QCOMPARE(model->rowCount(), 12);
+      for (int row = 0; row < 12; ++row) {
+        const auto& digest = digests.at(model->index(row, named["id"]).data().toLongLong());
+        for (const auto& [header, key] : {std::pair{"last loss", "last_loss"}, std::pair{"tail loss", "tail_loss"}})
+          QCOMPARE(model->index(row, named[header]).data().toString(),
+                   QString::number(digest[key].get<double>(), 'f', 5));
+      }
+    }
 
     // Analysis: every network's row is recommend's, every run's predicted step time predict's, the front compare's.
     auto* analysis = analyse_sweep(window, 1);
@@ -1784,6 +1819,31 @@ class GuiTest : public QObject {
       grouped += p.seeds == 2;
     }
     QVERIFY2(grouped > 0, "no configuration's two seeds were grouped");
+    // The history plot numbers its points as the log does (it counted the search's trials alone, from 1).
+    const auto history = commtune::optimization_history(analysis->data());
+    QCOMPARE(history.trials.size(), std::size_t{8});
+    auto* history_plot = analysis->findChild<QCustomPlot*>("plot:history");
+    QCOMPARE(history_plot->graph(0)->dataCount(), 8);
+    for (int i = 0; i < 8; ++i) {
+      const auto& p = history.trials[static_cast<std::size_t>(i)];
+      QCOMPARE(p.trial, logged_trial.at(p.run_id));
+      QCOMPARE(history_plot->graph(0)->data()->at(i)->key, double(p.trial));
+    }
+    // A point that stands for two seeds reads as their mean, labelled so; one seed's as its own tail loss.
+    analysis->findChild<QComboBox*>("analysis:slice_param")->setCurrentText("optimizer.lr");
+    auto* slice = analysis->findChild<QCustomPlot*>("plot:slice");
+    slice->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(slice->graph(0)->dataCount() > 0);
+    for (int i = 0; i < slice->graph(0)->dataCount(); ++i) {
+      const auto point = slice->graph(0)->data()->at(i);
+      const auto read = analysis->slice_readout()->hover(
+          QPointF(slice->xAxis->coordToPixel(point->key), slice->yAxis->coordToPixel(point->value)));
+      QVERIFY(read && !read->runs.empty());
+      const auto seeds = cli_seeds.count(read->runs.front()) ? cli_seeds[read->runs.front()] : 1;
+      QVERIFY2(seeds > 1 ? read->text.contains(QString("mean tail loss of %1 seeds ").arg(seeds))
+                         : read->text.contains("tail loss ") && !read->text.contains("mean"),
+               qPrintable(read->text));
+    }
     const auto& presets = commtune::net::link_presets();
     QCOMPARE(analysis->data().networks.size(), presets.size());
     for (std::size_t i = 0; i < presets.size(); ++i) {

@@ -53,6 +53,17 @@ TEST(SweepFigures, HistoryFollowsTheTrialsInTheOrderTheyRanWithTheBestSoFar) {
   EXPECT_DOUBLE_EQ(*h.baseline_loss, 1.2);  // (1.0 + 1.4) / 2
 }
 
+TEST(SweepFigures, HistoryNumbersEachTrialAsTheSweepDoes) {
+  // The baselines ran first as the sweep's trials 1 and 2: the search's first point is trial 3, as list,
+  // show and the sweep's log number it (it was "trial 1").
+  auto a = sweep();
+  for (auto& r : a.runs) r.trial = r.baseline ? r.run_id - 5 : r.run_id + 2;
+  const auto h = optimization_history(a);
+  std::vector<std::int64_t> numbers;
+  for (const auto& p : h.trials) numbers.push_back(p.trial);
+  EXPECT_EQ(numbers, (std::vector<std::int64_t>{3, 4, 5, 6, 7}));
+}
+
 TEST(SweepFigures, TheDistributionCountsDivergedTrialsButNeverStepsForThem) {
   const auto e = empirical_distribution(sweep());
   EXPECT_EQ(e.trials, 5);

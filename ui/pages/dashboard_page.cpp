@@ -115,7 +115,7 @@ DashboardPage::Found found_run(const db::Store& store, const db::RunRecord& run)
   start.to_step = run.steps_requested;
   if (run.sweep_id) {
     start.sweep_id = *run.sweep_id;
-    start.trial = run.trial.value_or(0);
+    start.trial = run.trial_number().value_or(0);
     // A sweep stores every trial it plans, baselines and seeds included, when
     // it is created (core/tuner/sweep/sweep_runner.h): what is stored is its size.
     // The axes' count leaves the baselines out ("14 of 12 trials ended").
@@ -384,7 +384,9 @@ void DashboardPage::on_started(const RunStart& start) {
     t.row = trials_->rowCount();
     trials_->insertRow(t.row);
     trials_->setItem(t.row, kRun, new QTableWidgetItem(QString::number(start.run_id)));
-    trials_->setItem(t.row, kLabel, new QTableWidgetItem(start.label));
+    // A sweep's trial by its number, as the sweep's log and `list` give it.
+    trials_->setItem(t.row, kLabel,
+                     new QTableWidgetItem(start.trial ? QString("%1: %2").arg(start.trial).arg(start.label) : start.label));
     trials_->setItem(t.row, kStatus, new QTableWidgetItem);
     trials_->setItem(t.row, kLoss, new QTableWidgetItem);
     trials_->setItem(t.row, kLeft, new QTableWidgetItem);

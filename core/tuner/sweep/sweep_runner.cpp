@@ -435,7 +435,7 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   const bool slurm = spec_.options.backend == "slurm";
   const auto& work_dir = slurm && !spec_.slurm.folder.empty() ? spec_.slurm.folder : options_.work_dir;
   const auto trial_dir =
-      fs::path(work_dir) / ("sweep-" + std::to_string(id_)) / ("trial-" + std::to_string(job.trial));
+      fs::path(work_dir) / ("sweep-" + std::to_string(id_)) / ("trial-" + std::to_string(db::trial_number(static_cast<std::int64_t>(job.trial))));
   config.checkpoint.dir = trial_dir.string();
   config.checkpoint.every = spec_.options.checkpoint_every;
   // Before the last step: a segment resumed at its own end would run no step

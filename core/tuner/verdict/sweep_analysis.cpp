@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -115,6 +116,18 @@ std::vector<NetworkAdvice> advice(const db::Store& store, const Evidence& eviden
 
 }  // namespace
 
+std::string tail_loss_text(const AnalysedRun& run) {
+  if (!std::isfinite(run.loss_mean)) return "diverged";
+  char text[96];
+  if (run.seeds <= 1)
+    std::snprintf(text, sizeof text, "tail loss %.5g", run.loss_mean);
+  else if (std::isfinite(run.loss_sd))
+    std::snprintf(text, sizeof text, "mean tail loss of %d seeds %.5g ± %.2g", run.seeds, run.loss_mean, run.loss_sd);
+  else
+    std::snprintf(text, sizeof text, "mean tail loss of %d seeds %.5g", run.seeds, run.loss_mean);
+  return text;
+}
+
 SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q) {
   db::RunFilter filter;
   if (q.sweep_id) filter.sweep_id = q.sweep_id;
@@ -135,6 +148,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
     if (!digest.loss) continue;
     AnalysedRun p;
     p.run_id = run.id;
+    p.trial = run.trial_number();
     p.label = run_label(run);
     p.loss = *digest.loss;
     p.wire_mb = digest.wire_mb;

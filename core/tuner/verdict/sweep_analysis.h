@@ -27,7 +27,8 @@ class Store;
 
 struct AnalysedRun {
   std::int64_t run_id = 0;
-  std::string label;  // run_label()
+  std::optional<std::int64_t> trial;  // its number in the sweep (db::trial_number)
+  std::string label;                  // run_label()
   double loss = 0;    // its tail loss (NaN: diverged)
   std::optional<double> wire_mb, step_ms;
   std::optional<double> predicted_ms;  // on the query's link: a point (the intervals are recommend's)
@@ -41,6 +42,11 @@ struct AnalysedRun {
   // The run that stands for its configuration (plots draw a configuration once).
   std::int64_t configuration() const { return configuration_run ? configuration_run : run_id; }
 };
+
+// The configuration's tail loss as every plot's readout gives it: "tail loss
+// 2.2022" for one seed, "mean tail loss of 2 seeds 2.1607 ± 0.056" for more
+// (the figure plots draw for it), "diverged" when it is not finite.
+std::string tail_loss_text(const AnalysedRun& run);
 
 // recommend() on one preset network, as `recommend --network NAME` gives it.
 struct NetworkAdvice {

@@ -65,9 +65,10 @@ std::optional<double> pearson(const std::vector<double>& x, const std::vector<do
 OptimizationHistory optimization_history(const SweepAnalysis& analysis) {
   OptimizationHistory out;
   std::optional<double> best;
-  int trial = 0;
+  std::int64_t ordinal = 0;  // runs outside a sweep have no number: their place in the order they ran
   for (const auto* run : trials_of(analysis)) {
-    HistoryPoint p{run->run_id, ++trial, run->loss, best, false};
+    ++ordinal;
+    HistoryPoint p{run->run_id, run->trial.value_or(ordinal), run->loss, best, false};
     if (std::isfinite(run->loss)) {
       p.improved = !best || run->loss < *best;
       if (p.improved) best = run->loss;

@@ -65,10 +65,9 @@ void HeatmapView::draw(const SweepAnalysis& data, const std::string& xa, const s
                        .arg(QString::fromStdString(xa), xs[cell.x], QString::fromStdString(ya), ys[cell.y]);
     for (const auto* p : cell.configurations) {
       readout.runs.push_back(p->configuration());
-      readout.text += QString("\nrun %1 %2: tail loss %3")
+      readout.text += QString("\nrun %1 %2: %3")
                           .arg(p->configuration())
-                          .arg(QString::fromStdString(p->label),
-                               std::isfinite(p->loss_mean) ? QString::number(p->loss_mean, 'g', 5) : "diverged");
+                          .arg(QString::fromStdString(p->label), QString::fromStdString(tail_loss_text(*p)));
     }
   }
   // The colour scale spans the cells' values: text contrast follows it.
@@ -210,9 +209,10 @@ std::optional<PlotHit> HeatmapView::hit(const QPointF& pixel) const {
     const auto id = p->configuration();
     QStringList values;
     for (const auto& [name, value] : p->axis_values) values << QString::fromStdString(name + " = " + value);
-    return PlotHit{QString("run %1 %2: %3, tail loss %4")
+    return PlotHit{QString("run %1 %2: %3, %4")
                        .arg(id)
-                       .arg(QString::fromStdString(p->label), values.join(", "), QString::number(p->loss_mean, 'g', 5)),
+                       .arg(QString::fromStdString(p->label), values.join(", "),
+                            QString::fromStdString(tail_loss_text(*p))),
                    {id}};
   }
   const int i = static_cast<int>(std::lround(plot_->xAxis->pixelToCoord(pixel.x())));

@@ -59,17 +59,25 @@ void HistoryView::draw(const OptimizationHistory& history) {
     if (p.best) best->addData(p.trial, *p.best);
   }
   plot_->legend->setVisible(!history.trials.empty());
+  // The sweep's own numbers (list, show and the sweep's log give the same), the baselines' left to the line.
   plot_->xAxis->setLabel(history.trials.empty() ? "needs a sweep with finished trials"
                          : history.diverged
-                             ? QString("trial, in the order they ran (%1 diverged, not drawn)").arg(history.diverged)
-                             : QString("trial, in the order they ran"));
+                             ? QString("trial (%1 diverged, not drawn)").arg(history.diverged)
+                             : QString("trial"));
   plot_->rescaleAxes();
   if (history.baseline_loss) {
     baseline_line(plot_, *history.baseline_loss, false, t);
     plot_->yAxis->setRange(std::min(plot_->yAxis->range().lower, *history.baseline_loss),
                            std::max(plot_->yAxis->range().upper, *history.baseline_loss));
   }
-  plot_->xAxis->setRange(0.5, std::max<double>(2, static_cast<double>(history.trials.size())) + 0.5);
+  std::int64_t last = 2;
+  for (const auto& p : history.trials) last = std::max(last, p.trial);
+  plot_->xAxis->setRange(0.5, static_cast<double>(last) + 0.5);
+  // Trial numbers are whole: a tick every 1, 2, 5, 10, ... trials, never between two.
+  auto whole = QSharedPointer<QCPAxisTickerFixed>::create();
+  whole->setTickStep(1);
+  whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  plot_->xAxis->setTicker(whole);
   plot_->yAxis->scaleRange(1.15);
   widen_flat_range(plot_->yAxis);
   plot_->replot();

@@ -1,6 +1,6 @@
 // The Analysis page's optimization history and the tail loss's empirical
 // distribution (core/tuner/verdict/sweep_figures.h), as optuna-dashboard draws
-// them: each trial's tail loss in the order the trials ran with the best so
+// them: each trial's tail loss at its number in the sweep with the best so
 // far as a step line, and the share of trials at or below each loss; the
 // allreduce baseline marked on both. What a point under the pointer reads.
 #pragma once

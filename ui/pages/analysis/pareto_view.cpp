@@ -112,10 +112,8 @@ std::optional<PlotHit> ParetoView::hit(const QPointF& pixel) const {
     const auto* p = points_[static_cast<std::size_t>(i)];
     const auto id = p->configuration();
     hit.runs.push_back(id);
-    QString loss = QString::number(p->loss_mean, 'g', 5);
-    if (p->seeds > 1 && std::isfinite(p->loss_sd))
-      loss += QString(" ± %1 (%2 seeds)").arg(p->loss_sd, 0, 'g', 2).arg(p->seeds);
-    lines << QString("run %1 %2%3: %4 %5, tail loss %6")
+    const auto loss = QString::fromStdString(tail_loss_text(*p));
+    lines << QString("run %1 %2%3: %4 %5, %6")
                  .arg(id)
                  .arg(QString::fromStdString(p->label), p->baseline ? " (allreduce baseline)" : "")
                  .arg(QString::number(point->key, 'g', 4),

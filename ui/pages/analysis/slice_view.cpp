@@ -112,11 +112,10 @@ std::optional<PlotHit> SliceView::hit(const QPointF& pixel) const {
     return std::nullopt;
   const auto* p = points_[static_cast<std::size_t>(near->index)];
   const auto id = p->configuration();
-  return PlotHit{QString("run %1 %2: %3 = %4, tail loss %5")
+  return PlotHit{QString("run %1 %2: %3 = %4, %5")
                      .arg(id)
                      .arg(QString::fromStdString(p->label), QString::fromStdString(param_),
-                          axis_value(*p, param_),
-                          QString::number(p->loss_mean, 'g', 5)),
+                          axis_value(*p, param_), QString::fromStdString(tail_loss_text(*p))),
                  {id}};
 }
 

@@ -29,6 +29,7 @@ enum Column {
   kRanks,
   kSteps,
   kLoss,
+  kLastLoss,
   kMs,
   kMb,
   kRatio,
@@ -36,8 +37,9 @@ enum Column {
   kCreated,
   kFirstParam  // then one column per swept parameter
 };
-const QStringList kHeaders{"id",    "name",      "sweep",   "status",  "hook",   "tags",   "ranks",
-                           "steps", "tail loss", "ms/step", "MB/step", "compr.", "wall s", "created"};
+// The losses under the names list, show, compare and the Dashboard give them (core/tuner/store/run_metrics.h).
+const QStringList kHeaders{"id",      "name",    "sweep",   "status", "hook",   "tags",   "ranks",  "steps",
+                           "tail loss", "last loss", "ms/step", "MB/step", "compr.", "wall s", "created"};
 
 // The fixed headers, then each swept parameter by its short name (rank,
 // lr); by its whole path where the short one is taken (hook.name: "name"
@@ -96,6 +98,7 @@ QList<QStandardItem*> row_items(const RunRow& row, const QStringList& swept) {
   items << number_item(static_cast<double>(r.world_size));
   items << number_item(static_cast<double>(r.steps_completed));
   items << optional_item(row.digest.loss, 5);
+  items << optional_item(row.digest.last_loss, 5);
   items << optional_item(row.digest.step_ms, 2);
   items << optional_item(row.digest.wire_mb, 3);
   items << optional_item(row.digest.compression_ratio, 1);
@@ -181,6 +184,10 @@ void RunTable::set_runs(const std::vector<RunRow>& rows, const QStringList& swep
   param_columns_ = swept;
   model_->setColumnCount(kFirstParam + static_cast<int>(param_columns_.size()));
   model_->setHorizontalHeaderLabels(column_headers(param_columns_));
+  model_->horizontalHeaderItem(kLoss)->setToolTip(
+      "The mean loss over ranks and the last 10% of steps, 1 to 50 of them "
+      "(as compare, show and the Analysis page give it)");
+  model_->horizontalHeaderItem(kLastLoss)->setToolTip("The last step's loss (as list and the Dashboard give it)");
   for (int c = kFirstParam; c < model_->columnCount(); ++c) {
     model_->horizontalHeaderItem(c)->setToolTip(param_columns_[c - kFirstParam]);
     horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
