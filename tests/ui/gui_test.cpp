@@ -397,6 +397,9 @@ class GuiTest : public QObject {
     QCoreApplication::setApplicationName("commtune-test");
   }
 
+  // Each test starts at recommend's loss tolerance (1%), whatever the test before it left (the page keeps it).
+  void init() { QSettings().remove("analysis/tolerance_percent"); }
+
   void form_checks_every_edit_and_names_the_field() {
     MainWindow window(store());
     window.show();
@@ -1524,6 +1527,57 @@ class GuiTest : public QObject {
              qPrintable(QString::number(plots->loss_plot()->xAxis->range().upper)));
   }
 
+  // A sweep another process records, here on another host: between two of its trials nothing of it runs,
+  // yet Stop all still reaches it, and the header says when and how the sweep ended.
+  void another_processs_sweep_is_followed_between_its_trials_and_to_its_end() {
+    namespace db = commtune::db;
+    QTemporaryDir dir;
+    const auto path = dir.filePath("runs.db");
+    std::int64_t sweep = 0, first = 0;
+    {
+      db::Store s(path.toStdString());
+      sweep = s.create_sweep("elsewhere", {{"base", {{"world_size", 2}, {"steps", 20}}},
+                                           {"axes", {{"optimizer.lr", {0.1, 0.2}}}}});
+      for (const int trial : {0, 1}) {
+        db::NewRun run;
+        run.sweep_id = sweep;
+        run.trial = trial;
+        run.name = trial ? "lr=0.2" : "lr=0.1";
+        run.config = {{"world_size", 2}, {"steps", 20}, {"optimizer", {{"lr", trial ? 0.2 : 0.1}}}};
+        run.world_size = 2;
+        run.steps_requested = 20;
+        const auto id = s.create_run(run, trial ? db::status::kPending : db::status::kRunning);
+        if (!trial) first = id;
+      }
+    }
+    db::Connection(path.toStdString(), db::Connection::Access::ReadWrite)
+        .exec("UPDATE runs SET owner = 'elsewhere:1:1' WHERE status = 'running'; "
+              "UPDATE sweeps SET owner = 'elsewhere:1:1'");
+    MainWindow window(path);
+    window.show();
+    auto* dashboard = window.dashboard();
+    auto* stop_all = dashboard->findChild<QPushButton*>("dashboard:stop_all");
+    auto* label = dashboard->findChild<QLabel*>("dashboard:label");
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(first), QString("running"), 30000);
+    QVERIFY(stop_all->isEnabled());
+    // The first trial ends; the second has not started: the sweep still runs.
+    db::Store(path.toStdString()).set_run_status(first, db::status::kSucceeded, "");
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(first), QString("succeeded"), 30000);
+    QVERIFY2(stop_all->isEnabled(), "Stop all greyed out between two trials of a running sweep");
+    // Stop all asks for the sweep (its process is on another host: a request file it watches).
+    stop_all->click();
+    const auto request = QString("%1.stop/sweep-%2").arg(path).arg(sweep);
+    QVERIFY2(QFileInfo::exists(request), qPrintable(request));
+    // Its process takes the request and the sweep ends cancelled: the header says so, Stop all has nothing left.
+    QFile::remove(request);
+    db::Store(path.toStdString()).set_sweep_status(sweep, db::status::kCancelled);
+    QTRY_VERIFY2_WITH_TIMEOUT(label->text().startsWith(
+                                  QString("Sweep %1 (recorded by another process) cancelled: 1 of 2 trials ended")
+                                      .arg(sweep)),
+                              qPrintable(label->text()), 30000);
+    QVERIFY(!stop_all->isEnabled());
+  }
+
   void seed_replicas_group_into_a_mean_and_a_band() {
     RunPlots plots;
     plots.resize(1000, 700);
@@ -2510,12 +2564,14 @@ class GuiTest : public QObject {
       QVERIFY(plot_lightness(window.dashboard()->plots()->loss_plot()) > 0.5);
       window.set_theme(ThemeChoice::Dark);
       window.launch()->form()->set_text("steps", "77");
+      window.analysis()->tolerance()->setValue(2.5);
       window.show_page(MainWindow::kRuns);
       window.resize(1000, 700);
       window.close();
     }
     MainWindow again(store());
     QCOMPARE(again.launch()->form()->field("steps")->text(), QString("77"));
+    QCOMPARE(again.analysis()->tolerance()->value(), 2.5);  // the verdicts' loss tolerance too
     QCOMPARE(again.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kRuns));
     QVERIFY(plot_lightness(again.dashboard()->plots()->loss_plot()) < 0.5);
     again.set_theme(ThemeChoice::System);

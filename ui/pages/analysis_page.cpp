@@ -8,6 +8,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
 #include <QScrollBar>
 #include <QSplitter>
@@ -38,6 +39,9 @@
 namespace commtune::ui {
 
 namespace {
+
+// The loss tolerance the verdicts use, in percent, kept across restarts.
+constexpr const char* kToleranceKey = "analysis/tolerance_percent";
 
 QTableWidgetItem* cell(const std::optional<double>& v, int precision) {
   return new QTableWidgetItem(v ? QString::number(*v, 'f', precision) : QString("–"));
@@ -73,7 +77,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   tolerance_->setDecimals(1);
   tolerance_->setRange(0, 100);
   tolerance_->setSingleStep(0.5);
-  tolerance_->setValue(1);
+  tolerance_->setValue(QSettings().value(kToleranceKey, 1.0).toDouble());  // the user's, as they left it
   tolerance_->setSuffix(" %");
   tolerance_->setToolTip("How much higher than allreduce's a recommended configuration's tail loss may be "
                          "(commtune-cli recommend --tolerance, as a percentage)");
@@ -262,7 +266,10 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   connect(nodes_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(ranks_per_node_, &QSpinBox::valueChanged, this, &AnalysisPage::analyse);
   connect(compute_scale_, &QDoubleSpinBox::valueChanged, this, &AnalysisPage::analyse);
-  connect(tolerance_, &QDoubleSpinBox::valueChanged, this, &AnalysisPage::analyse);
+  connect(tolerance_, &QDoubleSpinBox::valueChanged, this, [this](double percent) {
+    QSettings().setValue(kToleranceKey, percent);
+    analyse();
+  });
   connect(x_metric_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_pareto);
   connect(heat_x_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);
   connect(heat_y_, &QComboBox::currentIndexChanged, this, &AnalysisPage::draw_heatmap);

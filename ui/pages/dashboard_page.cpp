@@ -84,7 +84,7 @@ DashboardPage::DashboardPage(EngineSession& engine, QWidget* parent) : QWidget(p
   connect(&engine_, &EngineSession::run_started, this, &DashboardPage::on_started);
   connect(&engine_, &EngineSession::run_finished, this, &DashboardPage::on_finished);
   connect(&engine_, &EngineSession::job_finished, this, [this](const QString& message, bool ok) {
-    stop_all_->setEnabled(!followed_.empty());  // another process's sweep may still run beside it
+    update_stop_all();  // another process's sweep may still run beside it
     on_frame();
     sweep_label_->setText(message);
     log_->appendPlainText((ok ? "done: " : "ended: ") + message);
@@ -165,13 +165,15 @@ void DashboardPage::show_sweep(qint64 sweep_id) {
       },
       [this, sweep_id](const Outcome<std::vector<Stored>>& out) {
         if (!out.value) return log_->appendPlainText(QString("sweep %1: %2").arg(sweep_id).arg(out.error));
-        const bool running = std::any_of(tracks_.begin(), tracks_.end(), [](const auto& entry) {
-          return entry.second.status == db::status::kRunning;
-        });
+        const bool running =
+            !followed_sweeps_.empty() || std::any_of(tracks_.begin(), tracks_.end(), [](const auto& entry) {
+              return entry.second.status == db::status::kRunning;
+            });
         if (!running) {  // what ended makes room, as for a new job
           plots_->clear();
           tracks_.clear();
           followed_.clear();
+          sweep_ends_.clear();
           trials_->setRowCount(0);
         }
         log_->appendPlainText(QString("sweep %1 from the store: %2 trials").arg(sweep_id).arg(out.value->size()));
@@ -232,8 +234,12 @@ void DashboardPage::follow(const Found& found) {
     stop->setToolTip("Recorded by another process (commtune-cli run, sweep or import --follow, or another window): "
                      "asks it to stop this run; a sweep goes on with its next trial, an import stops following");
   }
-  stop_all_->setEnabled(true);  // its sweep too, not only this window's own jobs
   followed_[run_id] = 0;
+  if (found.start.sweep_id) {
+    followed_sweeps_[found.start.sweep_id] = found.owner;  // its sweep too, not only this window's own jobs
+    sweep_ends_.erase(found.start.sweep_id);              // resumed since it last ended
+  }
+  update_stop_all();
   sweep_label_->setText(sweep_text());
   poll_->start();
   poll_followed();
@@ -250,38 +256,44 @@ void DashboardPage::stop_followed(qint64 run_id) {
 
 void DashboardPage::stop_all() {
   if (engine_.busy()) engine_.stop_all();
-  // What other processes run: a commtune-cli here once, as Ctrl-C in its terminal (a sweep ends, cancelled, and
-  // can be resumed); another window, or a process on another host, through its runs' stop requests.
-  std::set<std::string> asked;
-  for (const auto& [id, t] : tracks_) {
-    if (t.owner.empty() || t.status != db::status::kRunning || !asked.insert(t.owner).second) continue;
-    if (interrupt_owner(t.owner)) {
-      log_->appendPlainText(QString("run %1: asked its process (%2) to stop, as Ctrl-C in its terminal would")
-                                .arg(id)
-                                .arg(QString::fromStdString(t.owner)));
-    } else {
-      // Another window, or a process on another host that shares the store's folder: its sweep and its
-      // running trials are asked through stop requests, which it watches.
-      for (const auto& [other, ot] : tracks_)
-        if (ot.owner == t.owner && ot.status == db::status::kRunning) stop_followed(other);
-      if (t.sweep_id) {
-        try {
-          request_sweep_stop(engine_.store_path().toStdString(), t.sweep_id);
-          log_->appendPlainText(QString("sweep %1 (%2, another window or host): asked to stop, with its running "
-                                        "trials")
-                                    .arg(t.sweep_id)
-                                    .arg(QString::fromStdString(t.owner)));
-        } catch (const std::exception& e) {
-          log_->appendPlainText(QString("sweep %1: %2").arg(t.sweep_id).arg(QString::fromUtf8(e.what())));
-        }
+  // What other processes run: their running trials, and their sweeps followed here (between two trials, none
+  // runs). A commtune-cli here is asked once, as Ctrl-C in its terminal (a sweep ends, cancelled, and can be
+  // resumed); another window, or a process on another host, through stop requests for its trials and sweeps.
+  std::map<std::string, std::set<qint64>> sweeps_of;  // owner -> its sweeps shown here
+  for (const auto& [id, t] : tracks_)
+    if (!t.owner.empty() && t.status == db::status::kRunning) {
+      auto& sweeps = sweeps_of[t.owner];
+      if (t.sweep_id) sweeps.insert(t.sweep_id);
+    }
+  for (const auto& [sweep, owner] : followed_sweeps_) sweeps_of[owner].insert(sweep);
+  for (const auto& [owner, sweeps] : sweeps_of) {
+    if (interrupt_owner(owner)) {
+      log_->appendPlainText(
+          QString("asked its process (%1) to stop, as Ctrl-C in its terminal would").arg(QString::fromStdString(owner)));
+      continue;
+    }
+    for (const auto& [run, t] : tracks_)
+      if (t.owner == owner && t.status == db::status::kRunning) stop_followed(run);
+    for (const auto sweep : sweeps) {
+      try {
+        request_sweep_stop(engine_.store_path().toStdString(), sweep);
+        log_->appendPlainText(QString("sweep %1 (%2, another window or host): asked to stop, with its running trials")
+                                  .arg(sweep)
+                                  .arg(QString::fromStdString(owner)));
+      } catch (const std::exception& e) {
+        log_->appendPlainText(QString("sweep %1: %2").arg(sweep).arg(QString::fromUtf8(e.what())));
       }
     }
   }
 }
 
+void DashboardPage::update_stop_all() {
+  stop_all_->setEnabled(engine_.busy() || !followed_.empty() || !followed_sweeps_.empty());
+}
+
 void DashboardPage::poll_followed() {
   if (polling_) return;
-  if (followed_.empty()) {
+  if (followed_.empty() && followed_sweeps_.empty()) {
     poll_->stop();
     return;
   }
@@ -290,26 +302,39 @@ void DashboardPage::poll_followed() {
     QString status, reason;
     std::vector<LivePoint> points;
   };
+  struct Polled {
+    std::vector<Read> runs;
+    std::vector<std::pair<qint64, QString>> ended_sweeps;  // followed sweeps the store says ended, and how
+  };
   polling_ = true;
   run_async(
       this,
-      [path = engine_.store_path().toStdString(), followed = followed_] {
+      [path = engine_.store_path().toStdString(), followed = followed_, sweeps = followed_sweeps_] {
         db::Store store(path, db::Store::Access::ReadOnly);
-        std::vector<Read> out;
+        Polled out;
         for (const auto& [id, from] : followed) {
           const auto run = store.run(id);
           if (!run) continue;
           // A Stop clicked as the run ended, too late for its process to take it, is not left behind.
           if (run->status != db::status::kRunning) withdraw_stop_request(path, id);
-          out.push_back({id, QString::fromStdString(run->status), QString::fromStdString(run->reason),
-                         stored_points(id, store.steps(id, std::nullopt, from))});
+          out.runs.push_back({id, QString::fromStdString(run->status), QString::fromStdString(run->reason),
+                              stored_points(id, store.steps(id, std::nullopt, from))});
+        }
+        for (const auto& [id, owner] : sweeps) {
+          const auto sweep = store.sweep(id);
+          if (!sweep)
+            out.ended_sweeps.emplace_back(id, "deleted");
+          else if (sweep->status != db::status::kRunning)
+            out.ended_sweeps.emplace_back(id, QString::fromStdString(sweep->status));
+          else if (!db::owner_alive(sweep->owner))
+            out.ended_sweeps.emplace_back(id, "interrupted (its process is gone)");
         }
         return out;
       },
-      [this](const Outcome<std::vector<Read>>& out) {
+      [this](const Outcome<Polled>& out) {
         polling_ = false;
         if (!out.value) return;
-        for (const auto& r : *out.value) {
+        for (const auto& r : out.value->runs) {
           if (!followed_.count(r.run_id)) continue;
           if (!r.points.empty()) followed_[r.run_id] = r.points.back().step + 1;
           show_points(r.points);
@@ -318,6 +343,13 @@ void DashboardPage::poll_followed() {
             on_finished(r.run_id, r.status, r.reason);
             sweep_label_->setText(sweep_text());
           }
+        }
+        for (const auto& [id, status] : out.value->ended_sweeps) {
+          if (!followed_sweeps_.erase(id)) continue;
+          sweep_ends_[id] = status;
+          log_->appendPlainText(QString("sweep %1 (recorded by another process) ended: %2").arg(id).arg(status));
+          sweep_label_->setText(sweep_text());
+          update_stop_all();
         }
       });
 }
@@ -361,14 +393,17 @@ void DashboardPage::on_started(const RunStart& start) {
     trials_total_ = std::max<qint64>(1, start.trials);
   }
   if (new_job) {
-    // What ended goes; what still runs (another process's sweep, this one's) stays beside the new job.
-    const bool still_running = std::any_of(tracks_.begin(), tracks_.end(), [&](const auto& entry) {
-      return entry.first != start.run_id && entry.second.status == db::status::kRunning;
-    });
+    // What ended goes; what still runs (another process's sweep, between two trials too; this one's) stays
+    // beside the new job.
+    const bool still_running =
+        !followed_sweeps_.empty() || std::any_of(tracks_.begin(), tracks_.end(), [&](const auto& entry) {
+          return entry.first != start.run_id && entry.second.status == db::status::kRunning;
+        });
     if (!still_running) {
       plots_->clear();
       tracks_.clear();
       followed_.clear();
+      sweep_ends_.clear();
       trials_->setRowCount(0);
     }
     sweep_id_ = start.sweep_id;
@@ -430,7 +465,7 @@ void DashboardPage::on_finished(qint64 run_id, const QString& status, const QStr
   trials_->item(t.row, kStatus)->setText(status);
   trials_->item(t.row, kLeft)->setText(status == db::status::kSucceeded ? "done" : "");
   if (auto* stop = trials_->cellWidget(t.row, kStop)) stop->setEnabled(false);
-  if (!engine_.busy() && followed_.empty()) stop_all_->setEnabled(false);
+  update_stop_all();
   if (!reason.isEmpty()) log_->appendPlainText(QString("run %1 %2: %3").arg(run_id).arg(status, reason));
   update_sweep_progress();
 }
@@ -511,7 +546,14 @@ QString DashboardPage::sweep_text() const {
   }
   if (last < 0) return sweep_label_->text();
   const QString from = followed ? " (recorded by another process)" : "";
-  if (sweep_id_ > 0) return QString("Sweep %1%2: %3 of %4 trials ended").arg(sweep_id_).arg(from).arg(ended).arg(trials_total_);
+  if (sweep_id_ > 0) {
+    const auto end = sweep_ends_.find(sweep_id_);
+    return QString("Sweep %1%2%3: %4 of %5 trials ended")
+        .arg(sweep_id_)
+        .arg(from, end == sweep_ends_.end() ? QString() : " " + end->second)
+        .arg(ended)
+        .arg(trials_total_);
+  }
   const auto& t = tracks_.at(last);
   return QString("Run %1%2%3").arg(last).arg(from).arg(t.status == db::status::kRunning ? "" : " " + t.status);
 }

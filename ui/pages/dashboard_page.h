@@ -73,6 +73,9 @@ class DashboardPage : public QWidget {
   void poll_followed();
   void show_stored_steps(qint64 run_id, qint64 before_step);
   void update_sweep_progress();
+  // Stop all is live while anything it would stop runs: this window's job, a
+  // followed run, or a followed sweep between two of its trials.
+  void update_stop_all();
   double seconds_left(const Track& t) const;
 
   EngineSession& engine_;
@@ -86,6 +89,9 @@ class DashboardPage : public QWidget {
   QTimer* poll_;
   QTimer* discover_;
   std::map<qint64, qint64> followed_;  // run -> the first step not shown yet
+  // Sweeps another process records, shown here: their owner, until the store says they ended.
+  std::map<qint64, std::string> followed_sweeps_;
+  std::map<qint64, QString> sweep_ends_;  // how a followed sweep ended, once the store said so
   bool polling_ = false, discovering_ = false;
   bool replaying_ = false;  // a sweep put back from the store: its trials did not start now
   std::map<qint64, Track> tracks_;
