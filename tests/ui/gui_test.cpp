@@ -1720,8 +1720,11 @@ class GuiTest : public QObject {
     RunPlots plots;
     plots.resize(1000, 700);
     plots.show();
-    const std::vector<std::pair<qint64, QString>> runs{
-        {1, "1 rank=1 lr=0.1"}, {2, "2 rank=4 lr=0.1"}, {3, "3 rank=1 lr=0.2"}, {4, "4 rank=4 lr=0.2"}, {5, "5 allreduce"}};
+    const std::vector<std::pair<qint64, QString>> runs{{1, "1 rank=1 lr=0.1 momentum=0.9"},
+                                                       {2, "2 rank=4 lr=0.1 momentum=0.9"},
+                                                       {3, "3 rank=1 lr=0.2 momentum=0.9"},
+                                                       {4, "4 rank=4 lr=0.2 momentum=0.9"},
+                                                       {5, "5 allreduce"}};
     for (const auto& [id, label] : runs) {
       plots.add_run(id, label);
       for (int step = 0; step < 20; ++step) {
@@ -1732,7 +1735,15 @@ class GuiTest : public QObject {
         plots.append(p);
       }
     }
-    QVERIFY(!plots.set_group_by("momentum"));  // no run names it
+    // What the Group list offers: seeds and what varies among the runs, not momentum (one value for all).
+    const auto choices = [&plots] {
+      QStringList out;
+      auto* box = plots.findChild<QComboBox*>("plots:group_by");
+      for (int i = 0; i < box->count(); ++i) out << box->itemText(i);
+      return out;
+    };
+    QCOMPARE(choices(), (QStringList{"no grouping", "seeds", "rank", "lr"}));
+    QVERIFY(!plots.set_group_by("momentum"));
     QVERIFY(plots.set_group_by("lr"));
     plots.refresh(true);
     const auto groups = plots.shown_groups();
@@ -1750,6 +1761,18 @@ class GuiTest : public QObject {
              qPrintable(rows.join(" | ")));
     QVERIFY(plots.set_group_by("rank"));
     QCOMPARE(plots.shown_groups()[1].runs, (std::vector<std::int64_t>{2, 4}));
+    // Other runs opened in their place: the last runs' parameters are no longer offered, and the choice of
+    // rank comes back with runs whose ranks differ.
+    plots.clear();
+    for (const auto& [id, label] : std::vector<std::pair<qint64, QString>>{{6, "6 wd=0.1"}, {7, "7 wd=0.1"}})
+      plots.add_run(id, label);
+    QCOMPARE(choices(), (QStringList{"no grouping", "seeds"}));  // one value of wd: no group apart
+    plots.add_run(8, "8 wd=0.2 rank=2");
+    plots.add_run(9, "9 wd=0.2 rank=4");
+    plots.add_run(10, "10 rank=4");
+    QCOMPARE(choices(), (QStringList{"no grouping", "seeds", "wd", "rank"}));
+    QCOMPARE(plots.findChild<QComboBox*>("plots:group_by")->currentText(), QString("rank"));
+    QCOMPARE(plots.shown_groups().size(), std::size_t{1});  // rank=4: runs 9 and 10
     plots.set_group_seeds(false);
     QVERIFY(plots.shown_groups().empty());
   }
@@ -1840,6 +1863,13 @@ class GuiTest : public QObject {
                                          : QString("%1%2%").arg(change.get<double>() >= 0 ? "+" : "")
                                                .arg(100 * change.get<double>(), 0, 'f', 2);
       QCOMPARE(runs->metrics()->item(row, column)->text(), want);
+    }
+    // Its plots group by what varies among the runs, the seed among them (no sweep axis: --seeds).
+    {
+      auto* group_by = runs->findChild<QComboBox*>("plots:group_by");
+      QStringList choices;
+      for (int i = 0; i < group_by->count(); ++i) choices << group_by->itemText(i);
+      QCOMPARE(choices, (QStringList{"no grouping", "seeds", "hook.name", "optimizer.lr", "seed"}));
     }
     // The Runs table has both losses under the names compare's JSON gives them, each compare's figure.
     {

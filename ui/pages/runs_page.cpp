@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/tuner/store/run_label.h"
 #include "core/tuner/store/run_metrics.h"
@@ -363,6 +364,7 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
     std::vector<LivePoint> points;
     BucketStats buckets;
     std::vector<std::pair<QString, QString>> swept;  // its values of the swept parameters: the legend's columns
+    QString seed;
   };
   std::vector<std::string> swept;
   for (const auto& p : table_->swept()) swept.push_back(p.toStdString());
@@ -385,8 +387,10 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
           for (const auto& p : swept)
             if (const auto it = params.find(p); it != params.end())
               values.emplace_back(QString::fromStdString(p), QString::fromStdString(it->second));
+          const auto seed = params.find("seed");
           out.push_back({id, QString("%1 %2").arg(id).arg(QString::fromStdString(run_label(*run))),
-                         stored_points(id, store.steps(id)), std::move(buckets), std::move(values)});
+                         stored_points(id, store.steps(id)), std::move(buckets), std::move(values),
+                         seed == params.end() ? QString() : QString::fromStdString(seed->second)});
         }
         return out;
       },
@@ -397,8 +401,13 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
           plots_->set_empty_text("Cannot read the runs: " + out.error);
           return;
         }
+        // The seed is a column and a grouping too when the runs differ in it (--seeds is no sweep axis).
+        std::set<QString> seeds;
+        for (const auto& run : *out.value) seeds.insert(run.seed);
         for (const auto& run : *out.value) {
-          plots_->add_run(run.id, run.label, run.swept);
+          auto values = run.swept;
+          if (seeds.size() > 1) values.emplace_back("seed", run.seed);
+          plots_->add_run(run.id, run.label, values);
           for (const auto& p : run.points) plots_->append(p);
           plots_->set_bucket_stats(run.buckets);
         }

@@ -7,6 +7,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSplitter>
 #include <QStackedLayout>
@@ -128,7 +129,10 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
   group_by_->setMinimumContentsLength(11);
   group_by_->addItem("no grouping");
   group_by_->addItem("seeds", QString());
-  connect(group_by_, &QComboBox::currentIndexChanged, this, [this] { regroup(); });
+  connect(group_by_, &QComboBox::currentIndexChanged, this, [this] {
+    group_choice_ = group_by_->currentData();
+    regroup();
+  });
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel("Group", this));
@@ -225,10 +229,20 @@ void RunPlots::add_run(std::int64_t run_id, const QString& label,
   runs_.push_back(std::move(run));
   breakdown_run_->addItem(label, QVariant::fromValue<qlonglong>(run_id));
   static_cast<QStackedLayout*>(layout())->setCurrentIndex(1);
-  for (const auto& param : model_.group_parameters())  // what the runs can be grouped by
-    if (group_by_->findData(QString::fromStdString(param)) < 0)
+  update_group_choices();  // a new run joins its group, and may make a parameter vary
+}
+
+void RunPlots::update_group_choices() {
+  const int before = group_by_->currentIndex();
+  {
+    const QSignalBlocker quiet(group_by_);
+    while (group_by_->count() > 2) group_by_->removeItem(2);  // after "no grouping" and "seeds"
+    for (const auto& param : model_.group_parameters())
       group_by_->addItem(QString::fromStdString(param), QString::fromStdString(param));
-  if (group_by_->currentData().isValid()) regroup();  // a new run joins its group
+    const int chosen = group_choice_.isValid() ? group_by_->findData(group_choice_) : 0;
+    group_by_->setCurrentIndex(std::max(chosen, 0));
+  }
+  if (group_by_->currentData().isValid() || group_by_->currentIndex() != before) regroup();
 }
 
 bool RunPlots::has_run(std::int64_t run_id) const { return find(run_id) != nullptr; }
@@ -453,6 +467,7 @@ void RunPlots::clear() {
   }
   breakdown_run_->clear();
   bucket_table_->forget();
+  update_group_choices();  // none of the last runs' parameters is offered
   static_cast<QStackedLayout*>(layout())->setCurrentIndex(0);
 }
 

@@ -9,6 +9,7 @@
 // be smoothed (TensorBoard's debiased EMA) and every plot has a log y axis.
 #pragma once
 
+#include <QVariant>
 #include <QWidget>
 #include <cstdint>
 #include <memory>
@@ -117,6 +118,10 @@ class RunPlots : public QWidget {
   void visibility_changed();
   std::optional<PlotHit> curve_hit(QCustomPlot* plot, const QPointF& pixel) const;
   void regroup();
+  // The Group choices: seeds, and each parameter some runs share a value of
+  // and others do not; the user's choice comes back once it varies again
+  // (runs opened anew arrive one by one).
+  void update_group_choices();
   void restyle_groups();
 
   SeriesModel model_;  // the points and their numbers; what follows draws them
@@ -136,6 +141,7 @@ class RunPlots : public QWidget {
   std::vector<PlotReadout*> readouts_;  // loss, ratio, bytes, step time
   std::unique_ptr<GroupCurves> groups_;  // on the loss plot
   QComboBox* group_by_;  // none, seeds, or a parameter (its name as the item's data)
+  QVariant group_choice_;  // the user's (the item's data), kept while the runs offer it not
   bool axis_changed_ = true;
   std::int64_t highlighted_ = -1;
   std::vector<std::int64_t> soloed_;

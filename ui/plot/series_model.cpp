@@ -135,10 +135,19 @@ std::vector<SeedGroup> SeriesModel::seed_groups() const {
 }
 
 std::vector<std::string> SeriesModel::group_parameters() const {
-  std::vector<std::string> out;
+  std::vector<std::string> named;
+  std::map<std::string, std::map<std::string, int>> counts;  // param -> value -> runs
   for (const auto& r : runs_)
-    for (const auto& [param, value] : r.values)
-      if (std::find(out.begin(), out.end(), param) == out.end()) out.push_back(param);
+    for (const auto& [param, value] : r.values) {
+      if (std::find(named.begin(), named.end(), param) == named.end()) named.push_back(param);
+      ++counts[param][value];
+    }
+  std::vector<std::string> out;
+  for (const auto& param : named) {
+    const auto& values = counts[param];
+    const bool shared = std::any_of(values.begin(), values.end(), [](const auto& v) { return v.second >= 2; });
+    if (values.size() >= 2 && shared) out.push_back(param);
+  }
   return out;
 }
 

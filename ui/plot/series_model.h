@@ -74,7 +74,9 @@ class SeriesModel {
   const std::vector<LivePoint>& points(std::int64_t run_id) const;  // empty for an unknown run
   // The groups of two or more replicas, by key.
   std::vector<SeedGroup> seed_groups() const;
-  // The parameters the runs' values name, in the order they first appear.
+  // The parameters a grouping by would tell runs apart with: two values or
+  // more among the runs, one of them shared by two runs or more (a group),
+  // in the order they first appear.
   std::vector<std::string> group_parameters() const;
   // The runs that share a value of `param`, two or more each, in the order
   // the values first appear ("": seed_groups()).
