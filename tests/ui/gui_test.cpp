@@ -757,6 +757,19 @@ class GuiTest : public QObject {
       std::set<QRgb> pens;
       for (int g = 0; g < 24; ++g) pens.insert(plots->loss_graph(all[g])->pen().color().rgb());
       QCOMPARE(pens.size(), std::size_t{24});
+      // The step time's four parts, thin lines side by side, differ in hue (CIELAB), not only in lightness:
+      // forward and hook were 40 degrees apart, blue beside blue.
+      QCOMPARE(breakdown->graphCount(), 4);
+      for (int i = 0; i < 4; ++i)
+        for (int j = i + 1; j < 4; ++j) {
+          const auto a = lab(breakdown->graph(i)->pen().color()), b = lab(breakdown->graph(j)->pen().color());
+          double apart = std::abs(std::atan2(a[2], a[1]) - std::atan2(b[2], b[1])) * 180 / M_PI;
+          apart = std::min(apart, 360 - apart);
+          QVERIFY2(apart >= 60, qPrintable(QString("%1 and %2: %3 degrees apart in the %4 theme")
+                                               .arg(breakdown->graph(i)->name(), breakdown->graph(j)->name())
+                                               .arg(apart, 0, 'f', 0)
+                                               .arg(theme == ThemeChoice::Dark ? "dark" : "light")));
+        }
     }
 
     // Log axes where values span decades; smoothing as TensorBoard does it.

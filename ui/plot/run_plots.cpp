@@ -25,8 +25,10 @@
 namespace commtune::ui {
 
 // Palette entries of the breakdown's forward, backward, comm wait and hook:
-// four hues far apart (not orange beside yellow).
-constexpr std::size_t kBreakdownColours[] = {0, 1, 2, 5};
+// blue, green, orange, magenta in either theme, every two at least 83
+// degrees of CIELAB hue apart (thin lines side by side are told apart by
+// hue: blue beside blue, or orange beside yellow, read as one).
+constexpr std::size_t kBreakdownColours[] = {0, 2, 1, 14};
 
 // A run as drawn: its curves' reduced copies and their graphs.
 struct RunPlots::Run {
