@@ -1293,6 +1293,9 @@ class GuiTest : public QObject {
       return std::nullopt;
     };
     QCOMPARE(baseline_line_at(history_plot, false).value_or(-1), 1.0);
+    // Trial numbers are whole: a tick every whole number of trials, none between two.
+    const auto whole = history_plot->xAxis->ticker().dynamicCast<QCPAxisTickerFixed>();
+    QVERIFY(whole && whole->tickStep() == 1 && whole->scaleStrategy() == QCPAxisTickerFixed::ssMultiples);
     analysis->views()->setCurrentIndex(analysis->views()->count() - 1);
     history_plot->replot(QCustomPlot::rpImmediateRefresh);
     const auto first = history_plot->graph(0)->data()->at(0);
@@ -1359,6 +1362,10 @@ class GuiTest : public QObject {
       QVERIFY2(std::abs(d.value - (1.0 + 1.0 / d.key)) < 0.05, qPrintable(QString("%1 at rank %2").arg(d.value).arg(d.key)));
     }
     QCOMPARE(ranks, (std::set<double>{1, 4, 8}));
+    // A grid's numbers label themselves: ticks at ranks 1, 4 and 8 (there were 2.5 and 7.5 between).
+    const auto rank_ticks = rank_loss->keyAxis()->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(rank_ticks);
+    QCOMPARE(rank_ticks->ticks().keys(), (QList<double>{1, 4, 8}));
     QVERIFY(scatter->graph(2)->dataCount() == 6);  // ms/step measured for every trial
     analysis->views()->setCurrentIndex(analysis->views()->count() - 1);
     scatter->replot(QCustomPlot::rpImmediateRefresh);

@@ -1,6 +1,7 @@
 #include "ui/pages/analysis/scatter_matrix_view.h"
 
 #include <algorithm>
+#include <set>
 
 #include "ui/forms/param_field.h"
 #include "ui/plot/plot_style.h"
@@ -24,6 +25,12 @@ void ScatterMatrixView::draw(const ScatterMatrix& matrix) {
     plot_->replot();
     return;
   }
+  // A column of up to 8 numbers (a grid's: ranks, start iterations) labels its values, as the slices do:
+  // no rank 2.5, no start iteration 7.5.
+  std::vector<std::set<double>> values(matrix.columns.size());
+  for (const auto& trial : matrix.trials)
+    for (std::size_t c = 0; c < matrix.columns.size(); ++c)
+      if (trial.x[c]) values[c].insert(*trial.x[c]);
   auto* columns_margin = new QCPMarginGroup(plot_);
   auto* rows_margin = new QCPMarginGroup(plot_);
   const QFont small(plot_->font().family(), 8);
@@ -75,6 +82,11 @@ void ScatterMatrixView::draw(const ScatterMatrix& matrix) {
       y->scaleRange(1.15);
       widen_flat_range(x);
       widen_flat_range(y);
+      if (column.numeric && values[c].size() <= 8) {  // after widen_flat_range, which picks a log axis's ticker
+        QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+        for (const double v : values[c]) ticker->addTick(v, QString::number(v, 'g', 4));
+        x->setTicker(ticker);
+      }
       panels_.push_back(std::move(panel));
     }
   plot_->replot();
