@@ -929,9 +929,17 @@ class GuiTest : public QObject {
     QCOMPARE(heat_x->currentText(), default_y);
     QCOMPARE(heat_y->currentText(), default_x);
 
-    // A sweep recorded meanwhile (here, by another process) becomes the one shown.
+    // A sweep recorded meanwhile (here, by another process) does not take the page from the one the user
+    // chose (it did): it is offered, and shown when asked.
     const auto newer = seed_sweep(path, {1, 2}, {2, 10});
+    auto* offer = analysis->findChild<QPushButton*>("analysis:newer_sweep");
+    analysis->refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(!offer->isHidden(), 30000);
+    QCOMPARE(offer->text(), QString("Show sweep %1, new").arg(newer));
+    QCOMPARE(analysis->shown_sweep(), sweep);
+    offer->click();
     QTRY_COMPARE_WITH_TIMEOUT(analysis->shown_sweep(), newer, 30000);
+    QVERIFY(offer->isHidden());
     // The one the user picks stays picked after a visit to another page.
     auto* scope = analysis->findChild<QComboBox*>("analysis:scope");
     scope->setCurrentIndex(scope->findData(QVariant::fromValue<qlonglong>(sweep)));

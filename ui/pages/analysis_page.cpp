@@ -99,8 +99,18 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   connect(resume_, &QPushButton::clicked, this,
           [this] { Q_EMIT resume_requested(scope_->currentData().toLongLong()); });
 
+  newer_sweep_ = new QPushButton(this);
+  newer_sweep_->setObjectName("analysis:newer_sweep");
+  newer_sweep_->setToolTip("A sweep recorded since you chose the one shown (here, by commtune-cli or another "
+                           "window): show it");
+  newer_sweep_->hide();
+  connect(newer_sweep_, &QPushButton::clicked, this, [this] { select_sweep(offered_sweep_); });
+
   auto* controls = new QFormLayout;
-  controls->addRow("Runs", scope_);
+  auto* runs_row = new QHBoxLayout;
+  runs_row->addWidget(scope_, 1);
+  runs_row->addWidget(newer_sweep_);
+  controls->addRow("Runs", runs_row);
   auto* cluster = new QHBoxLayout;
   cluster->addWidget(link_);
   cluster->addWidget(new QLabel("nodes", this));
@@ -260,6 +270,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
 
   connect(scope_, &QComboBox::currentIndexChanged, this, [this] {
     wanted_sweep_ = scope_->currentData().toLongLong();  // the user's choice outlives a visit to another page
+    if (wanted_sweep_ == offered_sweep_) newer_sweep_->hide();
     analyse();
   });
   connect(link_, &QComboBox::currentIndexChanged, this, &AnalysisPage::analyse);
@@ -319,12 +330,19 @@ void AnalysisPage::refresh() {
       [this](const Outcome<std::vector<db::SweepRecord>>& out) {
         --pending_;
         if (!out.value) return note_->setText("Cannot read the run store: " + out.error);
-        // A sweep that appeared since the last read (started here, by the CLI or
-        // another app) is what the user wants to see next.
+        // A sweep that appeared since the last read (started here, by the CLI or another app) is shown when
+        // the page shows its default, the newest; a sweep the user chose stays, and the new one is offered.
         const std::int64_t newest = out.value->empty() ? 0 : out.value->back().id;
-        if (newest_sweep_ >= 0 && newest > newest_sweep_) wanted_sweep_ = newest;
+        const bool appeared = newest_sweep_ >= 0 && newest > newest_sweep_;
         newest_sweep_ = newest;
-        const auto keep = wanted_sweep_ >= 0 ? QVariant::fromValue<qlonglong>(wanted_sweep_) : scope_->currentData();
+        auto keep = wanted_sweep_ >= 0 ? QVariant::fromValue<qlonglong>(wanted_sweep_) : scope_->currentData();
+        if (appeared && wanted_sweep_ < 0) {
+          keep = QVariant::fromValue<qlonglong>(newest);
+        } else if (appeared && wanted_sweep_ != newest) {
+          offered_sweep_ = newest;
+          newer_sweep_->setText(QString("Show sweep %1, new").arg(newest));
+          newer_sweep_->show();
+        }
         {
           QSignalBlocker block(scope_);
           scope_->clear();

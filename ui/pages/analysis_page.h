@@ -141,8 +141,10 @@ class AnalysisPage : public QWidget {
   PlotReadout* importance_readout_;
   PlotReadout* pareto_readout_;
   PlotReadout* heatmap_readout_;
-  std::int64_t wanted_sweep_ = -1;
+  std::int64_t wanted_sweep_ = -1;  // the user's choice (-1: none yet, the page shows the newest sweep)
   std::int64_t newest_sweep_ = -1;  // the newest sweep the list has shown (-1: not read yet)
+  QPushButton* newer_sweep_;        // offers a sweep that appeared while the user reads another
+  std::int64_t offered_sweep_ = 0;
   int generation_ = 0;
   int pending_ = 0;
 };
