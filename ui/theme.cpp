@@ -1,13 +1,37 @@
 #include "ui/theme.h"
 
 #include <QApplication>
+#include <QPainter>
 #include <QPalette>
+#include <QProxyStyle>
 #include <QStyle>
 #include <QStyleFactory>
+#include <QStyleOption>
 
 namespace commtune::ui {
 
 namespace {
+
+// Fusion outlines a check box in the window's colour darkened, which on the
+// dark palette's base reads as nothing: an unchecked box (the plots' "log y",
+// the trial list's) was invisible. On a dark palette, a frame in the muted
+// colour around Fusion's own indicator.
+class FramedIndicators final : public QProxyStyle {
+ public:
+  using QProxyStyle::QProxyStyle;
+  void drawPrimitive(PrimitiveElement element, const QStyleOption* option, QPainter* painter,
+                     const QWidget* widget) const override {
+    QProxyStyle::drawPrimitive(element, option, painter, widget);
+    const bool box = element == PE_IndicatorCheckBox || element == PE_IndicatorItemViewItemCheck;
+    if (!box || option->palette.color(QPalette::Window).lightnessF() >= 0.5) return;
+    painter->save();
+    painter->setRenderHint(QPainter::Antialiasing, false);
+    painter->setPen(QPen(QColor(0x9a, 0x9a, 0x9a), 1));
+    painter->setBrush(Qt::NoBrush);
+    painter->drawRect(option->rect.adjusted(0, 0, -1, -1));
+    painter->restore();
+  }
+};
 
 QPalette dark_palette() {
   QPalette p;
@@ -74,7 +98,7 @@ Theme apply_theme(QApplication& app, ThemeChoice choice) {
   if (choice == ThemeChoice::System) {
     app.setPalette(system_palette());
   } else {
-    if (auto* fusion = QStyleFactory::create("Fusion")) app.setStyle(fusion);
+    if (auto* fusion = QStyleFactory::create("Fusion")) app.setStyle(new FramedIndicators(fusion));
     app.setPalette(choice == ThemeChoice::Dark ? dark_palette() : app.style()->standardPalette());
   }
   return current_theme();

@@ -736,6 +736,13 @@ class GuiTest : public QObject {
     auto* breakdown = plots->plot(RunPlots::Plot::StepTime);
     breakdown->replot(QCustomPlot::rpImmediateRefresh);
     QVERIFY(breakdown->graphCount() >= 1);
+    // Its legend names the four parts beside the curves, not over their right end.
+    QCOMPARE(breakdown->legend->itemCount(), 4);
+    QVERIFY(breakdown->legend->visible() && breakdown->legend->outerRect().height() > 0);
+    QVERIFY2(!breakdown->legend->outerRect().intersects(breakdown->axisRect()->outerRect()),
+             qPrintable(QString("legend at y %1-%2, axes from %3")
+                            .arg(breakdown->legend->outerRect().top()).arg(breakdown->legend->outerRect().bottom())
+                            .arg(breakdown->axisRect()->outerRect().top())));
     const auto part = breakdown->graph(0)->data()->at(30);
     const auto step_time = plots->readout(RunPlots::Plot::StepTime)
                                ->hover(QPointF(breakdown->xAxis->coordToPixel(part->key),
@@ -2610,6 +2617,31 @@ class GuiTest : public QObject {
     dialog.export_launch(2, 1, "no port here");
     QTRY_COMPARE_WITH_TIMEOUT(written.count(), 2, 30000);
     QVERIFY(written.at(1).at(1).toString().contains("rendezvous"));
+  }
+
+  // An unchecked box stands out from the window in either theme, by 15 or more in CIELAB lightness.
+  void unchecked_boxes_show_in_both_themes() {
+    MainWindow window(store());
+    window.show();
+    for (const auto theme : {ThemeChoice::Light, ThemeChoice::Dark}) {
+      window.set_theme(theme);
+      QCheckBox box("log");
+      box.resize(box.sizeHint());
+      const auto image = box.grab().toImage();
+      QStyleOptionButton option;
+      option.initFrom(&box);
+      const auto indicator = box.style()->subElementRect(QStyle::SE_CheckBoxIndicator, &option, &box);
+      const double window_lightness = lab(box.palette().color(QPalette::Window))[0];
+      double most = 0;  // the indicator's pixel farthest in lightness from the window
+      for (int x = indicator.left(); x <= indicator.right(); ++x)
+        for (int y = indicator.top(); y <= indicator.bottom(); ++y)
+          most = std::max(most, std::abs(lab(image.pixelColor(x, y))[0] - window_lightness));
+      // The light theme's Fusion box: 18 apart; the dark one's was 6.8.
+      QVERIFY2(most >= 15, qPrintable(QString("the %1 theme's unchecked box differs by %2 in lightness")
+                                          .arg(theme == ThemeChoice::Dark ? "dark" : "light")
+                                          .arg(most, 0, 'f', 1)));
+    }
+    window.set_theme(ThemeChoice::System);
   }
 
   void themes_and_layout_are_remembered() {

@@ -65,8 +65,15 @@ RunPlots::RunPlots(QWidget* parent) : QWidget(parent), theme_(current_theme()) {
     readouts_.push_back(readout);
     connect(readout, &PlotReadout::clicked, this, &RunPlots::runs_clicked);
   }
-  breakdown_plot_->legend->setVisible(true);
-  breakdown_plot_->legend->setFont(QFont(font().family(), 8));
+  // The parts' legend in a row of its own under the title, side by side: inside the axes it covered the
+  // curves' right end, the newest steps.
+  auto* legend = breakdown_plot_->legend;
+  breakdown_plot_->plotLayout()->insertRow(1);
+  breakdown_plot_->plotLayout()->addElement(1, 0, legend);  // taken from the axes' inset
+  breakdown_plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  legend->setFillOrder(QCPLegend::foColumnsFirst);
+  legend->setVisible(true);
+  legend->setFont(QFont(font().family(), 8));
 
   x_axis_ = new QComboBox(this);
   x_axis_->setObjectName("plots:x_axis");
