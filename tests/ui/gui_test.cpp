@@ -1748,6 +1748,27 @@ class GuiTest : public QObject {
     int shown = 0;
     for (int i = 0; i < list->topLevelItemCount(); ++i) shown += list->topLevelItem(i)->isHidden() ? 0 : 1;
     QCOMPARE(shown, 4);
+
+    // Two PowerSGD configurations' groups read apart in the list's width: the words that tell them apart,
+    // under the columns' short names (whole, both were cut to "matrix_approximation_rank=1 start_po...").
+    RunPlots powersgd;
+    powersgd.resize(1000, 700);
+    powersgd.show();
+    int id = 0;
+    for (const char* start : {"2", "10"})
+      for (const char* seed : {"0", "1"}) {
+        ++id;
+        powersgd.add_run(id, QString("%1 matrix_approximation_rank=1 start_powerSGD_iter=%2 lr=0.05 seed=%3")
+                                 .arg(id).arg(start, seed));
+      }
+    powersgd.set_group_seeds(true);
+    QStringList groups;
+    for (int i = 0; i < powersgd.run_list()->topLevelItemCount(); ++i)
+      if (const auto* item = powersgd.run_list()->topLevelItem(i); !item->isHidden()) groups << item->text(0);
+    groups.sort();
+    QCOMPARE(groups, (QStringList{"start iter=10 (2 seeds)", "start iter=2 (2 seeds)"}));
+    for (const auto& label : groups)  // within the 260 px the list has on a 1366-px screen
+      QVERIFY2(powersgd.run_list()->fontMetrics().horizontalAdvance(label) < 230, qPrintable(label));
   }
 
   // Runs grouped by any parameter (W&B's group by), not only seeds, with mean and band.

@@ -12,6 +12,30 @@ namespace commtune::ui {
 
 namespace {
 
+// The groups' rows in the list's narrow width: the words that tell them
+// apart (those every group shares are left to the tooltip), under the
+// columns' short names: "start iter=2 (2 seeds)". Whole, the labels were
+// cut alike for every start iteration ("matrix_approximation_rank=1 start_po…").
+std::vector<QString> short_group_labels(const std::vector<SeedGroup>& groups) {
+  std::vector<QStringList> words;
+  for (const auto& group : groups) words.push_back(QString::fromStdString(group.key).split(' ', Qt::SkipEmptyParts));
+  std::vector<QString> out;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    QStringList kept;
+    for (const auto& word : words[g]) {
+      const bool shared = groups.size() > 1 && std::all_of(words.begin(), words.end(), [&](const QStringList& w) {
+                            return w.contains(word);
+                          });
+      const auto eq = word.indexOf('=');
+      if (!shared) kept << (eq > 0 ? short_param_name(word.left(eq)) + word.mid(eq) : word);
+    }
+    SeedGroup shown = groups[g];
+    if (!kept.isEmpty()) shown.key = kept.join(' ').toStdString();
+    out.push_back(QString::fromStdString(group_label(shown)));
+  }
+  return out;
+}
+
 constexpr int kRunRole = Qt::UserRole;
 constexpr int kSortRole = Qt::UserRole + 1;
 constexpr int kOtherTextRole = Qt::UserRole + 2;  // the label's words that are not parameter=value
@@ -164,7 +188,9 @@ void TrialList::set_groups(const std::vector<SeedGroup>& groups) {
     group_items_.clear();
     for (auto& [id, item] : items_) item->setHidden(false);
   }
-  for (const auto& group : groups) {
+  const auto labels = short_group_labels(groups);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
     QVariantList ids;
     for (const auto id : group.runs) ids << QVariant::fromValue<qlonglong>(id);
     QTreeWidgetItem* item = nullptr;
@@ -174,7 +200,7 @@ void TrialList::set_groups(const std::vector<SeedGroup>& groups) {
       item->setData(0, kRunRole, ids.front());
       item->setData(0, kGroupRole, ids);
       item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable);
-      item->setText(0, QString::fromStdString(group_label(group)));
+      item->setText(0, labels[g]);
       item->setData(0, kSortRole, static_cast<double>(group.runs.front()));
       item->setFirstColumnSpanned(true);
       QStringList members;
