@@ -38,8 +38,8 @@ bool is_end(const std::string& status);
 }  // namespace status
 
 // A trial's number wherever a person reads it (the sweep's log, list, show,
-// their JSON, the app's pages, the trial's work folder): 1, 2, ... in the
-// sweep's order, baselines and seeds counted. The store keeps the index, from 0.
+// their JSON, the app's pages): 1, 2, ... in the sweep's order, baselines and
+// seeds counted. The store keeps the index, from 0.
 inline std::int64_t trial_number(std::int64_t index) { return index + 1; }
 
 struct NewRun {

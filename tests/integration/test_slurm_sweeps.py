@@ -155,7 +155,7 @@ class SlurmSweeps(unittest.TestCase):
                 got, expected = ct.stored_losses(run_id), ct.stored_losses(local_runs[trial][0])
                 self.assertEqual(len(got), 2 * BASE["steps"])
                 self.assertEqual(got, expected, f"trial {trial}")  # bit for bit: the engine is deterministic
-                self.assertTrue(os.path.exists(os.path.join(folder, f"sweep-{remote}", f"trial-{trial + 1}",
+                self.assertTrue(os.path.exists(os.path.join(folder, f"sweep-{remote}", f"run-{run_id}",
                                                             f"to-step-{BASE['steps']}", "launch.sbatch")))
             self.assertEqual(len(set(all_jobs)), len(LRS))
             self.assertEqual(queued(env), set())
@@ -322,7 +322,7 @@ class SlurmSweeps(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, err)
             self.assertEqual(ct.query("SELECT status FROM runs WHERE id = ?", (run_id,))[0][0], "succeeded", err)
             self.assertEqual(jobs_of(run_id), [job])
-            restarts = os.path.join(folder, f"sweep-1", "trial-1", f"to-step-{steps}", "events", "restart-1")
+            restarts = os.path.join(folder, f"sweep-1", f"run-{run_id}", f"to-step-{steps}", "events", "restart-1")
             self.assertTrue(os.path.isdir(restarts), os.listdir(os.path.dirname(restarts)))
             # The second attempt's steps replaced the first's: one row per rank and step, as a local run's.
             local = ct.run_commtune(folder, {"steps": steps, "device": "cpu", "model.hidden": 64,

@@ -434,8 +434,9 @@ void SweepExecution::run_segment(const Job& job, const Slot& slot) {
   config.run.steps = to_step;
   const bool slurm = spec_.options.backend == "slurm";
   const auto& work_dir = slurm && !spec_.slurm.folder.empty() ? spec_.slurm.folder : options_.work_dir;
-  const auto trial_dir =
-      fs::path(work_dir) / ("sweep-" + std::to_string(id_)) / ("trial-" + std::to_string(db::trial_number(static_cast<std::int64_t>(job.trial))));
+  // By run id, unique in the store and shown beside the trial's number: no two trials share a folder,
+  // whatever named the folders of a sweep resumed here.
+  const auto trial_dir = fs::path(work_dir) / ("sweep-" + std::to_string(id_)) / ("run-" + std::to_string(run_id));
   config.checkpoint.dir = trial_dir.string();
   config.checkpoint.every = spec_.options.checkpoint_every;
   // Before the last step: a segment resumed at its own end would run no step
