@@ -57,11 +57,18 @@ TEST(SweepFigures, HistoryNumbersEachTrialAsTheSweepDoes) {
   // The baselines ran first as the sweep's trials 1 and 2: the search's first point is trial 3, as list,
   // show and the sweep's log number it (it was "trial 1").
   auto a = sweep();
+  a.sweep_id = 1;
   for (auto& r : a.runs) r.trial = r.baseline ? r.run_id - 5 : r.run_id + 2;
-  const auto h = optimization_history(a);
-  std::vector<std::int64_t> numbers;
-  for (const auto& p : h.trials) numbers.push_back(p.trial);
-  EXPECT_EQ(numbers, (std::vector<std::int64_t>{3, 4, 5, 6, 7}));
+  const auto numbers = [](const OptimizationHistory& h) {
+    std::vector<std::int64_t> out;
+    for (const auto& p : h.trials) out.push_back(p.trial);
+    return out;
+  };
+  EXPECT_EQ(numbers(optimization_history(a)), (std::vector<std::int64_t>{3, 4, 5, 6, 7}));
+  // The store's runs of several sweeps: their numbers repeat, so the points go in the order the runs ran.
+  a.sweep_id = 0;
+  a.runs[0].trial = a.runs[1].trial = 3;
+  EXPECT_EQ(numbers(optimization_history(a)), (std::vector<std::int64_t>{1, 2, 3, 4, 5}));
 }
 
 TEST(SweepFigures, TheDistributionCountsDivergedTrialsButNeverStepsForThem) {

@@ -133,6 +133,7 @@ SweepAnalysis analyse_sweep(const db::Store& store, const SweepAnalysisQuery& q)
   if (q.sweep_id) filter.sweep_id = q.sweep_id;
   filter.statuses = measured_statuses();
   SweepAnalysis out;
+  out.sweep_id = q.sweep_id;
   if (q.sweep_id)
     if (const auto sweep = store.sweep(q.sweep_id))
       for (const auto& axis : SweepSpec::parse(sweep->spec).axes) {

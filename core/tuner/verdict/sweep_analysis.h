@@ -79,6 +79,7 @@ struct SweepAnalysisQuery {
 };
 
 struct SweepAnalysis {
+  std::int64_t sweep_id = 0;  // the query's: 0 for every measured run in the store
   std::vector<AnalysedRun> runs;
   std::vector<NetworkAdvice> networks;  // one per preset network, when a baseline is among the runs
   std::vector<std::string> axes;        // the sweep's swept parameters

@@ -65,10 +65,19 @@ std::optional<double> pearson(const std::vector<double>& x, const std::vector<do
 OptimizationHistory optimization_history(const SweepAnalysis& analysis) {
   OptimizationHistory out;
   std::optional<double> best;
-  std::int64_t ordinal = 0;  // runs outside a sweep have no number: their place in the order they ran
-  for (const auto* run : trials_of(analysis)) {
+  // A sweep's trials at their numbers; the store's runs of several sweeps (and none) at their place in
+  // the order they ran, where sweeps' numbers would repeat.
+  auto trials = trials_of(analysis);
+  const bool numbered = analysis.sweep_id != 0 && std::all_of(trials.begin(), trials.end(), [](const AnalysedRun* r) {
+                          return r->trial.has_value();
+                        });
+  if (numbered)
+    std::stable_sort(trials.begin(), trials.end(),
+                     [](const AnalysedRun* a, const AnalysedRun* b) { return *a->trial < *b->trial; });
+  std::int64_t ordinal = 0;
+  for (const auto* run : trials) {
     ++ordinal;
-    HistoryPoint p{run->run_id, run->trial.value_or(ordinal), run->loss, best, false};
+    HistoryPoint p{run->run_id, numbered ? *run->trial : ordinal, run->loss, best, false};
     if (std::isfinite(run->loss)) {
       p.improved = !best || run->loss < *best;
       if (p.improved) best = run->loss;

@@ -22,7 +22,8 @@ namespace commtune {
 // The trials in the order they ran (by run id) and the best tail loss so far.
 struct HistoryPoint {
   std::int64_t run_id = 0;
-  std::int64_t trial = 0;        // its number in the sweep (baselines counted, as list and show number them)
+  std::int64_t trial = 0;  // its number in the sweep (baselines counted, as list and show number them); for
+                           // the runs of several sweeps, its place in the order they ran
   double loss = 0;               // its tail loss (not finite: diverged)
   std::optional<double> best;    // the lowest finite tail loss among the trials up to this one
   bool improved = false;         // this trial set a new best
