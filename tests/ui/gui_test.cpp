@@ -1599,6 +1599,14 @@ class GuiTest : public QObject {
     db::Store(path.toStdString()).set_run_status(first, db::status::kSucceeded, "");
     QTRY_COMPARE_WITH_TIMEOUT(dashboard->status_of(first), QString("succeeded"), 30000);
     QVERIFY2(stop_all->isEnabled(), "Stop all greyed out between two trials of a running sweep");
+    {
+      // A window that puts the sweep on its Dashboard now, between the two trials, reaches it too.
+      MainWindow other(path);
+      auto* later = other.dashboard();
+      later->show_sweep(sweep);
+      QTRY_COMPARE_WITH_TIMEOUT(later->status_of(first), QString("succeeded"), 30000);
+      QTRY_VERIFY_WITH_TIMEOUT(later->findChild<QPushButton*>("dashboard:stop_all")->isEnabled(), 30000);
+    }
     // Stop all asks for the sweep (its process is on another host: a request file it watches).
     stop_all->click();
     const auto request = QString("%1.stop/sweep-%2").arg(path).arg(sweep);

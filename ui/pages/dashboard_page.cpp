@@ -150,21 +150,30 @@ void DashboardPage::show_sweep(qint64 sweep_id) {
     QString status, reason;
     std::vector<LivePoint> points;
   };
+  struct Read {
+    std::vector<Stored> trials;
+    std::string running_elsewhere;  // the sweep's owner, when another live process runs it now
+  };
   run_async(
       this,
       [path = engine_.store_path().toStdString(), sweep_id] {
         db::Store store(path, db::Store::Access::ReadOnly);
-        if (!store.sweep(sweep_id)) throw db::Error("there is no sweep " + std::to_string(sweep_id));
+        const auto sweep = store.sweep(sweep_id);
+        if (!sweep) throw db::Error("there is no sweep " + std::to_string(sweep_id));
+        Read out;
+        if (sweep->status == db::status::kRunning && sweep->owner != db::this_process_owner() &&
+            db::owner_alive(sweep->owner))
+          out.running_elsewhere = sweep->owner;
         db::RunFilter filter;
         filter.sweep_id = sweep_id;
-        std::vector<Stored> out;
         for (const auto& run : store.runs(filter))
-          out.push_back({found_run(store, run), QString::fromStdString(run.status), QString::fromStdString(run.reason),
-                         stored_points(run.id, store.steps(run.id))});
+          out.trials.push_back({found_run(store, run), QString::fromStdString(run.status),
+                                QString::fromStdString(run.reason), stored_points(run.id, store.steps(run.id))});
         return out;
       },
-      [this, sweep_id](const Outcome<std::vector<Stored>>& out) {
-        if (!out.value) return log_->appendPlainText(QString("sweep %1: %2").arg(sweep_id).arg(out.error));
+      [this, sweep_id](const Outcome<Read>& read) {
+        if (!read.value) return log_->appendPlainText(QString("sweep %1: %2").arg(sweep_id).arg(read.error));
+        const auto& trials = read.value->trials;
         const bool running =
             !followed_sweeps_.empty() || std::any_of(tracks_.begin(), tracks_.end(), [](const auto& entry) {
               return entry.second.status == db::status::kRunning;
@@ -176,9 +185,9 @@ void DashboardPage::show_sweep(qint64 sweep_id) {
           sweep_ends_.clear();
           trials_->setRowCount(0);
         }
-        log_->appendPlainText(QString("sweep %1 from the store: %2 trials").arg(sweep_id).arg(out.value->size()));
+        log_->appendPlainText(QString("sweep %1 from the store: %2 trials").arg(sweep_id).arg(trials.size()));
         replaying_ = true;
-        for (const auto& stored : *out.value) {
+        for (const auto& stored : trials) {
           const auto id = stored.found.start.run_id;
           if (tracks_.count(id)) continue;  // shown already
           if (stored.status == db::status::kRunning && !stored.found.owner.empty() &&
@@ -192,6 +201,13 @@ void DashboardPage::show_sweep(qint64 sweep_id) {
         }
         replaying_ = false;
         sweep_id_ = sweep_id;
+        // Between two of its trials another process's sweep runs no trial to follow; Stop all reaches it still.
+        if (!read.value->running_elsewhere.empty()) {
+          followed_sweeps_[sweep_id] = read.value->running_elsewhere;
+          sweep_ends_.erase(sweep_id);
+          poll_->start();
+        }
+        update_stop_all();
         sweep_label_->setText(sweep_text());
       });
 }
@@ -345,7 +361,11 @@ void DashboardPage::poll_followed() {
           }
         }
         for (const auto& [id, status] : out.value->ended_sweeps) {
-          if (!followed_sweeps_.erase(id)) continue;
+          // Read before the sweep went on (resumed, its trial followed since): not its end.
+          const bool running_again = std::any_of(tracks_.begin(), tracks_.end(), [id](const auto& entry) {
+            return entry.second.sweep_id == id && entry.second.status == db::status::kRunning;
+          });
+          if (running_again || !followed_sweeps_.erase(id)) continue;
           sweep_ends_[id] = status;
           log_->appendPlainText(QString("sweep %1 (recorded by another process) ended: %2").arg(id).arg(status));
           sweep_label_->setText(sweep_text());
@@ -414,6 +434,7 @@ void DashboardPage::on_started(const RunStart& start) {
                                          : QString("run %1 started").arg(start.run_id));
   }
   stop_all_->setEnabled(true);
+  sweep_ends_.erase(start.sweep_id);  // going on again (resumed), whatever it said when it last ended
   auto& t = tracks_[start.run_id];
   if (t.row < 0) {
     t.row = trials_->rowCount();

@@ -406,7 +406,9 @@ void RunsPage::open_runs(const std::vector<std::int64_t>& run_ids) {
         for (const auto& run : *out.value) seeds.insert(run.seed);
         for (const auto& run : *out.value) {
           auto values = run.swept;
-          if (seeds.size() > 1) values.emplace_back("seed", run.seed);
+          const bool swept_seed =  // a sweep axis of its own: a column already
+              std::any_of(values.begin(), values.end(), [](const auto& v) { return v.first == "seed"; });
+          if (seeds.size() > 1 && !swept_seed) values.emplace_back("seed", run.seed);
           plots_->add_run(run.id, run.label, values);
           for (const auto& p : run.points) plots_->append(p);
           plots_->set_bucket_stats(run.buckets);
