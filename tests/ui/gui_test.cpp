@@ -2691,6 +2691,11 @@ class GuiTest : public QObject {
     MainWindow again(store());
     QCOMPARE(again.launch()->form()->field("steps")->text(), QString("77"));
     QCOMPARE(again.analysis()->tolerance()->value(), 2.5);  // the verdicts' loss tolerance too
+    for (const char* edited : {"abc", "nan", "1e9", "-3"}) {  // a settings file edited by hand: recommend's 1%
+      QSettings().setValue("analysis/tolerance_percent", edited);
+      MainWindow fresh(store());
+      QCOMPARE(fresh.analysis()->tolerance()->value(), 1.0);
+    }
     QCOMPARE(again.findChild<QTabWidget*>("commtune:pages")->currentIndex(), int(MainWindow::kRuns));
     QVERIFY(plot_lightness(again.dashboard()->plots()->loss_plot()) < 0.5);
     again.set_theme(ThemeChoice::System);

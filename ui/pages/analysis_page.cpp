@@ -43,6 +43,14 @@ namespace {
 // The loss tolerance the verdicts use, in percent, kept across restarts.
 constexpr const char* kToleranceKey = "analysis/tolerance_percent";
 
+// The tolerance the user left; recommend's 1% when none was saved or the settings file holds no
+// number in the box's range (edited by hand: "abc", nan, 1e9 would not be clamped into a verdict).
+double saved_tolerance(double lowest, double highest) {
+  bool ok = false;
+  const double percent = QSettings().value(kToleranceKey, 1.0).toDouble(&ok);
+  return ok && std::isfinite(percent) && percent >= lowest && percent <= highest ? percent : 1.0;
+}
+
 QTableWidgetItem* cell(const std::optional<double>& v, int precision) {
   return new QTableWidgetItem(v ? QString::number(*v, 'f', precision) : QString("–"));
 }
@@ -77,7 +85,7 @@ AnalysisPage::AnalysisPage(QString store_path, QWidget* parent) : QWidget(parent
   tolerance_->setDecimals(1);
   tolerance_->setRange(0, 100);
   tolerance_->setSingleStep(0.5);
-  tolerance_->setValue(QSettings().value(kToleranceKey, 1.0).toDouble());  // the user's, as they left it
+  tolerance_->setValue(saved_tolerance(tolerance_->minimum(), tolerance_->maximum()));
   tolerance_->setSuffix(" %");
   tolerance_->setToolTip("How much higher than allreduce's a recommended configuration's tail loss may be "
                          "(commtune-cli recommend --tolerance, as a percentage)");
