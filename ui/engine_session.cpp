@@ -124,7 +124,8 @@ std::pair<QString, bool> EngineSession::run_stored_sweep(db::Writer& store, std:
   options.on_trial = [this](const TrialEvent& e) {
     if (!e.finished)
       Q_EMIT run_started(
-          RunStart{e.run_id, QString::fromStdString(e.label), e.from_step, e.to_step, e.sweep_id, db::trial_number(e.trial), e.trials});
+          RunStart{e.run_id, QString::fromStdString(e.label), e.from_step, e.to_step, e.sweep_id,
+                   db::trial_number(e.trial), e.trials});
     else {
       stop_requests_.forget(e.run_id);
       Q_EMIT run_finished(e.run_id, QString::fromStdString(e.status), QString());

@@ -17,6 +17,11 @@
 namespace commtune::cli {
 namespace {
 
+// A sweep's trial by its number; "-" for a run outside a sweep.
+std::string trial_text(const db::RunRecord& r) {
+  return r.trial_number() ? std::to_string(*r.trial_number()) : "-";
+}
+
 std::string steps_text(const db::RunRecord& r) {
   return std::to_string(r.steps_completed) + "/" + std::to_string(r.steps_requested);
 }
@@ -97,7 +102,7 @@ int list_command(const ListArgs& args, const Context& context) {
       {"run", "sweep", "trial", "name", "status", "hook", "ranks", "steps", "last loss", "wall s", "created"});
   for (const auto& r : runs)
     table.add({std::to_string(r.id), r.sweep_id ? std::to_string(*r.sweep_id) : "-",
-               r.trial_number() ? std::to_string(*r.trial_number()) : "-",
+               trial_text(r),
                r.name.empty() ? "-" : r.name, r.status, describe_hook(r), std::to_string(r.world_size),
                steps_text(r), format_optional("%.4f", r.final_loss), format("%.1f", r.wall_s),
                format_time(r.created_at)});
@@ -120,7 +125,7 @@ int show_sweep(const db::Store& store, std::int64_t id, bool as_json) {
   filter.sweep_id = id;
   Table table({"trial", "run", "label", "status", "steps", "last loss", "reason"});
   for (const auto& r : store.runs(filter))
-    table.add({r.trial_number() ? std::to_string(*r.trial_number()) : "-", std::to_string(r.id), r.name, r.status, steps_text(r),
+    table.add({trial_text(r), std::to_string(r.id), r.name, r.status, steps_text(r),
                format_optional("%.4f", r.final_loss), r.reason.empty() ? "-" : r.reason});
   table.print(std::cout);
   return kExitOk;
@@ -161,7 +166,7 @@ int show_command(std::optional<std::int64_t> run_id, std::optional<std::int64_t>
             << printable(run->status) << (run->reason.empty() ? "" : " (" + printable(run->reason) + ")") << "\n";
   if (!run->config_problem.empty())
     std::cout << "  configuration is unreadable: " << printable(run->config_problem) << "\n";
-  if (run->sweep_id) std::cout << "  sweep        " << *run->sweep_id << ", trial " << *run->trial_number() << "\n";
+  if (run->sweep_id) std::cout << "  sweep        " << *run->sweep_id << ", trial " << trial_text(*run) << "\n";
   std::cout << "  hook         " << printable(describe_hook(*run)) << "\n"
             << "  ranks        " << run->world_size << " on " << printable(run->host) << "\n"
             << "  steps        " << steps_text(*run) << "\n"

@@ -284,8 +284,8 @@ void DashboardPage::stop_all() {
   for (const auto& [sweep, owner] : followed_sweeps_) sweeps_of[owner].insert(sweep);
   for (const auto& [owner, sweeps] : sweeps_of) {
     if (interrupt_owner(owner)) {
-      log_->appendPlainText(
-          QString("asked its process (%1) to stop, as Ctrl-C in its terminal would").arg(QString::fromStdString(owner)));
+      log_->appendPlainText(QString("asked its process (%1) to stop, as Ctrl-C in its terminal would")
+                                .arg(QString::fromStdString(owner)));
       continue;
     }
     for (const auto& [run, t] : tracks_)
